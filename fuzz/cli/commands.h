@@ -1,0 +1,16 @@
+// The subcommands of the kvfuzz command line, one file each.
+//
+// Where it sits: the top of the data flow. Each add_* registers a subcommand on the CLI11 app and
+// sets `exit_code` when it runs: 0 fine, 1 a finding, 2 bad input or usage (main.cc maps every
+// InvalidCase and usage error to 2).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvfuzz::cli {
+
+void add_gen(CLI::App& app, int& exit_code);
+void add_oracle(CLI::App& app, int& exit_code);
+void add_bench(CLI::App& app, int& exit_code);
+
+}  // namespace kvfuzz::cli

@@ -1,0 +1,34 @@
+// kvfuzz: checks paged KV-cache attention backends against an exact oracle.
+//
+//   kvfuzz gen --seed 7 --profile small > case.json
+//   kvfuzz oracle case.json
+#include <iostream>
+
+#include "fuzz/cli/commands.h"
+#include "reference/case_error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kvfuzz: fuzzes paged KV-cache attention metadata against an exact CPU oracle"};
+  app.require_subcommand(1);
+  int exit_code = 0;
+  kvfuzz::cli::add_gen(app, exit_code);
+  kvfuzz::cli::add_oracle(app, exit_code);
+  kvfuzz::cli::add_bench(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "kvfuzz: " << e.what() << "\n(run 'kvfuzz --help' for usage)\n";
+    return 2;
+  } catch (const kvfuzz::InvalidCase& e) {
+    std::cerr << "kvfuzz: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "kvfuzz: error: " << e.what() << "\n";
+    return 2;
+  }
+  return exit_code;
+}

@@ -1,0 +1,85 @@
+#include "reference/generate.h"
+
+#include "reference/case_error.h"
+#include "reference/validate.h"
+
+namespace kvfuzz {
+
+std::string_view to_string(Profile p) {
+  switch (p) {
+    case Profile::tiny: return "tiny";
+    case Profile::small: return "small";
+    case Profile::medium: return "medium";
+    case Profile::large: return "large";
+  }
+  return "?";
+}
+
+std::optional<Profile> parse_profile(std::string_view s) {
+  for (Profile p : {Profile::tiny, Profile::small, Profile::medium, Profile::large})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
+ProfileBounds bounds(Profile p) {
+  //      heads dim  layers ps   ctx   reqs ops  extend batch drafts
+  switch (p) {
+    case Profile::tiny: return {4, 8, 2, 8, 64, 4, 12, 16, 3, 6};
+    case Profile::small: return {8, 32, 3, 32, 256, 8, 32, 64, 6, 12};
+    case Profile::medium: return {16, 64, 4, 64, 2048, 16, 96, 512, 12, 24};
+    case Profile::large: return {16, 128, 4, 256, 4096, 16, 160, 1024, 8, 64};
+  }
+  return bounds(Profile::small);
+}
+
+namespace {
+
+ValueConfig generate_values(Rng rng) {
+  ValueConfig v;
+  v.seed = rng.next();
+  static constexpr DType kTypes[] = {DType::fp32, DType::fp16, DType::bf16, DType::fp8_e4m3};
+  v.dtype = kTypes[rng.below(4)];
+  v.fill = rng.chance(1, 8) ? Fill::signature : Fill::random;
+  v.poison = !rng.chance(1, 8);
+  return v;
+}
+
+// A last resort that is valid by construction: one request, one decode step.
+Scenario fallback(uint64_t seed) {
+  Scenario s;
+  s.model.layers = {Layer{}};
+  s.model.sm_scale = 0.25;
+  s.cache = {1, 8, 0, 1, 8, false};
+  s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 3, {}, {}}};
+  s.batch.mode = Mode::decode;
+  s.batch.entries = {{0, 0, {}}};
+  s.values.seed = seed;
+  return s;
+}
+
+}  // namespace
+
+Scenario generate(uint64_t seed, Profile profile) {
+  const ProfileBounds b = bounds(profile);
+  const Rng root(seed);
+  for (uint64_t attempt = 0; attempt < 8; ++attempt) {
+    Rng rng = root.fork(attempt);
+    Scenario s;
+    Rng ps_rng = rng.fork("page_size");
+    s.cache.page_size = generate_page_size(ps_rng, b);
+    s.model = generate_model(rng.fork("model"), b, s.cache.page_size);
+    s.values = generate_values(rng.fork("values"));
+    if (!generate_workload(rng.fork("workload"), b, s)) continue;
+    try {
+      validate(s);
+      return s;
+    } catch (const InvalidCase&) {
+      // A draw the workload generator could not keep inside the limits: draw again.
+    }
+  }
+  // Draws that keep exceeding the limits (a large profile's oracle work, say): a smaller profile.
+  if (profile != Profile::tiny) return generate(seed, static_cast<Profile>(static_cast<int>(profile) - 1));
+  return fallback(seed);
+}
+
+}  // namespace kvfuzz

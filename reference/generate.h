@@ -1,0 +1,46 @@
+// Deterministic case generation: a seed and a size profile give one valid Scenario, byte for byte
+// the same on any machine and compiler.
+//
+// Where it sits: the main front end of the fuzz campaign and of the property tests. Every choice
+// comes from a counter-based Rng (rng.h), no floating point decides anything, and each part of the
+// case draws from its own forked stream. Choices are weighted toward the corners that break
+// backends: lengths at page boundaries (ps-1, ps, ps+1), odd page sizes, partial last pages, reuse
+// of freed pages, non-identity SWA mappings and evicted tokens, chunk boundaries inside an extend,
+// deep and wide spec-decode trees, CUDA-graph padding.
+//
+//   Scenario s = generate(42, Profile::small);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "reference/rng.h"
+#include "reference/scenario.h"
+
+namespace kvfuzz {
+
+enum class Profile : uint8_t { tiny, small, medium, large };
+
+std::string_view to_string(Profile p);
+std::optional<Profile> parse_profile(std::string_view s);
+
+// Always returns a scenario that passes validate().
+Scenario generate(uint64_t seed, Profile profile);
+
+// Size bounds of a profile; the generators stay inside them.
+struct ProfileBounds {
+  int32_t max_q_heads, max_head_dim, max_layers, max_page_size, max_context_len, max_requests;
+  int32_t max_ops, max_extend, max_batch, max_draft_tokens;
+};
+ProfileBounds bounds(Profile p);
+
+// Parts of generation, each drawing from its own stream (generate_model.cc, generate_history.cc).
+Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size);
+int32_t generate_page_size(Rng& rng, const ProfileBounds& b);
+// A length in [1, max], often at a page boundary.
+int32_t corner_length(Rng& rng, int32_t page_size, int32_t max);
+// Fills cache sizes, history and batch; returns false if this draw could not be made valid.
+bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s);
+
+}  // namespace kvfuzz
