@@ -12,5 +12,7 @@ namespace kvfuzz::cli {
 void add_gen(CLI::App& app, int& exit_code);
 void add_oracle(CLI::App& app, int& exit_code);
 void add_bench(CLI::App& app, int& exit_code);
+void add_backends(CLI::App& app, int& exit_code);
+void add_check(CLI::App& app, int& exit_code);
 
 }  // namespace kvfuzz::cli

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   kvfuzz::cli::add_gen(app, exit_code);
   kvfuzz::cli::add_oracle(app, exit_code);
+  kvfuzz::cli::add_backends(app, exit_code);
+  kvfuzz::cli::add_check(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,89 @@
+// One kernel row of attention, for every executor: the queries of the row read keys [0, k_len)
+// through the backend's metadata and the row's mask.
+//
+// Where it sits: executors translate their metadata into (which batch tokens are the queries,
+// where key k lives, which keys each query may see) and call attend_row(); this file does the
+// rest the same way for all of them — bounds-checks every key of the extent (a GPU kernel loads
+// whole tiles, masked keys included), records the keys each query uses in the read log, fetches
+// K/V from the layer's pool or from the batch's new-token tensors, and accumulates
+// (attention_math.h). GQA: q head h reads kv head h / (q_heads / kv_heads).
+//
+//   attend_row(ctx, row, q_tokens, k_len,
+//              [&](int64_t k) { return Read{ReadSource::full, page_table_slot(pt, off, k, ps)}; },
+//              [&](int64_t i, int64_t k) { return k <= causal_last_key(k_len, q_len, i); },
+//              partial);
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/common/partial.h"
+
+namespace kvfuzz {
+
+class LayerContext {
+ public:
+  LayerContext(const RunInput& in, int32_t layer, RunOutput& out);
+
+  // The pool this layer reads: SWA layers of a hybrid model read the SWA pool.
+  ReadSource pool_source() const { return pool_.kind == PoolKind::swa ? ReadSource::swa : ReadSource::full; }
+  int32_t layer() const { return layer_; }
+  const RunInput& input() const { return in_; }
+  Partial make_partial() const;
+
+  // Checks a key reference and returns it; throws Violation outside its pool or the batch.
+  void check(const Read& r, const Where& where) const;
+  const float* k(const Read& r, int32_t kv_head, const Where& where) const;
+  const float* v(const Read& r, int32_t kv_head, const Where& where) const;
+  void record(int64_t token, const Read& r) { out_.reads.record(layer_, token, r); }
+  // Copies a finished Partial into the run's output for this layer.
+  void write_output(const Partial& p);
+
+  float sm_scale() const { return sm_scale_; }
+  float softcap() const { return softcap_; }
+
+ private:
+  const RunInput& in_;
+  int32_t layer_;
+  RunOutput& out_;
+  const KvPool& pool_;
+  float sm_scale_, softcap_;
+};
+
+template <class KeyOf, class Visible>
+void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q_tokens, int64_t k_len, KeyOf key_of,
+                Visible visible, Partial& partial) {
+  const Model& m = ctx.input().scenario.model;
+  const int32_t group = m.q_heads / m.kv_heads;
+  std::vector<Read> keys;
+  keys.reserve(static_cast<size_t>(k_len > 0 ? k_len : 0));
+  const Where row_where{ctx.layer(), batch_row, q_tokens.empty() ? -1 : q_tokens[0]};
+  for (int64_t k = 0; k < k_len; ++k) {
+    keys.push_back(key_of(k));
+    ctx.check(keys.back(), row_where);
+  }
+  std::vector<int64_t> used;
+  for (size_t i = 0; i < q_tokens.size(); ++i) {
+    const int64_t token = q_tokens[i];
+    const Where where{ctx.layer(), batch_row, token};
+    used.clear();
+    for (int64_t k = 0; k < k_len; ++k) {
+      if (!visible(static_cast<int64_t>(i), k)) continue;
+      used.push_back(k);
+      ctx.record(token, keys[static_cast<size_t>(k)]);
+    }
+    for (int32_t h = 0; h < m.q_heads; ++h) {
+      const float* q = ctx.input().tensors.q(ctx.layer(), token, h);
+      SoftmaxAccumulator acc(m.v_head_dim, ctx.input().scenario.values.dtype);
+      for (int64_t k : used) {
+        const Read& r = keys[static_cast<size_t>(k)];
+        acc.add(logit(q, ctx.k(r, h / group, where), m.head_dim, ctx.sm_scale(), ctx.softcap()), ctx.v(r, h / group, where));
+      }
+      acc.finish(partial.out(token, h), &partial.lse(token, h));
+    }
+  }
+}
+
+}  // namespace kvfuzz

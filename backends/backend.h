@@ -1,0 +1,120 @@
+// What a kvfuzz backend is: a planner that builds production metadata and an executor that runs
+// attention from that metadata alone.
+//
+// Where it sits: forward batch -> **plan** (host metadata, a Plan) -> **run** (executor) ->
+// outputs + read log -> properties. A planner may read the forward batch, the cache's
+// req_to_token, full_to_swa and the model config — what a production backend sees — and nothing
+// of the oracle. An executor may read only its Plan, the pools and the batch tensors; every index
+// goes through a checked accessor. CUDA-graph batches (ForwardBatch::graph()) are planned the
+// production way: buffers allocated once at worst-case capacity for the captured size, then
+// filled by replay.
+//
+// Adding a backend: a folder under backends/ with a class implementing Backend, and one line in
+// registry.cc.
+//
+//   const Backend& b = *find_backend("fa");
+//   if (Support s = b.supports(scenario); !s.ok) report_unsupported(s.why);
+//   auto plan = b.plan({scenario, cache, batch, faults});
+//   b.run(*plan, {scenario, cache, batch, pools, tensors}, out);
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/common/batch_tensors.h"
+#include "backends/common/kv_pools.h"
+#include "backends/common/read_log.h"
+#include "backends/metadata_checker.h"
+#include "reference/forward_batch.h"
+#include "reference/scenario.h"
+
+namespace kvfuzz {
+
+struct Support {
+  bool ok = true;
+  std::string why;  // when not ok: what the backend cannot run, for the report
+  static Support no(std::string why) { return {false, std::move(why)}; }
+};
+
+// A named planner bug a user switches on to measure the suite's power (kvfuzz faults).
+struct FaultInfo {
+  std::string name;
+  std::string description;  // what goes wrong and which production fix it reproduces
+};
+
+struct PlanInput {
+  const Scenario& scenario;
+  const CacheState& cache;
+  const ForwardBatch& batch;
+  const std::vector<std::string>& faults;  // names from Backend::faults(); usually empty
+
+  bool fault(std::string_view name) const { return std::find(faults.begin(), faults.end(), name) != faults.end(); }
+};
+
+// A backend's metadata. Concrete plans are plain structs of Buffers.
+class Plan {
+ public:
+  virtual ~Plan() = default;
+  // The metadata's own invariants (stride/divide, extents, prefix sums, maxima), reported through
+  // the checker's shared helpers.
+  virtual void check_metadata(MetadataChecker& check) const = 0;
+  // Throws Violation if any buffer's guard zone was overwritten.
+  virtual void check_guards() const = 0;
+};
+
+struct RunInput {
+  const Scenario& scenario;
+  const CacheState& cache;
+  const ForwardBatch& batch;
+  KvPools& pools;              // the executor writes the step's new K/V, then reads
+  const BatchTensors& tensors;
+};
+
+struct RunOutput {
+  int32_t layers = 0;
+  int64_t num_tokens = 0;  // ForwardBatch::num_tokens(), padded rows included
+  int32_t q_heads = 0, v_head_dim = 0;
+  std::vector<float> out;  // [layers][num_tokens][q_heads][v_head_dim]
+  std::vector<float> lse;  // [layers][num_tokens][q_heads], natural log
+  ReadLog reads;
+
+  RunOutput() = default;
+  RunOutput(const Scenario& s, const ForwardBatch& fb)
+      : layers(static_cast<int32_t>(s.model.layers.size())),
+        num_tokens(fb.num_tokens()),
+        q_heads(s.model.q_heads),
+        v_head_dim(s.model.v_head_dim),
+        out(static_cast<size_t>(layers * num_tokens * q_heads * v_head_dim), 0.0f),
+        lse(static_cast<size_t>(layers * num_tokens * q_heads), 0.0f),
+        reads(layers, num_tokens) {}
+
+  float* out_at(int32_t layer, int64_t token, int32_t head) {
+    return out.data() + ((static_cast<size_t>(layer) * num_tokens + token) * q_heads + head) * v_head_dim;
+  }
+  const float* out_at(int32_t layer, int64_t token, int32_t head) const {
+    return out.data() + ((static_cast<size_t>(layer) * num_tokens + token) * q_heads + head) * v_head_dim;
+  }
+  float& lse_at(int32_t layer, int64_t token, int32_t head) {
+    return lse[(static_cast<size_t>(layer) * num_tokens + token) * q_heads + head];
+  }
+  float lse_at(int32_t layer, int64_t token, int32_t head) const {
+    return lse[(static_cast<size_t>(layer) * num_tokens + token) * q_heads + head];
+  }
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;
+  // One paragraph for `kvfuzz backends`: modes, layer kinds, features, metadata style.
+  virtual std::string_view summary() const = 0;
+  virtual Support supports(const Scenario& s) const = 0;
+  virtual std::vector<FaultInfo> faults() const { return {}; }
+  virtual std::unique_ptr<Plan> plan(const PlanInput& in) const = 0;
+  virtual void run(const Plan& plan, const RunInput& in, RunOutput& out) const = 0;
+};
+
+}  // namespace kvfuzz

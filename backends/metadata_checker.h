@@ -1,0 +1,98 @@
+// Shared checks of planner metadata against the cache: stride/divide invariance and extents.
+//
+// Where it sits: each Plan's check_metadata() walks its own tables and calls these helpers; the
+// property suite supplies `visible` (which columns a query of a layer may see, from the logical
+// view) and collects the findings. Planners never see the visibility rule itself.
+//
+//   check.page_table_row("page_table", pt, row * width, ps, layer, row, first_column, count, pool);
+//   check.equal("cache_seqlens[3]", seqlens[3], written_extent, {layer, 3});
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backends/common/checked_buffer.h"
+#include "backends/common/kv_pools.h"
+#include "reference/forward_batch.h"
+
+namespace kvfuzz {
+
+class MetadataChecker {
+ public:
+  // visible(layer, row, column): whether some query of batch row `row` may see `column` in
+  // `layer`. Keys outside every query's visible set (evicted, outside the window) are not checked.
+  using Visible = std::function<bool(int32_t layer, int32_t row, int32_t column)>;
+
+  MetadataChecker(const Scenario& s, const CacheState& cache, const ForwardBatch& fb, Visible visible)
+      : s_(s), cache_(cache), fb_(fb), visible_(std::move(visible)) {}
+
+  // The slot logical column `column` of batch row `row` occupies in `pool`: req_to_token, then
+  // full_to_swa for the SWA pool.
+  int64_t expected_slot(int32_t row, int32_t column, PoolKind pool) const;
+
+  // Stride/divide invariance for one page-granular row: key k (0 <= k < count) of the row is
+  // column first_column + k, and must resolve to expected_slot() through
+  // table[row_offset + k / page_size] * page_size + k % page_size.
+  template <class T>
+  void page_table_row(const Buffer<T>& table, int64_t row_offset, int32_t page_size, int32_t layer, int32_t row,
+                      int32_t first_column, int32_t count) {
+    const PoolKind pool = pool_of(s_, layer);
+    for (int32_t k = 0; k < count; ++k) {
+      const int32_t column = first_column + k;
+      if (!visible_(layer, row, column)) continue;
+      const int64_t got = static_cast<int64_t>(table[row_offset + k / page_size]) * page_size + k % page_size;
+      mismatch(table.name(), row_offset + k / page_size, got, expected_slot(row, column, pool), layer, row, column);
+    }
+  }
+
+  // The same for one token-granular entry: entry `index` of `table` is column `column`.
+  template <class T>
+  void token_entry(const Buffer<T>& table, int64_t index, int32_t layer, int32_t row, int32_t column) {
+    if (!visible_(layer, row, column)) return;
+    mismatch(table.name(), index, static_cast<int64_t>(table[index]), expected_slot(row, column, pool_of(s_, layer)),
+             layer, row, column);
+  }
+
+  // indptr[i+1] - indptr[i] == lens[i] for i < n, and indptr[0] == 0.
+  template <class T>
+  void prefix_sums(const Buffer<T>& indptr, const std::vector<int64_t>& lens) {
+    equal(indptr.name() + "[0]", static_cast<int64_t>(indptr[0]), 0);
+    for (size_t i = 0; i < lens.size(); ++i)
+      equal(indptr.name() + "[" + std::to_string(i + 1) + "] - [" + std::to_string(i) + "]",
+            static_cast<int64_t>(indptr[static_cast<int64_t>(i) + 1]) - static_cast<int64_t>(indptr[static_cast<int64_t>(i)]),
+            lens[i]);
+  }
+
+  void equal(const std::string& what, int64_t got, int64_t want) {
+    if (got != want) fail(what + " is " + std::to_string(got) + ", expected " + std::to_string(want));
+  }
+
+  // A broken metadata invariant (extent, maximum, prefix sum, range).
+  void fail(std::string message) { add("metadata", std::move(message)); }
+
+  struct Item {
+    std::string property;  // stride-divide (a table maps a key to the wrong slot) or metadata
+    std::string message;
+  };
+  const std::vector<Item>& findings() const { return findings_; }
+
+  const ForwardBatch& batch() const { return fb_; }
+
+ private:
+  static constexpr size_t kMaxFindings = 16;
+  void add(std::string property, std::string message) {
+    if (findings_.size() < kMaxFindings) findings_.push_back({std::move(property), std::move(message)});
+  }
+  void mismatch(const std::string& table, int64_t entry, int64_t got, int64_t want, int32_t layer, int32_t row,
+                int32_t column);
+
+  const Scenario& s_;
+  const CacheState& cache_;
+  const ForwardBatch& fb_;
+  Visible visible_;
+  std::vector<Item> findings_;
+};
+
+}  // namespace kvfuzz

@@ -1,0 +1,213 @@
+#include "properties/check.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "backends/common/violation.h"
+#include "properties/tolerance.h"
+
+namespace kvfuzz {
+namespace {
+
+constexpr size_t kMaxReports = 4;  // per property and backend: enough to see the pattern
+
+std::string describe_row(const CaseContext& ctx, int32_t layer, int32_t row, int64_t token) {
+  const ForwardBatch& fb = ctx.batch();
+  std::ostringstream os;
+  os << "layer " << layer << " (" << to_string(ctx.scenario().model.layers[static_cast<size_t>(layer)].kind) << ")";
+  if (row >= 0) {
+    os << ", row " << row;
+    if (row < fb.bs) os << " (request " << fb.request_ids[static_cast<size_t>(row)] << ")";
+    else os << " (padded)";
+  }
+  if (token >= 0 && row >= 0 && row < fb.bs)
+    os << ", query position " << fb.positions[static_cast<size_t>(token)] << " (column "
+       << fb.token_columns[static_cast<size_t>(token)] << ")";
+  return os.str();
+}
+
+Finding violation_finding(const CaseContext& ctx, const Backend& b, const Violation& v) {
+  Finding f{"in-bounds", std::string(b.name()), v.what(), v.where().layer, v.where().row, v.where().token};
+  if (f.layer >= 0) f.message = describe_row(ctx, f.layer, f.row, f.token) + ": " + f.message;
+  return f;
+}
+
+// What a recorded read holds: the logical column of the row's request, or why it is foreign.
+struct Resolved {
+  int32_t column = -1;
+  std::string foreign;  // empty when the read is a key of the row's own request
+};
+
+Resolved resolve(const CaseContext& ctx, const Read& r, int32_t row) {
+  const ForwardBatch& fb = ctx.batch();
+  const CacheState& cache = ctx.prepared().cache;
+  const int32_t request = fb.request_ids[static_cast<size_t>(row)];
+  if (r.source == ReadSource::batch) {
+    const int32_t other = ctx.row_of(r.index);
+    if (other != row) return {-1, "batch token " + std::to_string(r.index) + " of row " + std::to_string(other)};
+    return {fb.token_columns[static_cast<size_t>(r.index)], {}};
+  }
+  const auto& content = r.source == ReadSource::swa ? cache.swa_content : cache.full_content;
+  const SlotContent& c = content[static_cast<size_t>(r.index)];
+  const std::string where = std::string(r.source == ReadSource::swa ? "SWA" : "full") + " slot " + std::to_string(r.index);
+  if (!c.live()) return {-1, where + " (no live token: free, the dummy page, or past the end of a page)"};
+  if (c.request != request)
+    return {-1, where + " (request " + std::to_string(c.request) + ", column " + std::to_string(c.column) + ")"};
+  if (!c.written || c.column < 0) return {-1, where + " (allocated to this request but not written yet)"};
+  return {c.column, {}};
+}
+
+}  // namespace
+
+std::string format_ranges(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  std::ostringstream os;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    if (i) os << ", ";
+    os << v[i];
+    if (j > i) os << ".." << v[j];
+    i = j + 1;
+  }
+  return v.empty() ? "(none)" : os.str();
+}
+
+BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
+  BackendRun run;
+  run.support = backend.supports(ctx.scenario());
+  if (!run.support.ok) return run;
+  const Scenario& s = ctx.scenario();
+  const Prepared& p = ctx.prepared();
+  KvPools pools(s, p.cache, ctx.values());
+  run.out = RunOutput(s, p.batch);
+  try {
+    run.plan = backend.plan({s, p.cache, p.batch, faults});
+    run.plan->check_guards();
+    MetadataChecker checker(s, p.cache, p.batch, [&ctx](int32_t layer, int32_t row, int32_t column) {
+      return ctx.visible_to_row(layer, row, column);
+    });
+    run.plan->check_metadata(checker);
+    for (const auto& item : checker.findings())
+      run.findings.push_back({item.property, std::string(backend.name()), item.message});
+    backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors()}, run.out);
+    run.plan->check_guards();
+    run.ran = true;
+  } catch (const Violation& v) {
+    run.findings.push_back(violation_finding(ctx, backend, v));
+  }
+  return run;
+}
+
+void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings) {
+  const ForwardBatch& fb = ctx.batch();
+  const Scenario& s = ctx.scenario();
+  size_t reports = 0;
+  for (int32_t layer = 0; layer < run.out.layers; ++layer) {
+    const Layer& l = s.model.layers[static_cast<size_t>(layer)];
+    for (int64_t token = 0; token < fb.num_tokens(); ++token) {
+      const int32_t row = ctx.row_of(token);
+      const std::vector<Read>& reads = run.out.reads.reads(layer, token);
+      if (row >= fb.bs) {  // a padded row may only touch the dummy page
+        for (const Read& r : reads) {
+          const bool dummy = r.source == ReadSource::batch ? ctx.row_of(r.index) >= fb.bs : r.index < fb.page_size;
+          if (!dummy && reports++ < kMaxReports)
+            findings.push_back({"in-bounds", "", describe_row(ctx, layer, row, token) + ": a padded row reads " +
+                                                     (r.source == ReadSource::batch ? "batch token " : "slot ") +
+                                                     std::to_string(r.index) + " outside the dummy page 0",
+                                layer, row, token});
+        }
+        continue;
+      }
+      const LogicalRow& lrow = ctx.logical().rows[static_cast<size_t>(row)];
+      std::vector<int64_t> expected;
+      for (const ColumnRange& cr : visible(l, lrow, ctx.query_in_row(token)))
+        for (int32_t c = cr.begin; c < cr.end; ++c) expected.push_back(c);
+      std::vector<int64_t> got;
+      std::vector<std::string> foreign;
+      for (const Read& r : reads) {
+        Resolved res = resolve(ctx, r, row);
+        if (res.foreign.empty()) got.push_back(res.column);
+        else foreign.push_back(std::move(res.foreign));
+      }
+      std::sort(got.begin(), got.end());
+      std::vector<int64_t> missing, extra, twice;
+      std::set_difference(expected.begin(), expected.end(), got.begin(), got.end(), std::back_inserter(missing));
+      for (size_t i = 0; i < got.size(); ++i) {
+        if (i > 0 && got[i] == got[i - 1]) twice.push_back(got[i]);
+        else if (!std::binary_search(expected.begin(), expected.end(), got[i])) extra.push_back(got[i]);
+      }
+      if (missing.empty() && extra.empty() && twice.empty() && foreign.empty()) continue;
+      if (reports++ >= kMaxReports) continue;
+      std::ostringstream os;
+      os << describe_row(ctx, layer, row, token) << ":\n  expected keys " << format_ranges(expected)
+         << "\n  read keys     " << format_ranges(got);
+      if (!missing.empty()) os << "\n  missing       " << format_ranges(missing);
+      if (!extra.empty()) os << "\n  extra         " << format_ranges(extra);
+      if (!twice.empty()) os << "\n  read twice    " << format_ranges(twice);
+      for (size_t i = 0; i < foreign.size() && i < 3; ++i) os << "\n  foreign read  " << foreign[i];
+      if (foreign.size() > 3) os << "\n  ... and " << foreign.size() - 3 << " more foreign reads";
+      findings.push_back({foreign.empty() ? "cache-extent" : "in-bounds", "", os.str(), layer, row, token});
+    }
+  }
+}
+
+void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings) {
+  const ForwardBatch& fb = ctx.batch();
+  const Scenario& s = ctx.scenario();
+  const OracleResult& oracle = ctx.oracle();
+  size_t reports = 0;
+  for (int32_t layer = 0; layer < run.out.layers; ++layer) {
+    const Layer& l = s.model.layers[static_cast<size_t>(layer)];
+    int64_t token = 0;
+    for (int32_t row = 0; row < fb.bs; ++row) {
+      const LogicalRow& lrow = ctx.logical().rows[static_cast<size_t>(row)];
+      for (int32_t q = 0; q < static_cast<int32_t>(lrow.queries.size()); ++q, ++token) {
+        int64_t n = 0;
+        for (const ColumnRange& cr : visible(l, lrow, q)) n += cr.end - cr.begin;
+        for (int32_t h = 0; h < s.model.q_heads; ++h) {
+          const double ref_lse = oracle.lse_at(layer, token, h);
+          const Tolerance tol = tolerance(s, n, ref_lse);
+          const std::span<const double> ref = oracle.out_at(layer, token, h);
+          const float* got = run.out.out_at(layer, token, h);
+          double worst = 0.0;
+          int32_t worst_d = -1;
+          for (int32_t d = 0; d < s.model.v_head_dim; ++d) {
+            const double err = std::abs(static_cast<double>(got[d]) - ref[static_cast<size_t>(d)]);
+            if (!(err <= tol.out) && (worst_d < 0 || !(err <= worst))) {
+              worst = err;
+              worst_d = d;
+            }
+          }
+          const double got_lse = run.out.lse_at(layer, token, h);
+          const double lse_err = std::abs(got_lse - ref_lse);
+          const bool lse_bad = !(lse_err <= tol.lse) && !(std::isinf(ref_lse) && got_lse == ref_lse);
+          if (worst_d < 0 && !lse_bad) continue;
+          if (reports++ >= kMaxReports) continue;
+          std::ostringstream os;
+          os.precision(9);
+          os << describe_row(ctx, layer, row, token) << ", q head " << h << " (" << n << " visible keys):";
+          if (worst_d >= 0)
+            os << "\n  out[" << worst_d << "] = " << got[worst_d] << ", oracle " << ref[static_cast<size_t>(worst_d)]
+               << " (error " << worst << ", bound " << tol.out << ")";
+          if (lse_bad) os << "\n  lse = " << got_lse << ", oracle " << ref_lse << " (bound " << tol.lse << ")";
+          findings.push_back({"oracle", "", os.str(), layer, row, token});
+        }
+      }
+    }
+  }
+}
+
+CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
+  BackendRun run = run_backend(ctx, backend, faults);
+  CheckResult result{run.support, std::move(run.findings)};
+  if (!run.support.ok || !run.ran) return result;
+  check_extent(ctx, run, result.findings);
+  check_agreement(ctx, run, result.findings);
+  for (Finding& f : result.findings) f.backend = std::string(backend.name());
+  return result;
+}
+
+}  // namespace kvfuzz

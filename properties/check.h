@@ -1,0 +1,52 @@
+// The single-case properties: run one backend on one case and say what is wrong.
+//
+// Where it sits: on top of the data flow; nothing depends on it but tests, fuzzers and the
+// command line. For one backend and one case it checks:
+//   in-bounds       every metadata write inside its buffer's capacity (checked buffers, guard
+//                   zones), every read and write in the layer's pool and owned by the row's
+//                   request (padded rows: the dummy page 0 only);
+//   stride-divide   every table maps every visible key back to its req_to_token slot (SWA:
+//                   translated) — from the plan's check_metadata;
+//   metadata        the plan's other invariants (extents, maxima, prefix sums);
+//   cache-extent    each query read exactly its visible set: none missing, none extra, none twice;
+//   oracle          outputs and LSEs agree with the oracle within tolerance.h's bound.
+// The multi-run properties (metamorphic, replay == eager) are in metamorphic.h.
+//
+//   CaseContext ctx(scenario);
+//   CheckResult r = check_case(ctx, *find_backend("fa"));
+//   if (!r.support.ok) ...; for (const Finding& f : r.findings) ...
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "properties/case_context.h"
+#include "properties/finding.h"
+
+namespace kvfuzz {
+
+struct BackendRun {
+  Support support;
+  bool ran = false;                  // plan and run finished without a Violation
+  std::unique_ptr<Plan> plan;
+  RunOutput out;
+  std::vector<Finding> findings;     // in-bounds and metadata findings from planning and running
+};
+
+// Plans and runs `backend` on the case in a fresh copy of the pools.
+BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {});
+
+struct CheckResult {
+  Support support;
+  std::vector<Finding> findings;
+};
+
+CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {});
+
+// The read-set and oracle properties on a finished run (used by check_case and metamorphic runs).
+void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
+void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
+
+}  // namespace kvfuzz

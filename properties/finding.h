@@ -1,0 +1,30 @@
+// A property violation, written for the person who has to fix it.
+//
+// Where it sits: every property produces Findings; the command line prints them, campaigns save
+// the case that produced them, the shrinker keeps a case only while it fails with the same
+// (property, backend). A report names the backend, layer, request, query position, the expected
+// and the actually read key positions, and the offending index and buffer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kvfuzz {
+
+struct Finding {
+  std::string property;  // in-bounds, cache-extent, stride-divide, metadata, oracle, metamorphic, replay
+  std::string backend;
+  std::string message;
+  int32_t layer = -1;
+  int32_t row = -1;
+  int64_t token = -1;
+
+  // "property/backend": what the shrinker keeps constant.
+  std::string signature() const { return property + "/" + backend; }
+};
+
+// Ascending integers as compact ranges: "0..11, 16, 18..19".
+std::string format_ranges(std::vector<int64_t> values);
+
+}  // namespace kvfuzz
