@@ -1,0 +1,40 @@
+// The multi-run properties: a request's output must not change when nothing it depends on does.
+//
+// Where it sits: beside check.h, on top of run_backend. Each variant rewrites the scenario in a
+// way that keeps every batch request's logical content, runs the backend again (no oracle) and
+// compares each request's outputs with the original run:
+//   batch-order    the entries shuffled                                    (bitwise)
+//   unrelated      some other entries dropped from the batch               (bitwise)
+//   replay         CUDA-graph padding toggled: replay == eager on real rows (bitwise, and reads)
+//   history        a finished request's churn before the history, so every page moves (bitwise)
+//   page-size      page size 1 instead of ps (tables, CSRs and splits all change)  (tolerance)
+//   kv-splits      another split count                                      (tolerance)
+// "Bitwise" holds for the CPU executors, which reduce keys in logical order; a backend whose
+// reduction order follows the layout would compare within tolerance instead.
+//
+//   std::vector<Finding> f = check_metamorphic(ctx, run, backend, faults, seed);
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "properties/check.h"
+
+namespace kvfuzz {
+
+struct Variant {
+  std::string name;
+  Scenario scenario;
+  bool bitwise = true;
+};
+
+// The variants of `s` (only those that validate). `seed` picks shuffles and drops.
+std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed);
+
+// Runs every variant and compares with `base`. Findings are named after the variant ("replay"
+// for the padding one, "metamorphic" otherwise).
+std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun& base, const Backend& backend,
+                                       const std::vector<std::string>& faults, uint64_t seed);
+
+}  // namespace kvfuzz
