@@ -2,7 +2,7 @@
 //
 // Where it sits: scenario -> **cache** -> planner. It turns the history into what a serving
 // engine holds when the batch arrives — req_to_token, the full->SWA slot mapping, which slot holds
-// which logical token — with the allocation rules of sglang's mem_cache (docs/conventions.md):
+// which logical token — with the allocation rules of sglang's mem_cache (reference/CONVENTIONS.md):
 //   - page 0 of each pool is reserved; pages 1.. start free in order;
 //   - appending fills the request's partial last page, then takes whole pages, in batch order;
 //   - freed pages are reused: LIFO for the paged allocator (page_size > 1), FIFO for the token

@@ -31,7 +31,7 @@ int32_t tokens_of(const Batch& b, const BatchEntry& e) {
   return 1;
 }
 
-// Columns the drafting layout of one request spans (docs/conventions.md, draft decode): with
+// Columns the drafting layout of one request spans (reference/CONVENTIONS.md, draft decode): with
 // page_size > 1 and topk > 1 each branch gets whole pages that start with its own copy of the
 // partial last page.
 struct DraftLayout {

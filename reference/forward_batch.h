@@ -5,7 +5,7 @@
 // the step's new tokens (out_cache_loc), writes req_to_token, builds positions, the spec-decode
 // tree mask, and pads the batch to the captured CUDA-graph size with production fill values
 // (seq_len 1, request row 0, out_cache_loc 0, position 0). Field conventions follow SEMANTICS.md
-// §2 and docs/conventions.md; planners read only these fields and the cache state.
+// §2 and reference/CONVENTIONS.md; planners read only these fields and the cache state.
 //
 //   Prepared p = prepare(scenario);          // throws InvalidCase
 //   for (int32_t i = 0; i < p.batch.bs; ++i) use(p.batch.seq_lens[i]);
