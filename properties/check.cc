@@ -101,12 +101,29 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
   return run;
 }
 
+std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int64_t token) {
+  const LogicalRow& lrow = ctx.logical().rows[static_cast<size_t>(ctx.row_of(token))];
+  std::vector<int64_t> expected;
+  for (const ColumnRange& cr : visible(ctx.scenario().model.layers[static_cast<size_t>(layer)], lrow, ctx.query_in_row(token)))
+    for (int32_t c = cr.begin; c < cr.end; ++c) expected.push_back(c);
+  return expected;
+}
+
+ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32_t layer, int64_t token) {
+  ResolvedReads out;
+  for (const Read& r : run.out.reads.reads(layer, token)) {
+    Resolved res = resolve(ctx, r, ctx.row_of(token));
+    if (res.foreign.empty()) out.columns.push_back(res.column);
+    else out.foreign.push_back(std::move(res.foreign));
+  }
+  std::sort(out.columns.begin(), out.columns.end());
+  return out;
+}
+
 void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings) {
   const ForwardBatch& fb = ctx.batch();
-  const Scenario& s = ctx.scenario();
   size_t reports = 0;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
-    const Layer& l = s.model.layers[static_cast<size_t>(layer)];
     for (int64_t token = 0; token < fb.num_tokens(); ++token) {
       const int32_t row = ctx.row_of(token);
       const std::vector<Read>& reads = run.out.reads.reads(layer, token);
@@ -121,18 +138,10 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
         }
         continue;
       }
-      const LogicalRow& lrow = ctx.logical().rows[static_cast<size_t>(row)];
-      std::vector<int64_t> expected;
-      for (const ColumnRange& cr : visible(l, lrow, ctx.query_in_row(token)))
-        for (int32_t c = cr.begin; c < cr.end; ++c) expected.push_back(c);
-      std::vector<int64_t> got;
-      std::vector<std::string> foreign;
-      for (const Read& r : reads) {
-        Resolved res = resolve(ctx, r, row);
-        if (res.foreign.empty()) got.push_back(res.column);
-        else foreign.push_back(std::move(res.foreign));
-      }
-      std::sort(got.begin(), got.end());
+      const std::vector<int64_t> expected = expected_columns(ctx, layer, token);
+      const ResolvedReads resolved = resolve_reads(ctx, run, layer, token);
+      const std::vector<int64_t>& got = resolved.columns;
+      const std::vector<std::string>& foreign = resolved.foreign;
       std::vector<int64_t> missing, extra, twice;
       std::set_difference(expected.begin(), expected.end(), got.begin(), got.end(), std::back_inserter(missing));
       for (size_t i = 0; i < got.size(); ++i) {
@@ -200,14 +209,19 @@ void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<
   }
 }
 
-CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
-  BackendRun run = run_backend(ctx, backend, faults);
-  CheckResult result{run.support, std::move(run.findings)};
-  if (!run.support.ok || !run.ran) return result;
-  check_extent(ctx, run, result.findings);
-  check_agreement(ctx, run, result.findings);
+CheckResult check_run(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {
+  CheckResult result{run.support, run.findings};
+  if (!run.support.ok) return result;
+  if (run.ran) {
+    check_extent(ctx, run, result.findings);
+    check_agreement(ctx, run, result.findings);
+  }
   for (Finding& f : result.findings) f.backend = std::string(backend.name());
   return result;
+}
+
+CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
+  return check_run(ctx, backend, run_backend(ctx, backend, faults));
 }
 
 }  // namespace kvfuzz

@@ -45,6 +45,21 @@ struct CheckResult {
 
 CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {});
 
+// The single-case properties of a run that has already happened (check_case = run_backend +
+// this); the run is kept for the metamorphic comparisons.
+CheckResult check_run(const CaseContext& ctx, const Backend& backend, const BackendRun& run);
+
+// What a query of a finished run read, as logical columns of its own request, plus the reads
+// that were not its own keys ("full slot 12 (request 3, column 0)").
+struct ResolvedReads {
+  std::vector<int64_t> columns;  // ascending, repeats kept
+  std::vector<std::string> foreign;
+};
+ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32_t layer, int64_t token);
+
+// The columns query `token` (of a real row) must read in `layer`.
+std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int64_t token);
+
 // The read-set and oracle properties on a finished run (used by check_case and metamorphic runs).
 void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
 void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);

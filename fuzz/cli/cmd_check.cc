@@ -1,23 +1,17 @@
 // kvfuzz check: runs every property of one or all backends on one case and reports findings.
 //
 //   kvfuzz check case.json --backend all     # exit 1 on a finding
+#include <algorithm>
 #include <iostream>
 
 #include "backends/registry.h"
 #include "fuzz/cli/commands.h"
-#include "properties/check.h"
+#include "fuzz/cli/options.h"
+#include "fuzz/case_check.h"
 #include "reference/case_error.h"
 #include "reference/scenario_json.h"
 
 namespace kvfuzz::cli {
-
-std::vector<const Backend*> select_backends(const std::string& name) {
-  if (name == "all") return all_backends();
-  if (const Backend* b = find_backend(name)) return {b};
-  std::string known;
-  for (const Backend* b : all_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
-  throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
-}
 
 void add_check(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("check", "Run every property on one case and report what is wrong (exit 1 on a finding)");
@@ -28,23 +22,25 @@ void add_check(CLI::App& app, int& exit_code) {
   cmd->add_option("--fault", faults, "Switch on a named planner fault (see kvfuzz faults --list)");
   cmd->callback([&exit_code] {
     const auto backends = select_backends(backend);
+    check_faults(faults, backends);
     const Scenario s = load_case(path);
-    const CaseContext ctx(s, 0);
-    int findings = 0;
+    const CaseReport report = check_all(s, backends, {faults, /*metamorphic=*/true, 0});
+    for (const std::string& u : report.unsupported) std::cout << "unsupported: " << u << "\n";
     for (const Backend* b : backends) {
-      const CheckResult r = check_case(ctx, *b, faults);
-      if (!r.support.ok) {
-        std::cout << b->name() << ": unsupported: " << r.support.why << "\n";
-        continue;
-      }
-      if (r.findings.empty()) std::cout << b->name() << ": ok\n";
-      for (const Finding& f : r.findings) {
+      int n = 0;
+      for (const Finding& f : report.findings) {
+        if (f.backend != b->name()) continue;
         std::cout << b->name() << ": " << f.property << ": " << f.message << "\n";
-        ++findings;
+        ++n;
       }
+      const bool unsupported = std::any_of(report.unsupported.begin(), report.unsupported.end(),
+                                           [&](const std::string& u) { return u.rfind(std::string(b->name()) + ":", 0) == 0; });
+      if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
     }
-    if (findings > 0) std::cout << findings << " finding(s); replay with: kvfuzz check " << path << " --backend " << backend << "\n";
-    exit_code = findings > 0 ? 1 : 0;
+    if (!report.findings.empty())
+      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << path << " --backend " << backend
+                << "\n";
+    exit_code = report.findings.empty() ? 0 : 1;
   });
 }
 

@@ -1,7 +1,8 @@
 // kvfuzz: checks paged KV-cache attention backends against an exact oracle.
 //
+//   kvfuzz run --seconds 600              # the fuzz campaign
 //   kvfuzz gen --seed 7 --profile small > case.json
-//   kvfuzz oracle case.json
+//   kvfuzz check case.json --backend all
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
@@ -15,6 +16,10 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_oracle(app, exit_code);
   kvfuzz::cli::add_backends(app, exit_code);
   kvfuzz::cli::add_check(app, exit_code);
+  kvfuzz::cli::add_run(app, exit_code);
+  kvfuzz::cli::add_shrink(app, exit_code);
+  kvfuzz::cli::add_explain(app, exit_code);
+  kvfuzz::cli::add_faults(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,187 @@
+#include "fuzz/campaign.h"
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "fuzz/case_check.h"
+#include "fuzz/shrink.h"
+#include "reference/io.h"
+#include "reference/rng.h"
+#include "reference/scenario_json.h"
+
+namespace kvfuzz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string file_safe(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '-';
+  return s;
+}
+
+// Shared state of the workers; everything behind `mu` except the counters.
+struct Shared {
+  const CampaignOptions& options;
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<bool> workers_done{false};
+  std::mutex mu;
+  CampaignSummary summary;
+  std::map<std::string, int64_t> saved;  // findings saved per kind
+
+  explicit Shared(const CampaignOptions& o) : options(o) {}
+};
+
+std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
+                        const std::string& file) {
+  std::ostringstream os;
+  const CaseSize size = case_size(s);
+  os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
+     << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
+  for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
+  os << "replay: kvfuzz check " << file << " --backend " << (findings.empty() ? "all" : findings.front().backend) << "\n";
+  return os.str();
+}
+
+// Saves the case at once, then its shrunk form; returns the path of the best saved case.
+std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const Finding& first,
+                         const std::vector<Finding>& all, const Backend* backend, bool metamorphic) {
+  const CampaignOptions& o = sh.options;
+  const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index);
+  write_file_atomic(base + ".json", to_json(s));
+  write_file_atomic(base + ".txt", report_text(s, index, seed, all, base + ".json"));
+  if (!o.shrink || backend == nullptr) return base + ".json";
+  const ShrinkTarget target{first.signature(), backend, faults_for(*backend, o.faults), metamorphic};
+  const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
+  if (r.finding.property.empty()) return base + ".json";
+  write_file_atomic(base + ".min.json", to_json(r.scenario));
+  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, base + ".min.json"));
+  return base + ".min.json";
+}
+
+const Backend* backend_named(const CampaignOptions& o, const std::string& name) {
+  for (const Backend* b : o.backends)
+    if (b->name() == name) return b;
+  return nullptr;
+}
+
+void run_case(Shared& sh, int64_t index) {
+  const CampaignOptions& o = sh.options;
+  const uint64_t seed = campaign_case_seed(o.seed, index);
+  const Profile profile = o.profiles[static_cast<size_t>(index) % o.profiles.size()];
+  const Scenario s = generate(seed, profile);
+  const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
+  CaseReport report;
+  try {
+    report = check_all(s, o.backends, {o.faults, metamorphic, seed});
+  } catch (const std::exception& e) {  // a backend that throws anything but a Violation has crashed
+    report.findings.push_back({"crash", "?", std::string("an exception escaped: ") + e.what()});
+  }
+  std::vector<std::pair<Finding, bool>> to_save;
+  {
+    std::lock_guard<std::mutex> lock(sh.mu);
+    CampaignSummary& sum = sh.summary;
+    sum.coverage.add(s);
+    for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(':'))]++;
+    for (const Backend* b : o.backends) sum.backend_runs[std::string(b->name())] += 1;
+    std::set<std::string> seen;
+    for (const Finding& f : report.findings) {
+      FindingKind& k = sum.kinds[f.signature()];
+      if (!seen.insert(f.signature()).second) continue;
+      if (k.count++ == 0) {
+        k.first_case = index;
+        k.example = f.message;
+      }
+      if (sh.saved[f.signature()]++ < o.max_saved_per_kind) to_save.push_back({f, f.property == "metamorphic" || f.property == "replay"});
+    }
+  }
+  for (const auto& [f, meta] : to_save) {
+    const std::string file = save_finding(sh, s, index, seed, f, report.findings, backend_named(o, f.backend), meta);
+    std::lock_guard<std::mutex> lock(sh.mu);
+    FindingKind& k = sh.summary.kinds[f.signature()];
+    if (k.first_case == index) k.first_file = file;
+  }
+}
+
+}  // namespace
+
+uint64_t campaign_case_seed(uint64_t seed, int64_t index) { return hash_words(seed, static_cast<uint64_t>(index), 0x6b76667a); }
+
+CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
+  std::filesystem::create_directories(o.out_dir);
+  Shared sh(o);
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto should_stop = [&] {
+    if (o.stop && o.stop->load()) return true;
+    if (o.seconds > 0 && elapsed() >= o.seconds) return true;
+    return false;
+  };
+  std::vector<std::thread> workers;
+  for (int j = 0; j < std::max(1, o.jobs); ++j) {
+    workers.emplace_back([&] {
+      while (!should_stop()) {
+        const int64_t i = sh.next.fetch_add(1);
+        if (o.cases > 0 && i >= o.cases) break;
+        run_case(sh, i);
+        sh.done.fetch_add(1);
+      }
+    });
+  }
+  std::thread reporter([&] {
+    int64_t last = -1;
+    while (true) {
+      const bool finished = sh.workers_done.load();
+      const int64_t done = sh.done.load();
+      if (done != last || finished) {
+        std::lock_guard<std::mutex> lock(sh.mu);
+        const double t = elapsed();
+        progress << (o.live_progress ? "\r[" : "[") << std::fixed << std::setprecision(1) << t << "s] " << done << " cases ("
+                 << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0) << "/s), findings "
+                 << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), " << sh.summary.coverage.line()
+                 << (o.live_progress ? "   " : "\n") << std::flush;
+        last = done;
+      }
+      if (finished) break;
+      for (int t = 0; t < (o.live_progress ? 1 : 20) && !sh.workers_done.load(); ++t)
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+  for (std::thread& w : workers) w.join();
+  sh.workers_done.store(true);
+  reporter.join();
+  if (o.live_progress) progress << "\n";
+  sh.summary.cases = sh.done.load();
+  sh.summary.seconds = elapsed();
+  return sh.summary;
+}
+
+void print_summary(const CampaignSummary& s, std::ostream& out) {
+  out << "campaign: " << s.cases << " cases in " << std::fixed << std::setprecision(1) << s.seconds << " s ("
+      << (s.seconds > 0 ? static_cast<double>(s.cases) / s.seconds : 0.0) << " cases/s)\n";
+  out << "coverage: " << s.coverage.line() << "\n";
+  out << std::left << std::setw(14) << "backend" << std::right << std::setw(10) << "cases" << std::setw(13) << "unsupported"
+      << "\n";
+  for (const auto& [name, n] : s.backend_runs) {
+    const auto it = s.backend_unsupported.find(name);
+    out << std::left << std::setw(14) << name << std::right << std::setw(10) << n << std::setw(13)
+        << (it == s.backend_unsupported.end() ? 0 : it->second) << "\n";
+  }
+  if (s.kinds.empty()) {
+    out << "no findings\n";
+    return;
+  }
+  out << std::left << std::setw(32) << "finding (property/backend)" << std::right << std::setw(8) << "count"
+      << std::setw(12) << "first case" << "  saved as\n";
+  for (const auto& [sig, k] : s.kinds)
+    out << std::left << std::setw(32) << sig << std::right << std::setw(8) << k.count << std::setw(12) << k.first_case << "  "
+        << k.first_file << "\n";
+}
+
+}  // namespace kvfuzz

@@ -1,0 +1,72 @@
+// A fuzz campaign: generated cases over the backends until a time or case budget is spent.
+//
+// Where it sits: the main job (`kvfuzz run`). Case i of a campaign is generate(hash(seed, i),
+// profile i mod n), so a campaign is reproducible from its seed and any case from its number.
+// Each finding is written at once, atomically, as a case file with its report (so a killed run
+// loses nothing), then shrunk and written again as a .min.json. A progress line shows cases/s,
+// findings and how much of the configuration space the cases have touched.
+//
+//   CampaignOptions o;
+//   o.seconds = 60; o.backends = all_backends(); o.out_dir = "findings";
+//   CampaignSummary s = run_campaign(o, std::cerr);
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "fuzz/coverage.h"
+#include "reference/generate.h"
+
+namespace kvfuzz {
+
+struct CampaignOptions {
+  double seconds = 0;  // stop after this long (0: no time limit)
+  int64_t cases = 0;   // stop after this many cases (0: no case limit)
+  std::vector<const Backend*> backends;
+  uint64_t seed = 1;
+  int jobs = 1;
+  std::string out_dir = "findings";
+  std::vector<Profile> profiles = {Profile::tiny, Profile::small, Profile::small, Profile::medium};
+  std::vector<std::string> faults;
+  int metamorphic_every = 8;  // every n-th case also runs the metamorphic variants; 0: never
+  bool shrink = true;
+  double shrink_seconds = 30;
+  int max_saved_per_kind = 3;  // findings saved per (property, backend)
+  const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
+  bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
+};
+
+struct FindingKind {
+  int64_t count = 0;
+  int64_t first_case = -1;
+  std::string first_file;  // the saved case (shrunk when shrinking finished)
+  std::string example;     // the first finding's message
+};
+
+struct CampaignSummary {
+  int64_t cases = 0;
+  double seconds = 0;
+  std::map<std::string, FindingKind> kinds;        // by Finding::signature()
+  std::map<std::string, int64_t> backend_runs;     // cases each backend ran
+  std::map<std::string, int64_t> backend_unsupported;
+  Coverage coverage;
+  int64_t findings() const {
+    int64_t n = 0;
+    for (const auto& [k, v] : kinds) n += v.count;
+    return n;
+  }
+};
+
+// The seed of case `index` of a campaign.
+uint64_t campaign_case_seed(uint64_t seed, int64_t index);
+
+CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& progress);
+
+void print_summary(const CampaignSummary& s, std::ostream& out);
+
+}  // namespace kvfuzz

@@ -1,0 +1,53 @@
+// kvfuzz faults: the fault benchmark — cases and seconds until each named planner fault is
+// detected, and its shrunk size. Exit 1 if any fault survives its budget.
+//
+//   kvfuzz faults                      # every fault of every backend
+//   kvfuzz faults --list
+//   kvfuzz faults --only fa_local_token_table --out corpus/regressions
+#include <iostream>
+
+#include "fuzz/cli/commands.h"
+#include "fuzz/cli/options.h"
+#include "fuzz/fault_bench.h"
+
+namespace kvfuzz::cli {
+
+void add_faults(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("faults", "Measure how fast the suite catches each named planner fault (exit 1 if one survives)");
+  static std::string backend = "all", out;
+  static std::vector<std::string> only;
+  static int64_t budget = 2000;
+  static uint64_t seed = 1;
+  static double shrink_seconds = 30;
+  static bool list = false;
+  cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
+  cmd->add_option("--only", only, "Only these faults");
+  cmd->add_option("--budget", budget, "Cases per fault before it counts as surviving")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seed", seed, "Seed")->capture_default_str();
+  cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each detecting case")->capture_default_str();
+  cmd->add_option("--out", out, "Save each shrunk case here as <backend>__<fault>.json");
+  cmd->add_flag("--list", list, "List the faults and exit");
+  cmd->callback([&exit_code] {
+    const auto backends = select_backends(backend);
+    check_faults(only, backends);
+    if (list) {
+      for (const Backend* b : backends)
+        for (const FaultInfo& f : b->faults()) std::cout << b->name() << "  " << f.name << "\n    " << f.description << "\n";
+      exit_code = 0;
+      return;
+    }
+    FaultBenchOptions o{budget, seed, shrink_seconds, out, backends, only};
+    std::cerr << "kvfuzz faults: budget " << budget << " cases per fault\n";
+    const auto results = run_fault_bench(o, std::cerr);
+    print_fault_table(results, std::cout);
+    bool survived = false, unclean = false;
+    for (const FaultResult& r : results) {
+      survived |= !r.detected;
+      unclean |= r.detected && !r.clean_without_fault;
+    }
+    if (unclean) std::cout << "a detecting case also fails with the fault off: the suite (or the backend) is wrong\n";
+    exit_code = survived || unclean ? 1 : 0;
+  });
+}
+
+}  // namespace kvfuzz::cli

@@ -1,0 +1,52 @@
+// kvfuzz shrink: reduces a failing case while it fails the same way (same property, backend).
+//
+//   kvfuzz shrink finding.json -o small.json --backend fa
+#include <iostream>
+
+#include "fuzz/cli/commands.h"
+#include "fuzz/cli/options.h"
+#include "fuzz/shrink.h"
+#include "reference/case_error.h"
+#include "reference/io.h"
+#include "reference/scenario_json.h"
+
+namespace kvfuzz::cli {
+
+void add_shrink(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("shrink", "Shrink a failing case to something a person can read");
+  static std::string path, out, backend = "all";
+  static std::vector<std::string> faults;
+  static double seconds = 120;
+  cmd->add_option("case", path, "Failing case file (JSON), or - for standard input")->required();
+  cmd->add_option("-o,--output", out, "Where to write the shrunk case (default: standard output)");
+  cmd->add_option("--backend", backend, "Backend the case fails on, or all (the first failing one)")->capture_default_str();
+  cmd->add_option("--fault", faults, "Named planner faults to keep switched on");
+  cmd->add_option("--seconds", seconds, "Time budget")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->callback([&exit_code] {
+    const auto backends = select_backends(backend);
+    check_faults(faults, backends);
+    const Scenario s = load_case(path);
+    const CaseReport report = check_all(s, backends, {faults, true, 0});
+    if (report.findings.empty()) {
+      std::cerr << "kvfuzz shrink: the case does not fail on " << backend << "; nothing to shrink\n";
+      exit_code = 2;
+      return;
+    }
+    const Finding& first = report.findings.front();
+    const Backend* b = select_backends(first.backend).front();
+    const bool meta = first.property == "metamorphic" || first.property == "replay";
+    std::cerr << "shrinking while it fails as " << first.signature() << "\n";
+    const ShrinkResult r = shrink(s, {first.signature(), b, faults_for(*b, faults), meta}, {seconds, 100000});
+    const CaseSize before = case_size(s), after = case_size(r.scenario);
+    std::cerr << "requests " << before.requests << " -> " << after.requests << ", max tokens per request "
+              << before.max_tokens << " -> " << after.max_tokens << ", history ops " << before.history_ops << " -> "
+              << after.history_ops << ", layers " << before.layers << " -> " << after.layers << " (" << r.accepted << " of "
+              << r.attempts << " reductions kept, " << r.seconds << " s)\n"
+              << r.finding.backend << ": " << r.finding.property << ": " << r.finding.message << "\n";
+    if (out.empty()) std::cout << to_json(r.scenario);
+    else write_file_atomic(out, to_json(r.scenario));
+    exit_code = 1;  // the shrunk case still fails: a finding
+  });
+}
+
+}  // namespace kvfuzz::cli

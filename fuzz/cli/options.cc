@@ -1,0 +1,30 @@
+#include "fuzz/cli/options.h"
+
+#include "backends/registry.h"
+#include "reference/case_error.h"
+
+namespace kvfuzz::cli {
+
+std::vector<const Backend*> select_backends(const std::string& name) {
+  if (name == "all") return all_backends();
+  if (const Backend* b = find_backend(name)) return {b};
+  std::string known;
+  for (const Backend* b : all_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
+  throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
+}
+
+void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends) {
+  for (const std::string& f : faults) {
+    bool known = false;
+    std::string names;
+    for (const Backend* b : backends) {
+      for (const FaultInfo& info : b->faults()) {
+        known |= info.name == f;
+        names += (names.empty() ? "" : ", ") + info.name;
+      }
+    }
+    if (!known) throw InvalidCase("--fault: no selected backend has a fault named '" + f + "' (faults: " + names + ")");
+  }
+}
+
+}  // namespace kvfuzz::cli

@@ -1,0 +1,19 @@
+// Command-line values shared by several subcommands, checked once: --backend and --fault.
+//
+//   auto backends = select_backends("all");            // throws InvalidCase naming the flag
+//   check_faults({"fa_local_token_table"}, backends);
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+
+namespace kvfuzz::cli {
+
+std::vector<const Backend*> select_backends(const std::string& name);
+
+// Every fault must belong to one of `backends`.
+void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends);
+
+}  // namespace kvfuzz::cli

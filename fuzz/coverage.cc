@@ -1,0 +1,57 @@
+#include "fuzz/coverage.h"
+
+#include <sstream>
+
+namespace kvfuzz {
+namespace {
+
+int page_class(int32_t ps) {
+  if (ps == 1) return 0;
+  if ((ps & (ps - 1)) != 0) return 3;  // odd sizes: 3, 5, 7
+  return ps <= 16 ? 1 : 2;
+}
+
+enum Feature { kHybrid, kGraph, kTree, kMla, kSoftcap, kGqa, kEvict, kSpecHistory, kFeatures };
+
+}  // namespace
+
+void Coverage::add(const Scenario& s) {
+  modes_.insert(static_cast<int>(s.batch.mode));
+  uint32_t kinds = 0;
+  for (const Layer& l : s.model.layers) {
+    kinds |= 1u << static_cast<int>(l.kind);
+    layer_kinds_.insert(static_cast<int>(l.kind));
+  }
+  page_sizes_.insert(s.cache.page_size);
+  const bool hybrid = s.cache.swa_pages > 0, graph = s.batch.graph_bs > 0, tree = s.batch.topk > 1, mla = s.model.mla;
+  if (hybrid) features_.insert(kHybrid);
+  if (graph) features_.insert(kGraph);
+  if (tree) features_.insert(kTree);
+  if (mla) features_.insert(kMla);
+  if (s.model.softcap > 0) features_.insert(kSoftcap);
+  if (s.model.q_heads > s.model.kv_heads) features_.insert(kGqa);
+  for (const Op& op : s.history) {
+    if (op.kind == OpKind::swa_evict) features_.insert(kEvict);
+    if (op.kind == OpKind::accept) features_.insert(kSpecHistory);
+  }
+  const uint32_t cell = static_cast<uint32_t>(s.batch.mode) | kinds << 3 | static_cast<uint32_t>(page_class(s.cache.page_size)) << 6 |
+                        uint32_t{hybrid} << 8 | uint32_t{graph} << 9 | uint32_t{tree} << 10 | uint32_t{mla} << 11;
+  cells_.insert(cell);
+}
+
+void Coverage::merge(const Coverage& o) {
+  cells_.insert(o.cells_.begin(), o.cells_.end());
+  modes_.insert(o.modes_.begin(), o.modes_.end());
+  layer_kinds_.insert(o.layer_kinds_.begin(), o.layer_kinds_.end());
+  page_sizes_.insert(o.page_sizes_.begin(), o.page_sizes_.end());
+  features_.insert(o.features_.begin(), o.features_.end());
+}
+
+std::string Coverage::line() const {
+  std::ostringstream os;
+  os << "modes " << modes_.size() << "/7, layer kinds " << layer_kinds_.size() << "/3, page sizes " << page_sizes_.size()
+     << ", features " << features_.size() << "/" << kFeatures << ", cells " << cells_.size();
+  return os.str();
+}
+
+}  // namespace kvfuzz

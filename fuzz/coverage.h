@@ -1,0 +1,34 @@
+// How much of the configuration space a campaign has touched.
+//
+// Where it sits: campaigns record each case here and print it on the progress line. A cell is one
+// combination of the choices that change which metadata code runs: forward mode, the set of layer
+// kinds, the page-size class (1, small power of two, large power of two, odd), hybrid SWA pool,
+// CUDA-graph padding, topk > 1, MLA. Single dimensions are reported too, so a person sees at once
+// what was never exercised.
+//
+//   Coverage c;
+//   c.add(scenario);
+//   std::cout << c.line();   // "modes 7/7, layer kinds 3/3, page sizes 9/13, cells 214"
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "reference/scenario.h"
+
+namespace kvfuzz {
+
+class Coverage {
+ public:
+  void add(const Scenario& s);
+  void merge(const Coverage& other);
+  std::string line() const;
+  int64_t cells() const { return static_cast<int64_t>(cells_.size()); }
+
+ private:
+  std::set<uint32_t> cells_;
+  std::set<int> modes_, layer_kinds_, page_sizes_, features_;
+};
+
+}  // namespace kvfuzz

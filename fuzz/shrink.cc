@@ -1,0 +1,48 @@
+#include "fuzz/shrink.h"
+
+#include <chrono>
+
+#include "reference/case_error.h"
+#include "reference/validate.h"
+
+namespace kvfuzz {
+
+std::optional<Finding> fails_as(const Scenario& s, const ShrinkTarget& target) {
+  try {
+    validate(s);
+  } catch (const InvalidCase&) {
+    return std::nullopt;
+  }
+  const CaseReport r = check_all(s, {target.backend}, {target.faults, target.metamorphic, 0});
+  for (const Finding& f : r.findings)
+    if (f.signature() == target.signature) return f;
+  return std::nullopt;
+}
+
+ShrinkResult shrink(const Scenario& s, const ShrinkTarget& target, const ShrinkOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  ShrinkResult result{s, {}, 0, 0, 0};
+  auto first = fails_as(s, target);
+  if (!first) return result;
+  result.finding = *first;
+  bool progress = true;
+  while (progress && elapsed() < options.max_seconds && result.attempts < options.max_attempts) {
+    progress = false;
+    for (const Scenario& candidate : reductions(result.scenario)) {
+      if (elapsed() >= options.max_seconds || result.attempts >= options.max_attempts) break;
+      ++result.attempts;
+      if (auto f = fails_as(candidate, target)) {
+        result.scenario = candidate;
+        result.finding = *f;
+        ++result.accepted;
+        progress = true;
+        break;
+      }
+    }
+  }
+  result.seconds = elapsed();
+  return result;
+}
+
+}  // namespace kvfuzz

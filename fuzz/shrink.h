@@ -1,0 +1,47 @@
+// The shrinker: reduces a failing case while it keeps failing the same way.
+//
+// Where it sits: campaigns shrink each finding before saving it; `kvfuzz shrink` does it for a
+// case file. "The same way" is the finding's signature: the same property on the same backend.
+// Greedy: try the reductions (reductions.h) in order, keep the first that validates and still
+// fails, start over; stop when none does or the budget is spent.
+//
+//   ShrinkResult r = shrink(s, target, {.max_seconds = 60});
+//   write_file_atomic("min.json", to_json(r.scenario));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuzz/case_check.h"
+#include "fuzz/reductions.h"
+
+namespace kvfuzz {
+
+struct ShrinkTarget {
+  std::string signature;             // Finding::signature(): property/backend
+  const Backend* backend = nullptr;
+  std::vector<std::string> faults;
+  bool metamorphic = false;          // the finding came from a metamorphic variant
+};
+
+struct ShrinkOptions {
+  double max_seconds = 60;
+  int32_t max_attempts = 5000;
+};
+
+struct ShrinkResult {
+  Scenario scenario;
+  Finding finding;     // the finding on the shrunk case
+  int32_t attempts = 0;
+  int32_t accepted = 0;
+  double seconds = 0;
+};
+
+// The first finding of `s` with `target.signature`, if any.
+std::optional<Finding> fails_as(const Scenario& s, const ShrinkTarget& target);
+
+// `s` must fail as `target` (else returns it unchanged with an empty finding).
+ShrinkResult shrink(const Scenario& s, const ShrinkTarget& target, const ShrinkOptions& options);
+
+}  // namespace kvfuzz
