@@ -21,7 +21,9 @@ using Clock = std::chrono::steady_clock;
 constexpr Profile kProfiles[] = {Profile::tiny, Profile::small, Profile::small, Profile::medium};
 
 FaultResult bench_one(const Backend& b, const std::string& fault, const FaultBenchOptions& o, std::ostream& progress) {
-  FaultResult r{std::string(b.name()), fault};
+  FaultResult r;
+  r.backend = std::string(b.name());
+  r.fault = fault;
   const auto start = Clock::now();
   const uint64_t seed = hash_words(o.seed, hash_tag(fault));
   for (int64_t i = 0; i < o.budget && !r.detected; ++i) {

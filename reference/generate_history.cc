@@ -47,7 +47,7 @@ std::vector<int32_t> tree_path(Rng& rng, const std::vector<int32_t>& parents) {
 
 class HistoryBuilder {
  public:
-  HistoryBuilder(Scenario& s, Rng& rng) : s_(s), rng_(rng), model_(s.cache, s.cache.swa_pages > 0) {}
+  explicit HistoryBuilder(Scenario& s) : s_(s), model_(s.cache, s.cache.swa_pages > 0) {}
 
   // Tries an op; a pool that is short gets a background request freed first.
   bool emit(const Op& op) {
@@ -83,7 +83,6 @@ class HistoryBuilder {
 
  private:
   Scenario& s_;
-  Rng& rng_;
   CacheModel model_;
   std::vector<int32_t> live_;
   int32_t batch_requests_ = 0;
@@ -139,7 +138,7 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
   c.sort_free = rng.chance(1, 4);
 
   // History: batch requests 0..n-1 among background requests n.. that come and go.
-  HistoryBuilder h(s, rng);
+  HistoryBuilder h(s);
   h.set_batch_requests(batch_size);
   const int32_t max_prefix = std::max(1, c.max_context_len - step_columns - 2 * ps - 1);
   int32_t next_background = batch_size;
