@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
+#include "fuzz/cli/options.h"
 #include "reference/generate.h"
 #include "reference/scenario_json.h"
 
@@ -13,7 +14,7 @@ void add_gen(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("gen", "Print a generated case as JSON (the same seed gives the same bytes everywhere)");
   static uint64_t seed = 0;
   static std::string profile = "small";
-  cmd->add_option("--seed", seed, "Seed of the case")->capture_default_str();
+  cmd->add_option("--seed", seed, "Seed of the case")->check(seed_check())->capture_default_str();
   cmd->add_option("--profile", profile, "Size profile")
       ->check(CLI::IsMember({"tiny", "small", "medium", "large"}))
       ->capture_default_str();

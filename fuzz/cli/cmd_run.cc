@@ -35,7 +35,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(CLI::NonNegativeNumber);
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(CLI::NonNegativeNumber);
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
-  cmd->add_option("--seed", seed, "Campaign seed: case i is generate(hash(seed, i))")->capture_default_str();
+  cmd->add_option("--seed", seed, "Campaign seed: case i is generate(hash(seed, i))")->check(seed_check())->capture_default_str();
   cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));
   cmd->add_option("--out", out, "Folder for findings")->capture_default_str();
   cmd->add_option("--profile", profiles, "Size profiles to rotate through (default tiny small small medium)")

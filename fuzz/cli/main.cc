@@ -21,6 +21,12 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_explain(app, exit_code);
   kvfuzz::cli::add_faults(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
+  bool known = argc < 2 || argv[1][0] == '-';
+  for (const CLI::App* sub : app.get_subcommands({})) known |= argc > 1 && sub->get_name() == argv[1];
+  if (!known) {
+    std::cerr << "kvfuzz: unknown command '" << argv[1] << "'\n(run 'kvfuzz --help' for the commands)\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

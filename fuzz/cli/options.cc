@@ -13,6 +13,17 @@ std::vector<const Backend*> select_backends(const std::string& name) {
   throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
 }
 
+CLI::Validator seed_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s.empty() || s.size() > 20 || s.find_first_not_of("0123456789") != std::string::npos ||
+            (s.size() == 20 && s > "18446744073709551615"))
+          return "must be an integer in [0, 2^64), got '" + s + "'";
+        return "";
+      },
+      "UINT64");
+}
+
 void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends) {
   for (const std::string& f : faults) {
     bool known = false;

@@ -7,11 +7,16 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "backends/backend.h"
 
 namespace kvfuzz::cli {
 
 std::vector<const Backend*> select_backends(const std::string& name);
+
+// For --seed: a decimal integer in [0, 2^64), nothing else (CLI11 would wrap "-3").
+CLI::Validator seed_check();
 
 // Every fault must belong to one of `backends`.
 void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends);

@@ -1,0 +1,82 @@
+// The command line as a user meets it: every bad input gets a message naming what is wrong and
+// exit code 2; a finding exits 1; a clean run exits 0.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(KVFUZZ_BIN) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / "kvfuzz_cli_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, GenIsDeterministicAndOracleReadsIt) {
+  const Result a = run("gen --seed 5 --profile tiny"), b = run("gen --seed 5 --profile tiny");
+  ASSERT_EQ(a.code, 0);
+  EXPECT_EQ(a.output, b.output);
+  const Result o = run("oracle " + temp_file("case.json", a.output));
+  EXPECT_EQ(o.code, 0) << o.output;
+  EXPECT_NE(o.output.find("queries"), std::string::npos) << o.output;
+}
+
+TEST(Cli, BadInputExitsTwoWithAMessage) {
+  const std::string good = run("gen --seed 5 --profile tiny").output;
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases = {
+      {"", "A subcommand is required"},
+      {"frobnicate", "frobnicate"},
+      {"gen --profile huge", "--profile"},
+      {"gen --seed -3", "--seed"},
+      {"oracle /does/not/exist.json", "/does/not/exist.json: cannot open"},
+      {"oracle " + temp_file("trunc.json", good.substr(0, good.size() / 3)), "not valid JSON"},
+      {"oracle " + temp_file("binary.json", std::string("\x00\xff\x10", 3)), "not valid JSON"},
+      {"check " + temp_file("bad_page.json", good.substr(0, good.find("\"page_size\": ") + 13) + "0" +
+                                                 good.substr(good.find(',', good.find("\"page_size\": ")))),
+       "cache.page_size: 0 is out of range"},
+      {"check " + temp_file("ok.json", good) + " --backend nosuch", "--backend: unknown backend 'nosuch'"},
+      {"check " + temp_file("ok.json", good) + " --fault nosuch", "--fault: no selected backend has a fault named 'nosuch'"},
+      {"run --cases -1", "--cases"},
+      {"run --jobs 100000", "--jobs"},
+      {"shrink", "case is required"},
+  };
+  for (const Case& c : cases) {
+    const Result r = run(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(Cli, ReadsCasesFromStandardInput) {
+  const Result r = run("gen --seed 9 --profile tiny | " + std::string(KVFUZZ_BIN) + " oracle -");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
+}  // namespace
