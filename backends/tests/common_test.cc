@@ -1,0 +1,140 @@
+// The pieces every backend shares: checked buffers, address arithmetic, the softmax and merge
+// arithmetic, pools and the checked K/V writes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "backends/common/attention_math.h"
+#include "backends/common/checked_buffer.h"
+#include "backends/common/kv_pools.h"
+#include "backends/common/paged_view.h"
+#include "backends/kv_store.h"
+#include "reference/forward_batch.h"
+#include "reference/generate.h"
+
+namespace kvfuzz {
+namespace {
+
+TEST(Buffer, ChecksEveryIndexAgainstItsCapacity) {
+  Buffer<int32_t> b("kv_indices", 4, 7);
+  EXPECT_EQ(b[3], 7);
+  b.set(0, 1);
+  EXPECT_EQ(b[0], 1);
+  try {
+    b.set(4, 1);
+    ADD_FAILURE() << "write past the capacity accepted";
+  } catch (const Violation& v) {
+    EXPECT_STREQ(v.what(), "kv_indices: write at index 4, outside its capacity 4");
+  }
+  EXPECT_THROW(b[-1], Violation);
+}
+
+TEST(Buffer, GuardZonesCatchRawOverruns) {
+  Buffer<int64_t> b("page_table", 8);
+  EXPECT_NO_THROW(b.check_guards());
+  b.data()[8] = 3;  // one past the end through the raw pointer
+  EXPECT_THROW(b.check_guards(), Violation);
+  Buffer<int64_t> c("page_table", 8);
+  c.data()[-1] = 3;
+  EXPECT_THROW(c.check_guards(), Violation);
+}
+
+TEST(PagedView, StrideThenDivideAddresses) {
+  // Request pages 5, 2 (page size 4): key 6 is page 2, offset 2 -> slot 10.
+  const int32_t table[] = {0, 0, 5, 2};
+  EXPECT_EQ(page_table_slot(table, 2, 6, 4), 10);
+  EXPECT_EQ(page_table_slot(table, 2, 3, 4), 23);
+  EXPECT_EQ(paged_csr_slot(table, 2, 6, 4), 10);
+  EXPECT_EQ(paged_csr_length(2, 3, 4), 7);
+  EXPECT_EQ(paged_csr_length(0, 3, 4), 0);
+  EXPECT_EQ(causal_last_key(10, 3, 0), 7);
+}
+
+TEST(SoftmaxAccumulator, MatchesTheDirectFormula) {
+  // 150 keys: three tiles, so the per-tile rescaling is exercised.
+  const int n = 150, vd = 3;
+  std::vector<float> s(n), v(n * vd);
+  for (int i = 0; i < n; ++i) {
+    s[i] = std::sin(0.37f * i) * 4.0f;
+    for (int d = 0; d < vd; ++d) v[i * vd + d] = std::cos(0.11f * i + d);
+  }
+  SoftmaxAccumulator acc(vd, DType::fp32);
+  for (int i = 0; i < n; ++i) acc.add(s[i], &v[i * vd]);
+  float out[vd], lse;
+  acc.finish(out, &lse);
+  double m = -1e30, l = 0, o[vd] = {0, 0, 0};
+  for (float x : s) m = std::max(m, static_cast<double>(x));
+  for (int i = 0; i < n; ++i) {
+    const double p = std::exp(s[i] - m);
+    l += p;
+    for (int d = 0; d < vd; ++d) o[d] += p * v[i * vd + d];
+  }
+  for (int d = 0; d < vd; ++d) EXPECT_NEAR(out[d], o[d] / l, 1e-6);
+  EXPECT_NEAR(lse, m + std::log(l), 1e-5);
+}
+
+TEST(SoftmaxAccumulator, NoKeyGivesZeroAndMinusInfinity) {
+  SoftmaxAccumulator acc(2, DType::bf16);
+  float out[2] = {5, 5}, lse = 0;
+  acc.finish(out, &lse);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(lse, -std::numeric_limits<float>::infinity());
+}
+
+TEST(MergeStates, CombinesDisjointPartsAndIgnoresEmptyOnes) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float a[1] = {1.0f}, b[1] = {3.0f};
+  float out[1], lse;
+  merge_states(a, 0.0f, b, 0.0f, 1, out, &lse);  // equal mass
+  EXPECT_FLOAT_EQ(out[0], 2.0f);
+  EXPECT_FLOAT_EQ(lse, std::log(2.0f));
+  merge_states(a, 1.5f, b, -inf, 1, out, &lse);  // a part that saw no key
+  EXPECT_FLOAT_EQ(out[0], 1.0f);
+  EXPECT_FLOAT_EQ(lse, 1.5f);
+  merge_states(a, -inf, b, -inf, 1, out, &lse);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(lse, -inf);
+}
+
+Scenario decode_case() {
+  Scenario s;
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.cache = {4, 8, 0, 2, 32, false};
+  s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 5, {}, {}}};
+  s.batch.mode = Mode::decode;
+  s.batch.entries = {{0, 0, {}}};
+  return s;
+}
+
+TEST(KvPools, PoisonEverySlotNoLiveTokenOwns) {
+  const Scenario s = decode_case();
+  const Prepared p = prepare(s);
+  const KvPools pools(s, p.cache, ValueSource(s));
+  const KvPool& pool = pools.layer(0);
+  EXPECT_TRUE(std::isnan(pool.k(0, 0, {})[0]));                  // the dummy page
+  EXPECT_FALSE(std::isnan(pool.k(p.cache.r2t(1, 0), 0, {})[0]));  // a live token
+  EXPECT_TRUE(std::isnan(pool.k(p.cache.r2t(1, 5) + 1, 0, {})[0]));  // past the end of the last page
+  EXPECT_THROW(pool.k(pool.num_slots, 0, {}), Violation);
+}
+
+TEST(KvStore, WritesOnlyTheTokensOwnSlot) {
+  const Scenario s = decode_case();
+  Prepared p = prepare(s);
+  const ValueSource values(s);
+  KvPools pools(s, p.cache, values);
+  const BatchTensors tensors(s, p.batch, values);
+  RunInput in{s, p.cache, p.batch, pools, tensors};
+  EXPECT_NO_THROW(store_new_kv(0, step_cache_locs(p.batch), in));
+  std::vector<int64_t> wrong = step_cache_locs(p.batch);
+  wrong[0] -= 1;  // the previous token's slot
+  try {
+    store_new_kv(0, wrong, in);
+    ADD_FAILURE() << "a write to another token's slot was accepted";
+  } catch (const Violation& v) {
+    EXPECT_NE(std::string(v.what()).find("which holds request 0, column 4"), std::string::npos) << v.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvfuzz
