@@ -1,10 +1,17 @@
 #include "backends/registry.h"
 
+#include "backends/flashinfer/flashinfer_backend.h"
+#include "backends/triton/triton_backend.h"
+
 namespace kvfuzz {
 
 const std::vector<const Backend*>& all_backends() {
   // One line per backend, in the order `kvfuzz backends` lists them.
-  static const std::vector<const Backend*> backends = {};
+  static const std::vector<const Backend*> backends = {
+      &flashinfer_backend(),
+      &flashinfer_paged_backend(),
+      &triton_backend(),
+  };
   return backends;
 }
 

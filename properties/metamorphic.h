@@ -5,7 +5,8 @@
 // compares each request's outputs with the original run:
 //   batch-order    the entries shuffled                                    (bitwise)
 //   unrelated      some other entries dropped from the batch               (bitwise)
-//   replay         CUDA-graph padding toggled: replay == eager on real rows (bitwise, and reads)
+//   replay         CUDA-graph padding toggled: replay == eager on real rows (the same keys read,
+//                  outputs within tolerance: a captured graph may use another kernel)
 //   history        a finished request's churn before the history, so every page moves (bitwise)
 //   page-size      page size 1 instead of ps (tables, CSRs and splits all change)  (tolerance)
 //   kv-splits      another split count                                      (tolerance)

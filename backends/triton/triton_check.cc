@@ -1,0 +1,161 @@
+// TritonPlan's own invariants, through the shared MetadataChecker.
+//
+// Where it sits: planner -> TritonPlan -> **check_metadata** (property harness). The extents are
+// derived here again from the forward batch and the layer rule (not from the planner's row
+// code), so a planner that lists the wrong number of keys is caught even when every listed key
+// is a correct slot:
+//   decode / idle      query at P = seq_len - 1: keys [lowest(P), seq_len)
+//   draft decode       query at P = seq_len + j: prefix [min(lowest(P), seq_len), seq_len) and the
+//                      branch's steps [max(0, lowest(P) - seq_len), j]
+//   extend kernels     prefix p (verify: seq_lens; otherwise ForwardBatch::prefix_lens), first
+//                      new token at p: keys [lowest(p), p)
+// with lowest = 0 (full), P - W (window) or floor(P / C) * C (chunk). Every listed key must be
+// the req_to_token slot of its column (SWA: translated); padded rows the dummy slot of row 0.
+#include <algorithm>
+
+#include "backends/triton/triton_layout.h"
+#include "backends/triton/triton_plan.h"
+
+namespace kvfuzz {
+namespace {
+
+struct Expected {
+  int32_t request_row = 0, branch = 0;
+  int32_t first = 0, prefix_end = 0;     // prefix columns
+  int32_t step_begin = 0, step_end = 0;  // draft decode steps
+  int32_t len() const { return prefix_end - first + step_end - step_begin; }
+};
+
+int32_t lowest(const KvCsr& csr, int32_t position) {
+  if (csr.kind == LayerKind::sliding_window) return std::max(0, position - csr.radius);
+  if (csr.kind == LayerKind::chunked) return position - position % csr.radius;
+  return 0;
+}
+
+Expected expected_row(const ForwardBatch& fb, const TritonPlan& p, const KvCsr& csr, int32_t r) {
+  Expected e;
+  e.request_row = r / p.queries_per_request;
+  const auto i = static_cast<size_t>(e.request_row);
+  const int32_t seq_len = fb.seq_lens[i];
+  if (fb.mode == Mode::draft_decode) {
+    const int32_t lo = lowest(csr, seq_len + fb.draft_step);
+    e.branch = r % p.queries_per_request;
+    e.first = std::min(lo, seq_len);
+    e.prefix_end = seq_len;
+    e.step_begin = std::max(0, lo - seq_len);
+    e.step_end = fb.draft_step + 1;
+  } else if (p.kernel == TritonKernel::decode) {
+    e.first = lowest(csr, seq_len - 1);
+    e.prefix_end = seq_len;
+  } else {
+    const int32_t prefix = fb.mode == Mode::target_verify ? seq_len : fb.prefix_lens[i];
+    e.first = std::min(prefix, lowest(csr, prefix));
+    e.prefix_end = prefix;
+  }
+  return e;
+}
+
+void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr) {
+  const ForwardBatch& fb = check.batch();
+  const PoolKind pool = csr.pool;
+  if (csr.kv_indptr.capacity() != p.rows + 1 || csr.kv_offsets.capacity() != p.rows) {
+    check.fail(csr.kv_indptr.name() + " holds " + std::to_string(csr.kv_indptr.capacity()) + " entries for " +
+               std::to_string(p.rows) + " kernel rows");
+    return;
+  }
+  std::vector<Expected> rows;
+  std::vector<int64_t> lens;
+  for (int32_t r = 0; r < p.rows; ++r) {
+    rows.push_back(expected_row(fb, p, csr, r));
+    lens.push_back(rows.back().len());
+  }
+  check.prefix_sums(csr.kv_indptr, lens);
+  if (csr.kv_indptr[p.rows] > csr.kv_indices.capacity())
+    check.fail(csr.kv_indptr.name() + "[" + std::to_string(p.rows) + "] = " + std::to_string(csr.kv_indptr[p.rows]) +
+               " exceeds the capacity " + std::to_string(csr.kv_indices.capacity()) + " of " + csr.kv_indices.name());
+  for (int32_t r = 0; r < p.rows; ++r) {
+    const Expected& e = rows[static_cast<size_t>(r)];
+    check.equal(csr.kv_offsets.name() + "[" + std::to_string(r) + "]", csr.kv_offsets[r], e.first);
+    const int64_t start = csr.kv_indptr[r];
+    const int64_t count = std::min<int64_t>(e.len(), csr.kv_indptr[r + 1] - start);
+    const bool real = e.request_row < fb.bs;
+    for (int64_t n = 0; n < count; ++n) {
+      const int64_t index = start + n;
+      if (index < 0 || index >= csr.kv_indices.capacity()) break;
+      const bool draft = n >= e.prefix_end - e.first;
+      const int32_t column =
+          draft ? draft_branch_column(fb.seq_lens[static_cast<size_t>(e.request_row)], fb.page_size, fb.topk,
+                                      fb.draft_steps, e.branch,
+                                      e.step_begin + static_cast<int32_t>(n) - (e.prefix_end - e.first))
+                : e.first + static_cast<int32_t>(n);
+      const bool logical = !draft || fb.page_size == 1 || fb.topk == 1;  // column is the token's identity
+      if (real && logical) {
+        if (csr.check_layer >= 0) check.token_entry(csr.kv_indices, index, csr.check_layer, e.request_row, column);
+      } else {
+        // Padded rows read row 0 (the dummy slot); drafts in per-branch page regions are checked
+        // against their req_to_token column directly.
+        check.equal(csr.kv_indices.name() + "[" + std::to_string(index) + "] (row " + std::to_string(r) + ", column " +
+                        std::to_string(column) + ")",
+                    csr.kv_indices[index], check.expected_slot(e.request_row, column, pool));
+      }
+    }
+  }
+}
+
+void check_verify_mask(MetadataChecker& check, const TritonPlan& p) {
+  const ForwardBatch& fb = check.batch();
+  std::vector<int64_t> lens;
+  for (int32_t i = 0; i < fb.padded_bs; ++i)
+    lens.push_back(int64_t{fb.draft_tokens} * (fb.seq_lens[static_cast<size_t>(i)] + fb.draft_tokens));
+  check.prefix_sums(p.mask_indptr, lens);
+  const auto n = static_cast<int64_t>(fb.custom_mask.size());
+  if (p.custom_mask.capacity() < n) {
+    check.fail("custom_mask holds " + std::to_string(p.custom_mask.capacity()) + " entries, the tree mask needs " +
+               std::to_string(n));
+    return;
+  }
+  for (int64_t e = 0; e < n; ++e) {
+    if (p.custom_mask[e] != fb.custom_mask[static_cast<size_t>(e)]) {
+      check.fail("custom_mask[" + std::to_string(e) + "] is " + std::to_string(p.custom_mask[e]) +
+                 ", the tree mask says " + std::to_string(fb.custom_mask[static_cast<size_t>(e)]));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+void TritonPlan::check_metadata(MetadataChecker& check) const {
+  const ForwardBatch& fb = check.batch();
+  const int32_t want_rows = fb.mode == Mode::draft_decode ? fb.padded_bs * fb.topk : fb.padded_bs;
+  check.equal("kernel rows", rows, want_rows);
+  if (rows != want_rows) return;
+  for (const KvCsr& csr : csrs) check_csr(check, *this, csr);
+  check.equal("positions entries", positions.capacity(), fb.num_tokens());
+  for (int64_t t = 0; t < std::min(positions.capacity(), fb.num_tokens()); ++t)
+    check.equal("positions[" + std::to_string(t) + "]", positions[t], fb.positions[static_cast<size_t>(t)]);
+  if (kernel == TritonKernel::decode) {
+    for (int32_t r = 0; r < rows; ++r)
+      check.equal("num_kv_splits[" + std::to_string(r) + "]", num_kv_splits[r], std::max(1, fb.kv_splits));
+  }
+  if (kernel == TritonKernel::extend) {
+    std::vector<int64_t> lens(fb.extend_lens.begin(), fb.extend_lens.end());
+    check.prefix_sums(qo_indptr, lens);
+  }
+  if (use_custom_mask && kernel == TritonKernel::extend) check_verify_mask(check, *this);
+}
+
+void TritonPlan::check_guards() const {
+  for (const KvCsr& csr : csrs) {
+    csr.kv_indptr.check_guards();
+    csr.kv_indices.check_guards();
+    csr.kv_offsets.check_guards();
+  }
+  qo_indptr.check_guards();
+  num_kv_splits.check_guards();
+  positions.check_guards();
+  mask_indptr.check_guards();
+  custom_mask.check_guards();
+}
+
+}  // namespace kvfuzz
