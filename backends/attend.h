@@ -65,6 +65,7 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     ctx.check(keys.back(), row_where);
   }
   std::vector<int64_t> used;
+  SoftmaxAccumulator acc(m.v_head_dim, ctx.input().scenario.values.dtype);
   for (size_t i = 0; i < q_tokens.size(); ++i) {
     const int64_t token = q_tokens[i];
     const Where where{ctx.layer(), batch_row, token};
@@ -76,7 +77,7 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     }
     for (int32_t h = 0; h < m.q_heads; ++h) {
       const float* q = ctx.input().tensors.q(ctx.layer(), token, h);
-      SoftmaxAccumulator acc(m.v_head_dim, ctx.input().scenario.values.dtype);
+      acc.reset();
       for (int64_t k : used) {
         const Read& r = keys[static_cast<size_t>(k)];
         acc.add(logit(q, ctx.k(r, h / group, where), m.head_dim, ctx.sm_scale(), ctx.softcap()), ctx.v(r, h / group, where));

@@ -31,7 +31,9 @@ struct CampaignOptions {
   uint64_t seed = 1;
   int jobs = 1;
   std::string out_dir = "findings";
-  std::vector<Profile> profiles = {Profile::tiny, Profile::small, Profile::small, Profile::medium};
+  // Mostly small cases (most bugs show there, fast), one in eight medium (long contexts, large pages).
+  std::vector<Profile> profiles = {Profile::tiny,  Profile::small, Profile::tiny,  Profile::small,
+                                   Profile::small, Profile::small, Profile::tiny,  Profile::medium};
   std::vector<std::string> faults;
   int metamorphic_every = 8;  // every n-th case also runs the metamorphic variants; 0: never
   bool shrink = true;

@@ -52,11 +52,18 @@ float round_significand(float x, int bits, int min_exp) {
 float round_to(DType d, float x) {
   switch (d) {
     case DType::fp32: return x;
+    case DType::bf16:
+      if (std::isfinite(x)) {  // round to nearest even on the upper 16 bits
+        uint32_t bits = std::bit_cast<uint32_t>(x);
+        bits += 0x7fffu + ((bits >> 16) & 1u);
+        const float r = std::bit_cast<float>(bits & 0xffff0000u);
+        if (std::isfinite(r)) return r;
+      }
+      return round_significand(x, 8, -126);
     case DType::fp16: {
       const float r = round_significand(x, 11, -14);
       return std::fabs(r) > 65504.0f ? std::copysign(std::numeric_limits<float>::infinity(), r) : r;
     }
-    case DType::bf16: return round_significand(x, 8, -126);
     case DType::fp8_e4m3: {
       if (std::isnan(x)) return x;
       const float r = round_significand(x, 4, -6);

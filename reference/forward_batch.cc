@@ -76,6 +76,7 @@ Prepared prepare(const Scenario& s) {
   fb.mode = b.mode;
   fb.bs = static_cast<int32_t>(b.entries.size());
   fb.padded_bs = std::max(fb.bs, b.graph_bs);
+  fb.captured = b.graph_bs > 0;
   fb.page_size = cfg.page_size;
   fb.topk = b.topk;
   fb.draft_tokens = b.draft_tokens;

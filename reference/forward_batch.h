@@ -23,6 +23,7 @@ struct ForwardBatch {
   Mode mode = Mode::idle;
   int32_t bs = 0;         // real rows
   int32_t padded_bs = 0;  // graph_bs when captured, else bs
+  bool captured = false;  // replayed from a CUDA graph captured at padded_bs (even when bs == padded_bs)
   int32_t page_size = 1;
   int32_t topk = 1, draft_tokens = 0, draft_steps = 0, draft_step = 0, kv_splits = 1;
 
@@ -46,7 +47,7 @@ struct ForwardBatch {
   std::vector<uint8_t> custom_mask;
 
   int64_t num_tokens() const { return static_cast<int64_t>(positions.size()); }
-  bool graph() const { return padded_bs > bs; }
+  bool graph() const { return captured; }
 };
 
 struct Prepared {

@@ -91,7 +91,7 @@ Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size) {
   // sqrt and division are correctly rounded in IEEE arithmetic: the same double everywhere.
   const double scales[] = {1.0 / std::sqrt(static_cast<double>(m.head_dim)), 0.125, 1.0};
   m.sm_scale = scales[rng.below(3)];
-  static constexpr double kCaps[] = {0.0, 0.0, 0.0, 0.0, 5.0, 30.0, 50.0};
+  static constexpr double kCaps[] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 5.0, 30.0, 50.0};
   m.softcap = pick(rng, kCaps);
   const auto layers = static_cast<int32_t>(rng.range(1, b.max_layers));
   for (int32_t i = 0; i < layers; ++i) m.layers.push_back(generate_layer(rng, page_size, b.max_context_len));

@@ -24,6 +24,14 @@ SoftmaxAccumulator::SoftmaxAccumulator(int32_t v_head_dim, DType dtype)
       tile_s_(kTile),
       tile_v_(kTile) {}
 
+void SoftmaxAccumulator::reset() {
+  m_ = -std::numeric_limits<float>::infinity();
+  l_ = 0.0f;
+  std::fill(acc_.begin(), acc_.end(), 0.0f);
+  in_tile_ = 0;
+  keys_ = 0;
+}
+
 void SoftmaxAccumulator::add(float s, const float* v) {
   tile_s_[static_cast<size_t>(in_tile_)] = s;
   tile_v_[static_cast<size_t>(in_tile_)] = v;

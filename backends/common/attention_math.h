@@ -30,6 +30,7 @@ float logit(const float* q, const float* k, int32_t head_dim, float sm_scale, fl
 class SoftmaxAccumulator {
  public:
   SoftmaxAccumulator(int32_t v_head_dim, DType dtype);
+  void reset();                           // ready for the next (query, head)
   void add(float logit, const float* v);  // v: [v_head_dim]
   // out: [v_head_dim]; a query that saw no key gets 0 and lse = -inf.
   void finish(float* out, float* lse);

@@ -29,7 +29,7 @@ class Buffer {
  public:
   static constexpr int64_t kGuard = 16;  // elements of canary on each side
 
-  Buffer() = default;
+  Buffer() : Buffer("unnamed", 0) {}
   Buffer(std::string name, int64_t capacity, T fill = T{}) : name_(std::move(name)), capacity_(capacity) {
     if (capacity < 0) throw Violation(name_, "negative capacity " + std::to_string(capacity));
     storage_.resize(static_cast<size_t>(capacity + 2 * kGuard));
