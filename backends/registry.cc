@@ -1,6 +1,7 @@
 #include "backends/registry.h"
 
 #include "backends/flashinfer/flashinfer_backend.h"
+#include "backends/mla/mla_backend.h"
 #include "backends/triton/triton_backend.h"
 
 namespace kvfuzz {
@@ -11,6 +12,7 @@ const std::vector<const Backend*>& all_backends() {
       &flashinfer_backend(),
       &flashinfer_paged_backend(),
       &triton_backend(),
+      &mla_backend(),
   };
   return backends;
 }

@@ -24,6 +24,12 @@
 
 namespace kvfuzz {
 
+// Mostly small cases (most bugs show there, and they are fast), one in eight medium (long
+// contexts, large pages).
+inline std::vector<Profile> default_profiles() {
+  return {Profile::tiny, Profile::small, Profile::tiny, Profile::small, Profile::small, Profile::small, Profile::tiny, Profile::medium};
+}
+
 struct CampaignOptions {
   double seconds = 0;  // stop after this long (0: no time limit)
   int64_t cases = 0;   // stop after this many cases (0: no case limit)
@@ -31,9 +37,7 @@ struct CampaignOptions {
   uint64_t seed = 1;
   int jobs = 1;
   std::string out_dir = "findings";
-  // Mostly small cases (most bugs show there, fast), one in eight medium (long contexts, large pages).
-  std::vector<Profile> profiles = {Profile::tiny,  Profile::small, Profile::tiny,  Profile::small,
-                                   Profile::small, Profile::small, Profile::tiny,  Profile::medium};
+  std::vector<Profile> profiles = default_profiles();
   std::vector<std::string> faults;
   int metamorphic_every = 8;  // every n-th case also runs the metamorphic variants; 0: never
   bool shrink = true;

@@ -18,16 +18,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr Profile kProfiles[] = {Profile::tiny, Profile::small, Profile::small, Profile::medium};
-
 FaultResult bench_one(const Backend& b, const std::string& fault, const FaultBenchOptions& o, std::ostream& progress) {
   FaultResult r;
   r.backend = std::string(b.name());
   r.fault = fault;
   const auto start = Clock::now();
   const uint64_t seed = hash_words(o.seed, hash_tag(fault));
+  const std::vector<Profile> profiles = default_profiles();
   for (int64_t i = 0; i < o.budget && !r.detected; ++i) {
-    const Scenario s = generate(campaign_case_seed(seed, i), kProfiles[static_cast<size_t>(i) % std::size(kProfiles)]);
+    const Scenario s = generate(campaign_case_seed(seed, i), profiles[static_cast<size_t>(i) % profiles.size()]);
     ++r.cases;
     const CaseReport with = check_all(s, {&b}, {{fault}, i % 4 == 0, 0});
     if (with.findings.empty()) continue;

@@ -57,6 +57,28 @@ Scenario fallback(uint64_t seed) {
   return s;
 }
 
+bool valid(const Scenario& s) {
+  try {
+    validate(s);
+    return true;
+  } catch (const InvalidCase&) {
+    return false;
+  }
+}
+
+// The smallest context that still holds every request: production sizes CUDA-graph buffers from
+// the served context, so bugs that forget the draft room only show near a full context.
+void tighten_context(Scenario& s) {
+  int32_t lo = 1, hi = s.cache.max_context_len;
+  while (lo < hi) {
+    Scenario t = s;
+    t.cache.max_context_len = lo + (hi - lo) / 2;
+    if (valid(t)) hi = t.cache.max_context_len;
+    else lo = t.cache.max_context_len + 1;
+  }
+  s.cache.max_context_len = hi;
+}
+
 }  // namespace
 
 Scenario generate(uint64_t seed, Profile profile) {
@@ -70,12 +92,10 @@ Scenario generate(uint64_t seed, Profile profile) {
     s.model = generate_model(rng.fork("model"), b, s.cache.page_size);
     s.values = generate_values(rng.fork("values"));
     if (!generate_workload(rng.fork("workload"), b, s)) continue;
-    try {
-      validate(s);
-      return s;
-    } catch (const InvalidCase&) {
-      // A draw the workload generator could not keep inside the limits: draw again.
-    }
+    // A draw the workload generator could not keep inside the limits: draw again.
+    if (!valid(s)) continue;
+    if (rng.fork("full_context").chance(1, 4)) tighten_context(s);
+    return s;
   }
   // Draws that keep exceeding the limits (a large profile's oracle work, say): a smaller profile.
   if (profile != Profile::tiny) return generate(seed, static_cast<Profile>(static_cast<int>(profile) - 1));
