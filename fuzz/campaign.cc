@@ -98,7 +98,7 @@ void run_case(Shared& sh, int64_t index) {
         k.first_case = index;
         k.example = f.message;
       }
-      if (sh.saved[f.signature()]++ < o.max_saved_per_kind) to_save.push_back({f, f.property == "metamorphic" || f.property == "replay"});
+      if (sh.saved[f.signature()]++ < o.max_saved_per_kind) to_save.push_back({f, f.needs_variants()});
     }
   }
   for (const auto& [f, meta] : to_save) {

@@ -35,7 +35,7 @@ FaultResult bench_one(const Backend& b, const std::string& fault, const FaultBen
     const Finding& first = with.findings.front();
     r.property = first.property;
     r.clean_without_fault = check_all(s, {&b}, {{}, i % 4 == 0, 0}).findings.empty();
-    const bool meta = first.property == "metamorphic" || first.property == "replay";
+    const bool meta = first.needs_variants();
     const ShrinkResult shrunk = shrink(s, {first.signature(), &b, {fault}, meta}, {o.shrink_seconds, 5000});
     r.shrunk = case_size(shrunk.scenario);
     r.shrink_seconds = shrunk.seconds;

@@ -111,7 +111,10 @@ void history_reductions(const Scenario& s, std::vector<Scenario>& out) {
     for (int32_t len : smaller(s.history[i].len)) {
       Scenario c = s;
       c.history[i].len = len;
-      out.push_back(std::move(c));
+      out.push_back(c);
+      // The same with the context shortened as much: keeps a near-full-context failure.
+      c.cache.max_context_len -= s.history[i].len - len;
+      if (c.cache.max_context_len >= 1) out.push_back(std::move(c));
     }
   }
 }

@@ -19,6 +19,10 @@ struct Finding {
   int32_t layer = -1;
   int32_t row = -1;
   int64_t token = -1;
+  std::string variant;  // the metamorphic variant it was found in; empty: the case itself
+
+  // Reproducing it needs the metamorphic variants (a comparison, or a failure inside a variant).
+  bool needs_variants() const { return !variant.empty() || property == "metamorphic" || property == "replay"; }
 
   // "property/backend": what the shrinker keeps constant.
   std::string signature() const { return property + "/" + backend; }

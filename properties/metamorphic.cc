@@ -79,7 +79,7 @@ void compare(const CaseContext& ctx, const BackendRun& base, const CaseContext& 
           if (lse_bad) os << ": lse " << lb << " -> " << var.out.lse_at(layer, tv, h);
           if (reads_bad) os << ": it read other keys under replay than eagerly";
           os << (v.bitwise ? " (must be bitwise equal)" : " (bound " + std::to_string(out_bound) + ")");
-          findings.push_back({property, "", os.str(), layer, row, tb});
+          findings.push_back({property, "", os.str(), layer, row, tb, v.name});
           return;  // one per variant is enough to act on
         }
       }
@@ -146,6 +146,7 @@ std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun&
     BackendRun var = run_backend(vctx, backend, faults);
     for (Finding& f : var.findings) {
       f.message = v.name + " variant: " + f.message;
+      f.variant = v.name;
       findings.push_back(std::move(f));
     }
     if (var.ran) compare(ctx, base, vctx, var, v, findings);

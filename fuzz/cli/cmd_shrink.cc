@@ -34,9 +34,14 @@ void add_shrink(CLI::App& app, int& exit_code) {
     }
     const Finding& first = report.findings.front();
     const Backend* b = select_backends(first.backend).front();
-    const bool meta = first.property == "metamorphic" || first.property == "replay";
+    const bool meta = first.needs_variants();
     std::cerr << "shrinking while it fails as " << first.signature() << "\n";
     const ShrinkResult r = shrink(s, {first.signature(), b, faults_for(*b, faults), meta}, {seconds, 100000});
+    if (r.finding.property.empty()) {
+      std::cerr << "kvfuzz shrink: the finding did not reproduce; the case is unchanged\n";
+      exit_code = 2;
+      return;
+    }
     const CaseSize before = case_size(s), after = case_size(r.scenario);
     std::cerr << "requests " << before.requests << " -> " << after.requests << ", max tokens per request "
               << before.max_tokens << " -> " << after.max_tokens << ", history ops " << before.history_ops << " -> "
