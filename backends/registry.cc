@@ -1,5 +1,6 @@
 #include "backends/registry.h"
 
+#include "backends/fa/fa_backend.h"
 #include "backends/flashinfer/flashinfer_backend.h"
 #include "backends/mla/mla_backend.h"
 #include "backends/triton/triton_backend.h"
@@ -9,6 +10,7 @@ namespace kvfuzz {
 const std::vector<const Backend*>& all_backends() {
   // One line per backend, in the order `kvfuzz backends` lists them.
   static const std::vector<const Backend*> backends = {
+      &fa_backend(),
       &flashinfer_backend(),
       &flashinfer_paged_backend(),
       &triton_backend(),

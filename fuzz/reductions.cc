@@ -1,11 +1,47 @@
 #include "fuzz/reductions.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
+#include "reference/case_error.h"
+#include "reference/validate.h"
+
 namespace kvfuzz {
 namespace {
+
+bool valid(const Scenario& s) {
+  try {
+    validate(s);
+    return true;
+  } catch (const InvalidCase&) {
+    return false;
+  }
+}
+
+// The smallest value of one size field that still validates (binary search; sizes only ever
+// make a case invalid by being too small).
+void minimize(Scenario& s, int32_t lowest, const std::function<int32_t&(Scenario&)>& field) {
+  int32_t lo = lowest, hi = field(s);
+  while (lo < hi) {
+    Scenario t = s;
+    field(t) = lo + (hi - lo) / 2;
+    if (valid(t)) hi = field(t);
+    else lo = field(t) + 1;
+  }
+  field(s) = hi;
+}
+
+// The pools and the context cut to what the case needs: small pools make reuse happen with few
+// tokens, a full context keeps near-capacity failures.
+Scenario tightened(Scenario s) {
+  if (!valid(s)) return s;
+  minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.full_pages; });
+  if (s.cache.swa_pages > 0) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.swa_pages; });
+  minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.max_context_len; });
+  return s;
+}
 
 bool in_batch(const Scenario& s, int32_t request) {
   return std::any_of(s.batch.entries.begin(), s.batch.entries.end(), [&](const BatchEntry& e) { return e.request == request; });
@@ -112,9 +148,9 @@ void history_reductions(const Scenario& s, std::vector<Scenario>& out) {
       Scenario c = s;
       c.history[i].len = len;
       out.push_back(c);
-      // The same with the context shortened as much: keeps a near-full-context failure.
-      c.cache.max_context_len -= s.history[i].len - len;
-      if (c.cache.max_context_len >= 1) out.push_back(std::move(c));
+      // The same with pools and context tightened: keeps failures that need a full pool or a
+      // near-full context while the case gets shorter.
+      out.push_back(tightened(std::move(c)));
     }
   }
 }
@@ -222,6 +258,7 @@ void value_reductions(const Scenario& s, std::vector<Scenario>& out) {
 
 std::vector<Scenario> reductions(const Scenario& s) {
   std::vector<Scenario> out;
+  if (Scenario t = tightened(s); !(t == s)) out.push_back(std::move(t));
   batch_reductions(s, out);
   history_reductions(s, out);
   model_reductions(s, out);

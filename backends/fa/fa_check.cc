@@ -1,0 +1,161 @@
+// FaPlan::check_metadata: every call of every layer's group against expected_parts
+// (fa_expected.h) — query ranges, cache_seqlens == written extent, cu_seqlens_k prefix sums,
+// maxima, the view page size, and key by key: page-granular rows through the stride/divide
+// invariant, token rows entry by entry, drafting-layout keys against req_to_token; padded
+// CUDA-graph rows must stay in the dummy page 0.
+#include <algorithm>
+#include <optional>
+
+#include "backends/fa/fa_expected.h"
+#include "backends/fa/fa_plan.h"
+
+namespace kvfuzz::fa {
+namespace {
+
+std::string entry(const Buffer<int32_t>& b, int64_t i) { return b.name() + "[" + std::to_string(i) + "]"; }
+
+struct CallChecker {
+  MetadataChecker& check;
+  const FaCall& call;
+  int32_t layer;
+  PoolKind pool;
+  const std::vector<int32_t>& rows_of_tokens;  // [num_tokens]
+
+  // Slot of key k of kernel row v through the call's view; nothing (reported) outside the table.
+  std::optional<int64_t> slot(int32_t v, int64_t k) {
+    const int64_t index = int64_t{v} * call.width + k / call.view_page_size;
+    if (index < 0 || index >= call.page_table.capacity()) {
+      check.fail(call.name + ": key " + std::to_string(k) + " of kernel row " + std::to_string(v) + " needs " +
+                 entry(call.page_table, index) + ", outside its capacity " +
+                 std::to_string(call.page_table.capacity()));
+      return std::nullopt;
+    }
+    return int64_t{call.page_table[index]} * call.view_page_size + k % call.view_page_size;
+  }
+
+  void padded_row(int32_t v, int32_t row) {
+    const int32_t ps = check.batch().page_size;
+    for (int64_t k = 0; k < call.cache_seqlens[v]; ++k) {
+      const std::optional<int64_t> s = slot(v, k);
+      if (!s) return;
+      if (*s < 0 || *s >= ps) {
+        check.fail(call.name + ": padded row " + std::to_string(row) + " (kernel row " + std::to_string(v) + ") key " +
+                   std::to_string(k) + " resolves to slot " + std::to_string(*s) + ", outside the dummy page 0");
+        return;
+      }
+    }
+  }
+
+  void real_row(int32_t v, const ExpectedRow& want, const ExpectedPart& part) {
+    const std::string at = std::string(1, '[').append(std::to_string(v)).append("]");
+    check.equal(call.name + ": query tokens of kernel row " + std::to_string(v), call.q_len(v), want.q_len);
+    check.equal(call.cache_seqlens.name() + at + " (batch row " + std::to_string(want.batch_row) + ")",
+                call.cache_seqlens[v], want.k_len());
+    if (want.k_len() == 0 || call.view_page_size != part.view_page_size) return;
+    const int64_t off = int64_t{v} * call.width;
+    if (off + (want.k_len() - 1) / call.view_page_size >= call.page_table.capacity() || call.width <= 0) {
+      check.fail(call.name + ": kernel row " + std::to_string(v) + " needs " + std::to_string(want.k_len()) +
+                 " keys, past the end of " + call.page_table.name() + " (capacity " +
+                 std::to_string(call.page_table.capacity()) + ", width " + std::to_string(call.width) + ")");
+      return;
+    }
+    if (want.run > 0)
+      check.page_table_row(call.page_table, off, call.view_page_size, layer, want.batch_row, want.first_column,
+                           want.run);
+    int32_t k = want.run;
+    for (int32_t column : want.columns) check.token_entry(call.page_table, off + k++, layer, want.batch_row, column);
+    for (int32_t column : want.raw_columns) {
+      const std::optional<int64_t> got = slot(v, k);
+      const int64_t expect = check.expected_slot(want.batch_row, column, pool);
+      if (got && *got != expect)
+        check.fail(call.name + ": " + entry(call.page_table, off + k / call.view_page_size) + " sends key " +
+                   std::to_string(k) + " of batch row " + std::to_string(want.batch_row) + " to slot " +
+                   std::to_string(*got) + "; req_to_token column " + std::to_string(column) + " is slot " +
+                   std::to_string(expect));
+      ++k;
+    }
+  }
+
+  void run(const ExpectedPart& part) {
+    const ForwardBatch& fb = check.batch();
+    if (call.view_page_size != part.view_page_size)
+      check.fail(call.name + ".page_table holds " + (part.view_page_size == 1 ? "token slots" : "page ids") +
+                 " but is read with K/V view page size " + std::to_string(call.view_page_size) + " (expected " +
+                 std::to_string(part.view_page_size) + ")");
+    if (call.causal != part.causal) check.fail(call.name + ": causal flag is " + std::to_string(call.causal));
+    if (call.rows < 0 || call.rows >= call.cu_seqlens_q.capacity() || call.rows > call.cache_seqlens.capacity()) {
+      check.fail(call.name + ": " + std::to_string(call.rows) + " kernel rows do not fit its buffers");
+      return;
+    }
+    check.equal(call.cu_seqlens_q.name() + "[0]", call.cu_seqlens_q[0], 0);
+    check.equal(call.cu_seqlens_q.name() + "[" + std::to_string(call.rows) + "] (tokens)", call.cu_seqlens_q[call.rows],
+                fb.num_tokens());
+    std::vector<int64_t> k_lens;
+    int32_t max_q = 0, max_k = 0;
+    for (int32_t v = 0; v < call.rows; ++v) {
+      k_lens.push_back(call.cache_seqlens[v]);
+      max_q = std::max(max_q, call.q_len(v));
+      max_k = std::max(max_k, call.cache_seqlens[v]);
+    }
+    check.prefix_sums(call.cu_seqlens_k, k_lens);
+    check.equal(call.name + ".max_seqlen_q", call.max_seqlen_q, max_q);
+    check.equal(call.name + ".max_seqlen_k", call.max_seqlen_k, max_k);
+
+    // Kernel rows belong to batch rows by their query tokens; real rows must match, in order.
+    std::vector<std::vector<const ExpectedRow*>> pending(static_cast<size_t>(fb.bs));
+    for (const ExpectedRow& r : part.rows) pending[static_cast<size_t>(r.batch_row)].push_back(&r);
+    std::vector<size_t> next(static_cast<size_t>(fb.bs), 0);
+    for (int32_t v = 0; v < call.rows; ++v) {
+      const int32_t a = call.cu_seqlens_q[v], e = call.cu_seqlens_q[v + 1];
+      if (a < 0 || e > fb.num_tokens() || a >= e) {
+        check.fail(call.name + ": kernel row " + std::to_string(v) + " has query tokens [" + std::to_string(a) + ", " +
+                   std::to_string(e) + ") of " + std::to_string(fb.num_tokens()));
+        continue;
+      }
+      const int32_t row = rows_of_tokens[static_cast<size_t>(a)];
+      if (rows_of_tokens[static_cast<size_t>(e - 1)] != row) {
+        check.fail(call.name + ": kernel row " + std::to_string(v) + " mixes the queries of batch rows " +
+                   std::to_string(row) + " and " + std::to_string(rows_of_tokens[static_cast<size_t>(e - 1)]));
+        continue;
+      }
+      if (row >= fb.bs) {
+        padded_row(v, row);
+        continue;
+      }
+      auto& queue = pending[static_cast<size_t>(row)];
+      size_t& n = next[static_cast<size_t>(row)];
+      if (n >= queue.size()) {
+        check.fail(call.name + ": kernel row " + std::to_string(v) + " is one more row than batch row " +
+                   std::to_string(row) + " needs (" + std::to_string(queue.size()) + ")");
+        continue;
+      }
+      real_row(v, *queue[n++], part);
+    }
+    for (int32_t b = 0; b < fb.bs; ++b) {
+      if (next[static_cast<size_t>(b)] < pending[static_cast<size_t>(b)].size())
+        check.fail(call.name + ": batch row " + std::to_string(b) + " gets " +
+                   std::to_string(next[static_cast<size_t>(b)]) + " kernel rows, expected " +
+                   std::to_string(pending[static_cast<size_t>(b)].size()));
+    }
+  }
+};
+
+}  // namespace
+
+void FaPlan::check_metadata(MetadataChecker& check) const {
+  const ForwardBatch& fb = check.batch();
+  const std::vector<int32_t> rows_of_tokens = token_rows(fb);
+  for (int32_t layer = 0; layer < static_cast<int32_t>(layers.size()); ++layer) {
+    const FaGroup& group = group_of(layer);
+    const std::vector<ExpectedPart> want = expected_parts(fb, group.kind, group.chunk);
+    if (want.size() != group.parts.size()) {
+      check.fail("layer " + std::to_string(layer) + " runs " + std::to_string(group.parts.size()) +
+                 " calls, expected " + std::to_string(want.size()));
+      continue;
+    }
+    for (size_t p = 0; p < want.size(); ++p)
+      CallChecker{check, group.parts[p], layer, pools[static_cast<size_t>(layer)], rows_of_tokens}.run(want[p]);
+  }
+}
+
+}  // namespace kvfuzz::fa

@@ -1,0 +1,42 @@
+// What every fa call must read, derived from the forward batch alone — written extents, tree
+// masks, drafting layout, chunk boundaries by position — for check_metadata to compare with the
+// planner's tables. It shares no code with the planner: the planner follows production's
+// formulas (strided tables, make_local_attention_virtual_batches), this file the definitions
+// (keys a row's queries sit at the end of; queries grouped by the chunk they fall in).
+//
+// Where it sits: FaPlan::check_metadata (fa_check.cc) -> **expected_parts** -> MetadataChecker.
+// Only real batch rows are described; padded CUDA-graph rows are checked to stay in page 0.
+//
+//   for (const ExpectedPart& p : expected_parts(fb, GroupKind::full, 0)) ...
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/fa/fa_plan.h"
+
+namespace kvfuzz::fa {
+
+// One kernel row: its queries and, key by key, what each key must hold.
+struct ExpectedRow {
+  int32_t batch_row = 0;
+  int32_t q_len = 0;
+  int32_t first_column = 0;  // keys [0, run) are logical columns first_column + k
+  int32_t run = 0;
+  std::vector<int32_t> columns;      // then one key per logical column (checked where visible)
+  std::vector<int32_t> raw_columns;  // then one key per req_to_token column of the row's
+                                     // drafting layout (branch copies, drafts): always checked
+
+  int32_t k_len() const { return run + static_cast<int32_t>(columns.size() + raw_columns.size()); }
+};
+
+struct ExpectedPart {
+  int32_t view_page_size = 1;  // 1 for token-slot tables, ps for page tables
+  bool causal = true;
+  std::vector<ExpectedRow> rows;  // real rows, in kernel-row order
+};
+
+// The parts of the group a layer of `kind` (and chunk size) reads in this batch.
+std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk);
+
+}  // namespace kvfuzz::fa

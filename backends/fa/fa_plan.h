@@ -1,0 +1,70 @@
+// The metadata the fa planner builds, modelled on sglang's FlashAttentionBackend
+// (flashattention_backend.py): every attention kernel is one flash_attn_with_kvcache call, a
+// layer runs one or more calls ("parts", a cascade) and merges them by LSE (merge_state).
+//
+// Where it sits: forward batch -> fa planner (fa_planner.h) -> **FaPlan** -> fa executor
+// (fa_executor.h). check_metadata (fa_check.cc) compares every table with req_to_token.
+//
+// One call reads, for kernel row b: queries = batch tokens [cu_seqlens_q[b], cu_seqlens_q[b+1]),
+// keys k < cache_seqlens[b] at page_table_slot(page_table, b * width, k, view_page_size).
+//
+//   const FaGroup& g = plan.group_of(layer);
+//   for (const FaCall& c : g.parts) run c, merge by LSE;
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/common/checked_buffer.h"
+
+namespace kvfuzz::fa {
+
+// Batch row of each query token of the batch, [num_tokens] (padded rows included).
+std::vector<int32_t> token_rows(const ForwardBatch& fb);
+
+// One flash_attn_with_kvcache call.
+struct FaCall {
+  std::string name;            // production metadata family, e.g. "target_verify.topk_expand"
+  int32_t rows = 0;            // kernel rows this forward uses (CUDA graph: padded rows included)
+  int32_t width = 0;           // row stride of page_table
+  int32_t view_page_size = 1;  // page size of the K/V view: ps for page ids, 1 for token slots
+  bool causal = true;          // bottom-right; the layer's window applies on top
+  int32_t max_seqlen_q = 0, max_seqlen_k = 0;
+  Buffer<int32_t> cu_seqlens_q;   // [row capacity + 1]
+  Buffer<int32_t> cu_seqlens_k;   // [row capacity + 1]
+  Buffer<int32_t> cache_seqlens;  // [row capacity]
+  Buffer<int32_t> page_table;     // [row capacity][width]
+
+  int32_t q_len(int32_t row) const { return cu_seqlens_q[row + 1] - cu_seqlens_q[row]; }
+  void check_guards() const;
+};
+
+// Which metadata a layer reads.
+enum class GroupKind : uint8_t {
+  full,     // full-attention layers (and sliding-window layers sharing the full pool's tables)
+  sliding,  // sliding-window layers with their own tables (SWA pool, or exact-window spec rows)
+  local,    // chunked layers: virtual batches of one chunk size
+};
+
+struct FaGroup {
+  GroupKind kind = GroupKind::full;
+  int32_t chunk = 0;          // local only
+  std::vector<FaCall> parts;  // merged by LSE in this order
+};
+
+struct FaPlan : Plan {
+  std::vector<Layer> layers;    // the model's layers (window and chunk per layer)
+  std::vector<PoolKind> pools;  // [layers]: the pool each layer reads
+  FaGroup full;
+  bool has_sliding = false;  // false: sliding-window layers read `full`
+  FaGroup sliding;
+  std::vector<FaGroup> local;  // one per chunk size of the model
+
+  const FaGroup& group_of(int32_t layer) const;
+  void check_metadata(MetadataChecker& check) const override;
+  void check_guards() const override;
+};
+
+}  // namespace kvfuzz::fa
