@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Installs what kvfuzz needs, builds it and runs every test. The README's test command.
-# KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 CI default, 2+ soak).
+# Installs what kvfuzz needs, builds it and runs every test. The README's test command; CI runs it.
+#   1. the g++ build and its fault benchmark: every named planner fault must be caught;
+#   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan);
+#   3. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
+# KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
+# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 45).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 bash ci/build.sh
+echo "== fault benchmark"
+./build/fuzz/kvfuzz faults --shrink-seconds 20
+echo "== fuzz smoke"
+bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-45}"
+echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
