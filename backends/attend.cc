@@ -16,18 +16,25 @@ Partial LayerContext::make_partial() const {
   return Partial(in_.batch.num_tokens(), in_.scenario.model.q_heads, in_.scenario.model.v_head_dim);
 }
 
-void LayerContext::check(const Read& r, const Where& where) const {
-  if (r.source == ReadSource::batch) {
-    if (r.index < 0 || r.index >= in_.batch.num_tokens())
-      throw Violation("batch k/v", "token " + std::to_string(r.index) + " outside the batch's " +
-                                       std::to_string(in_.batch.num_tokens()) + " tokens", where);
-    return;
+bool LayerContext::check(const Read& r, const Where& where) const {
+  try {
+    if (r.source == ReadSource::batch) {
+      if (r.index < 0 || r.index >= in_.batch.num_tokens())
+        throw Violation("batch k/v", "token " + std::to_string(r.index) + " outside the batch's " +
+                                         std::to_string(in_.batch.num_tokens()) + " tokens", where);
+      return true;
+    }
+    if (r.source != pool_source())
+      throw Violation(std::string(r.source == ReadSource::swa ? "SWA" : "full") + " KV pool",
+                      "layer " + std::to_string(layer_) + " keeps its K/V in the " + to_string(pool_.kind) +
+                          " pool but reads this one", where);
+    pool_.check(r.index, where);
+    return true;
+  } catch (const Violation& v) {
+    if (in_.lenient == nullptr) throw;
+    in_.lenient->push_back(v.what());
+    return false;
   }
-  if (r.source != pool_source())
-    throw Violation(std::string(r.source == ReadSource::swa ? "SWA" : "full") + " KV pool",
-                    "layer " + std::to_string(layer_) + " keeps its K/V in the " + to_string(pool_.kind) +
-                        " pool but reads this one", where);
-  pool_.check(r.index, where);
 }
 
 const float* LayerContext::k(const Read& r, int32_t kv_head, const Where& where) const {

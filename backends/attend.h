@@ -33,8 +33,9 @@ class LayerContext {
   const RunInput& input() const { return in_; }
   Partial make_partial() const;
 
-  // Checks a key reference and returns it; throws Violation outside its pool or the batch.
-  void check(const Read& r, const Where& where) const;
+  // Whether a key reference lies in its pool or the batch; throws Violation when it does not,
+  // unless the run is lenient (RunInput::lenient), which records the violation and returns false.
+  bool check(const Read& r, const Where& where) const;
   const float* k(const Read& r, int32_t kv_head, const Where& where) const;
   const float* v(const Read& r, int32_t kv_head, const Where& where) const;
   void record(int64_t token, const Read& r) { out_.reads.record(layer_, token, r); }
@@ -58,11 +59,12 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
   const Model& m = ctx.input().scenario.model;
   const int32_t group = m.q_heads / m.kv_heads;
   std::vector<Read> keys;
+  std::vector<uint8_t> in_bounds;
   keys.reserve(static_cast<size_t>(k_len > 0 ? k_len : 0));
   const Where row_where{ctx.layer(), batch_row, q_tokens.empty() ? -1 : q_tokens[0]};
   for (int64_t k = 0; k < k_len; ++k) {
     keys.push_back(key_of(k));
-    ctx.check(keys.back(), row_where);
+    in_bounds.push_back(ctx.check(keys.back(), row_where));
   }
   std::vector<int64_t> used;
   SoftmaxAccumulator acc(m.v_head_dim, ctx.input().scenario.values.dtype);
@@ -72,8 +74,8 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     used.clear();
     for (int64_t k = 0; k < k_len; ++k) {
       if (!visible(static_cast<int64_t>(i), k)) continue;
-      used.push_back(k);
       ctx.record(token, keys[static_cast<size_t>(k)]);
+      if (in_bounds[static_cast<size_t>(k)]) used.push_back(k);
     }
     for (int32_t h = 0; h < m.q_heads; ++h) {
       const float* q = ctx.input().tensors.q(ctx.layer(), token, h);

@@ -71,6 +71,9 @@ struct RunInput {
   const ForwardBatch& batch;
   KvPools& pools;              // the executor writes the step's new K/V, then reads
   const BatchTensors& tensors;
+  // Set by `kvfuzz explain`: a read outside its pool is recorded here and skipped instead of
+  // ending the run, so the picture can show every wrong read.
+  std::vector<std::string>* lenient = nullptr;
 };
 
 struct RunOutput {

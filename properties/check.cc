@@ -50,8 +50,9 @@ Resolved resolve(const CaseContext& ctx, const Read& r, int32_t row) {
     return {fb.token_columns[static_cast<size_t>(r.index)], {}};
   }
   const auto& content = r.source == ReadSource::swa ? cache.swa_content : cache.full_content;
-  const SlotContent& c = content[static_cast<size_t>(r.index)];
   const std::string where = std::string(r.source == ReadSource::swa ? "SWA" : "full") + " slot " + std::to_string(r.index);
+  if (r.index < 0 || r.index >= static_cast<int64_t>(content.size())) return {-1, where + " (outside the pool)"};
+  const SlotContent& c = content[static_cast<size_t>(r.index)];
   if (!c.live()) return {-1, where + " (no live token: free, the dummy page, or past the end of a page)"};
   if (c.request != request)
     return {-1, where + " (request " + std::to_string(c.request) + ", column " + std::to_string(c.column) + ")"};
@@ -75,7 +76,8 @@ std::string format_ranges(std::vector<int64_t> v) {
   return v.empty() ? "(none)" : os.str();
 }
 
-BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
+BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults,
+                       bool lenient) {
   BackendRun run;
   run.support = backend.supports(ctx.scenario());
   if (!run.support.ok) return run;
@@ -92,7 +94,9 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     run.plan->check_metadata(checker);
     for (const auto& item : checker.findings())
       run.findings.push_back({item.property, std::string(backend.name()), item.message});
-    backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors()}, run.out);
+    std::vector<std::string> skipped;
+    backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr}, run.out);
+    for (std::string& m : skipped) run.findings.push_back({"in-bounds", std::string(backend.name()), std::move(m)});
     run.plan->check_guards();
     run.ran = true;
   } catch (const Violation& v) {

@@ -35,8 +35,10 @@ struct BackendRun {
   std::vector<Finding> findings;     // in-bounds and metadata findings from planning and running
 };
 
-// Plans and runs `backend` on the case in a fresh copy of the pools.
-BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {});
+// Plans and runs `backend` on the case in a fresh copy of the pools. A lenient run (for
+// explanations) records reads outside their pool as in-bounds findings and carries on.
+BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {},
+                       bool lenient = false);
 
 struct CheckResult {
   Support support;
