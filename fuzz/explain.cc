@@ -61,7 +61,7 @@ std::string svg_for(const std::vector<Query>& queries, const std::vector<std::st
   for (const Query& q : queries) width = std::max(width, q.kv_cols);
   const int row_h = 3 * kCell + 22;
   std::ostringstream os;
-  os << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 480 + width * kCell << "' height='"
+  os << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 620 + width * kCell << "' height='"
      << 30 + static_cast<int>(queries.size()) * row_h << "' font-family='monospace' font-size='11'>\n";
   os << "<text x='4' y='14'>green: read and expected, red: expected but missing, orange: read but not"
         " expected, purple: read twice; lines: page boundaries (page size "
