@@ -8,13 +8,17 @@ int64_t MetadataChecker::expected_slot(int32_t row, int32_t column, PoolKind poo
   return cache_.full_to_swa[static_cast<size_t>(slot)];
 }
 
-void MetadataChecker::mismatch(const std::string& table, int64_t entry, int64_t got, int64_t want, int32_t layer,
-                               int32_t row, int32_t column) {
+void MetadataChecker::mismatch(const std::string& table, int64_t entry, int64_t got, int32_t layer, int32_t row,
+                               int32_t column, int32_t r2t_column) {
+  const PoolKind pool = pool_of(s_, layer);
+  const int64_t want = expected_slot(row, r2t_column, pool);
   if (got == want) return;
-  add("stride-divide", table + "[" + std::to_string(entry) + "] maps layer " + std::to_string(layer) + ", row " + std::to_string(row) +
-       " (request " + std::to_string(fb_.request_ids[static_cast<size_t>(row)]) + "), key column " +
-       std::to_string(column) + " to slot " + std::to_string(got) + "; req_to_token" +
-       (pool_of(s_, layer) == PoolKind::swa ? " -> full_to_swa" : "") + " says slot " + std::to_string(want));
+  const std::string held = r2t_column == column ? "" : " (req_to_token column " + std::to_string(r2t_column) + ")";
+  const int32_t request = fb_.request_ids[static_cast<size_t>(row)];
+  add("stride-divide", table + "[" + std::to_string(entry) + "] maps layer " + std::to_string(layer) + ", row " +
+                           std::to_string(row) + " (request " + std::to_string(request) + "), key column " +
+                           std::to_string(column) + held + " to slot " + std::to_string(got) + "; req_to_token" +
+                           (pool == PoolKind::swa ? " -> full_to_swa" : "") + " says slot " + std::to_string(want));
 }
 
 }  // namespace kvfuzz

@@ -4,8 +4,8 @@
 // property suite supplies `visible` (which columns a query of a layer may see, from the logical
 // view) and collects the findings. Planners never see the visibility rule itself.
 //
-//   check.page_table_row("page_table", pt, row * width, ps, layer, row, first_column, count, pool);
-//   check.equal("cache_seqlens[3]", seqlens[3], written_extent, {layer, 3});
+//   check.page_table_row(page_table, row * width, ps, layer, row, first_column, count);
+//   check.equal("cache_seqlens[3]", seqlens[3], written_extent);
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,13 @@ class MetadataChecker {
   MetadataChecker(const Scenario& s, const CacheState& cache, const ForwardBatch& fb, Visible visible)
       : s_(s), cache_(cache), fb_(fb), visible_(std::move(visible)) {}
 
-  // The slot logical column `column` of batch row `row` occupies in `pool`: req_to_token, then
-  // full_to_swa for the SWA pool.
+  const Scenario& scenario() const { return s_; }
+  const ForwardBatch& batch() const { return fb_; }
+  // Whether some query of batch row `row` may see logical column `column` in `layer`.
+  bool visible(int32_t layer, int32_t row, int32_t column) const { return visible_(layer, row, column); }
+
+  // The slot req_to_token column `column` of batch row `row` occupies in `pool`: req_to_token,
+  // then full_to_swa for the SWA pool.
   int64_t expected_slot(int32_t row, int32_t column, PoolKind pool) const;
 
   // Stride/divide invariance for one page-granular row: key k (0 <= k < count) of the row is
@@ -38,21 +43,34 @@ class MetadataChecker {
   template <class T>
   void page_table_row(const Buffer<T>& table, int64_t row_offset, int32_t page_size, int32_t layer, int32_t row,
                       int32_t first_column, int32_t count) {
-    const PoolKind pool = pool_of(s_, layer);
-    for (int32_t k = 0; k < count; ++k) {
-      const int32_t column = first_column + k;
-      if (!visible_(layer, row, column)) continue;
-      const int64_t got = static_cast<int64_t>(table[row_offset + k / page_size]) * page_size + k % page_size;
-      mismatch(table.name(), row_offset + k / page_size, got, expected_slot(row, column, pool), layer, row, column);
-    }
+    for (int32_t k = 0; k < count; ++k)
+      page_table_key(table, row_offset, page_size, k, layer, row, first_column + k, first_column + k);
   }
 
-  // The same for one token-granular entry: entry `index` of `table` is column `column`.
+  // The same for key `key` of a page-granular row whose logical column is `column` (checked where
+  // visible) and which req_to_token holds at `r2t_column`: the two differ for the keys drafting
+  // branches keep in their own page regions (reference/draft_layout.h).
+  //   check.page_table_key(pt, off, ps, k, layer, row, l.key_logical_column(t, k), l.key_column(t, k, ps));
+  template <class T>
+  void page_table_key(const Buffer<T>& table, int64_t row_offset, int32_t page_size, int32_t key, int32_t layer,
+                      int32_t row, int32_t column, int32_t r2t_column) {
+    if (!visible_(layer, row, column)) return;
+    const int64_t index = row_offset + key / page_size;
+    mismatch(table.name(), index, static_cast<int64_t>(table[index]) * page_size + key % page_size, layer, row,
+             column, r2t_column);
+  }
+
+  // The same for one token-granular entry: entry `index` of `table` is column `column` (held at
+  // req_to_token column `r2t_column`).
   template <class T>
   void token_entry(const Buffer<T>& table, int64_t index, int32_t layer, int32_t row, int32_t column) {
+    token_entry(table, index, layer, row, column, column);
+  }
+  template <class T>
+  void token_entry(const Buffer<T>& table, int64_t index, int32_t layer, int32_t row, int32_t column,
+                   int32_t r2t_column) {
     if (!visible_(layer, row, column)) return;
-    mismatch(table.name(), index, static_cast<int64_t>(table[index]), expected_slot(row, column, pool_of(s_, layer)),
-             layer, row, column);
+    mismatch(table.name(), index, static_cast<int64_t>(table[index]), layer, row, column, r2t_column);
   }
 
   // indptr[i+1] - indptr[i] == lens[i] for i < n, and indptr[0] == 0.
@@ -78,15 +96,14 @@ class MetadataChecker {
   };
   const std::vector<Item>& findings() const { return findings_; }
 
-  const ForwardBatch& batch() const { return fb_; }
-
  private:
   static constexpr size_t kMaxFindings = 16;
   void add(std::string property, std::string message) {
     if (findings_.size() < kMaxFindings) findings_.push_back({std::move(property), std::move(message)});
   }
-  void mismatch(const std::string& table, int64_t entry, int64_t got, int64_t want, int32_t layer, int32_t row,
-                int32_t column);
+  // A stride-divide finding unless `got` is the slot of req_to_token column `r2t_column`.
+  void mismatch(const std::string& table, int64_t entry, int64_t got, int32_t layer, int32_t row, int32_t column,
+                int32_t r2t_column);
 
   const Scenario& s_;
   const CacheState& cache_;

@@ -11,15 +11,6 @@
 namespace kvfuzz {
 namespace {
 
-bool valid(const Scenario& s) {
-  try {
-    validate(s);
-    return true;
-  } catch (const InvalidCase&) {
-    return false;
-  }
-}
-
 int32_t next_request_id(const Scenario& s) {
   int32_t id = 0;
   for (const Op& op : s.history) id = std::max(id, op.request + 1);
@@ -152,7 +143,7 @@ void mutate(Scenario& s, Rng& rng) {
       case 2: mutate_batch(c, rng); break;
       default: mutate_model(c, rng); break;
     }
-    if (!(c == s) && valid(c)) {
+    if (!(c == s) && is_valid(c)) {
       s = std::move(c);
       return;
     }

@@ -5,20 +5,10 @@
 #include <map>
 #include <set>
 
-#include "reference/case_error.h"
 #include "reference/validate.h"
 
 namespace kvfuzz {
 namespace {
-
-bool valid(const Scenario& s) {
-  try {
-    validate(s);
-    return true;
-  } catch (const InvalidCase&) {
-    return false;
-  }
-}
 
 // The smallest value of one size field that still validates (binary search; sizes only ever
 // make a case invalid by being too small).
@@ -27,7 +17,7 @@ void minimize(Scenario& s, int32_t lowest, const std::function<int32_t&(Scenario
   while (lo < hi) {
     Scenario t = s;
     field(t) = lo + (hi - lo) / 2;
-    if (valid(t)) hi = field(t);
+    if (is_valid(t)) hi = field(t);
     else lo = field(t) + 1;
   }
   field(s) = hi;
@@ -36,7 +26,7 @@ void minimize(Scenario& s, int32_t lowest, const std::function<int32_t&(Scenario
 // The pools and the context cut to what the case needs: small pools make reuse happen with few
 // tokens, a full context keeps near-capacity failures.
 Scenario tightened(Scenario s) {
-  if (!valid(s)) return s;
+  if (!is_valid(s)) return s;
   minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.full_pages; });
   if (s.cache.swa_pages > 0) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.swa_pages; });
   minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.max_context_len; });

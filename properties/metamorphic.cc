@@ -7,22 +7,12 @@
 #include <sstream>
 
 #include "properties/tolerance.h"
-#include "reference/case_error.h"
 #include "reference/limits.h"
 #include "reference/rng.h"
 #include "reference/validate.h"
 
 namespace kvfuzz {
 namespace {
-
-bool valid(const Scenario& s) {
-  try {
-    validate(s);
-    return true;
-  } catch (const InvalidCase&) {
-    return false;
-  }
-}
 
 // First token of each real row, by request id.
 std::map<int32_t, int64_t> first_tokens(const ForwardBatch& fb) {
@@ -93,7 +83,7 @@ std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed) {
   Rng rng(seed);
   std::vector<Variant> out;
   auto add = [&](std::string name, Scenario v, bool bitwise) {
-    if (!(v == s) && valid(v)) out.push_back({std::move(name), std::move(v), bitwise});
+    if (!(v == s) && is_valid(v)) out.push_back({std::move(name), std::move(v), bitwise});
   };
   const size_t n = s.batch.entries.size();
   if (n >= 2) {

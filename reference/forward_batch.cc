@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "reference/case_error.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz {
 namespace {
@@ -29,28 +30,6 @@ int32_t tokens_of(const Batch& b, const BatchEntry& e) {
     case Mode::draft_decode: return b.topk;
   }
   return 1;
-}
-
-// Columns the drafting layout of one request spans (reference/CONVENTIONS.md, draft decode): with
-// page_size > 1 and topk > 1 each branch gets whole pages that start with its own copy of the
-// partial last page.
-struct DraftLayout {
-  int32_t base = 0;         // first column of the branch regions
-  int32_t region = 0;       // columns per branch region; 0: branches are packed by steps
-  int32_t tail = 0;         // prefix-tail tokens copied into each region (seq_len % page_size)
-  int32_t end_column = 0;   // one past the last column allocated
-};
-
-DraftLayout draft_layout(int32_t seq_len, int32_t ps, int32_t topk, int32_t steps) {
-  if (ps == 1 || topk == 1) return {seq_len, 0, 0, seq_len + topk * steps};
-  const int32_t tail = seq_len % ps;
-  const int32_t pages_per_branch = (tail + steps + ps - 1) / ps;
-  const int32_t base = seq_len - tail;
-  return {base, pages_per_branch * ps, tail, base + pages_per_branch * ps * topk};
-}
-
-int32_t draft_column(const DraftLayout& l, int32_t seq_len, int32_t steps, int32_t branch, int32_t step) {
-  return l.region == 0 ? seq_len + branch * steps + step : l.base + branch * l.region + l.tail + step;
 }
 
 void check_context(const CacheConfig& c, size_t i, int64_t end) {
@@ -99,8 +78,8 @@ Prepared prepare(const Scenario& s) {
                         " needs a prefilled request");
     if (b.mode == Mode::draft_decode) {
       layouts.push_back(draft_layout(seq_len, cfg.page_size, b.topk, b.draft_steps));
-      check_context(cfg, i, layouts.back().end_column);
-      appends.push_back({e.request, seq_len, layouts.back().end_column - seq_len});
+      check_context(cfg, i, layouts.back().end_column());
+      appends.push_back({e.request, seq_len, layouts.back().end_column() - seq_len});
     } else {
       check_context(cfg, i, int64_t{seq_len} + tokens_of(b, e));
       appends.push_back({e.request, seq_len, tokens_of(b, e)});
@@ -115,16 +94,13 @@ Prepared prepare(const Scenario& s) {
     const DraftLayout& l = layouts[i];
     const int32_t id = b.entries[i].request;
     const RequestState& r = model.state().requests.at(id);
-    for (int32_t c = r.seq_len; c < l.end_column; ++c) model.set_content(model.state().r2t(r.row, c), {id, -1, false});
+    for (int32_t c = r.seq_len; c < l.end_column(); ++c)
+      model.set_content(model.state().r2t(r.row, c), {id, -1, false});
     for (int32_t t = 0; t < b.topk; ++t) {
-      if (l.region != 0 && t > 0) {
-        for (int32_t o = 0; o < l.tail; ++o)
-          model.set_content(model.state().r2t(r.row, l.base + t * l.region + o), {id, l.base + o, true});
-      }
-      for (int32_t u = 0; u < b.draft_steps; ++u) {
-        const int32_t c = draft_column(l, r.seq_len, b.draft_steps, t, u);
-        model.set_content(model.state().r2t(r.row, c), {id, r.seq_len + t * b.draft_steps + u, u <= b.draft_step});
-      }
+      for (int32_t o = 0; t > 0 && o < l.tail; ++o)  // branch 0's region holds the original tail
+        model.set_content(model.state().r2t(r.row, l.tail_column(t, o)), {id, l.base + o, true});
+      for (int32_t u = 0; u < b.draft_steps; ++u)
+        model.set_content(model.state().r2t(r.row, l.column(t, u)), {id, l.logical_column(t, u), u <= b.draft_step});
     }
   }
 
@@ -163,7 +139,7 @@ Prepared prepare(const Scenario& s) {
             position = prefix + depth_of(e.parents, j);
             break;
           case Mode::draft_decode:
-            column = prefix + j * b.draft_steps + b.draft_step;
+            column = layouts[static_cast<size_t>(i)].logical_column(j, b.draft_step);
             position = prefix + b.draft_step;
             break;
           default:
@@ -178,8 +154,7 @@ Prepared prepare(const Scenario& s) {
     if (b.mode == Mode::draft_decode) {
       for (int32_t t = 0; t < b.topk; ++t) {
         for (int32_t u = 0; u < b.draft_steps; ++u) {
-          fb.out_cache_loc.push_back(
-              real ? cache.r2t(row, draft_column(layouts[static_cast<size_t>(i)], prefix, b.draft_steps, t, u)) : 0);
+          fb.out_cache_loc.push_back(real ? cache.r2t(row, layouts[static_cast<size_t>(i)].column(t, u)) : 0);
         }
       }
     }

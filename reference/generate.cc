@@ -1,6 +1,5 @@
 #include "reference/generate.h"
 
-#include "reference/case_error.h"
 #include "reference/validate.h"
 
 namespace kvfuzz {
@@ -57,15 +56,6 @@ Scenario fallback(uint64_t seed) {
   return s;
 }
 
-bool valid(const Scenario& s) {
-  try {
-    validate(s);
-    return true;
-  } catch (const InvalidCase&) {
-    return false;
-  }
-}
-
 // The smallest context that still holds every request: production sizes CUDA-graph buffers from
 // the served context, so bugs that forget the draft room only show near a full context.
 void tighten_context(Scenario& s) {
@@ -73,7 +63,7 @@ void tighten_context(Scenario& s) {
   while (lo < hi) {
     Scenario t = s;
     t.cache.max_context_len = lo + (hi - lo) / 2;
-    if (valid(t)) hi = t.cache.max_context_len;
+    if (is_valid(t)) hi = t.cache.max_context_len;
     else lo = t.cache.max_context_len + 1;
   }
   s.cache.max_context_len = hi;
@@ -93,7 +83,7 @@ Scenario generate(uint64_t seed, Profile profile) {
     s.values = generate_values(rng.fork("values"));
     if (!generate_workload(rng.fork("workload"), b, s)) continue;
     // A draw the workload generator could not keep inside the limits: draw again.
-    if (!valid(s)) continue;
+    if (!is_valid(s)) continue;
     if (rng.fork("full_context").chance(1, 4)) tighten_context(s);
     return s;
   }

@@ -220,4 +220,14 @@ void validate(const Scenario& s) {
   validate_work(s);
 }
 
+bool is_valid(const Scenario& s, std::string* why) {
+  try {
+    validate(s);
+    return true;
+  } catch (const InvalidCase& e) {
+    if (why) *why = e.what();
+    return false;
+  }
+}
+
 }  // namespace kvfuzz

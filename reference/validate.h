@@ -7,13 +7,20 @@
 // the history (pools never exhausted, ops only on live requests, lengths within the context).
 //
 //   validate(s);   // throws InvalidCase("history[12]: request 3 is not admitted")
+//   if (!is_valid(candidate)) continue;
 #pragma once
+
+#include <string>
 
 #include "reference/scenario.h"
 
 namespace kvfuzz {
 
 void validate(const Scenario& s);
+
+// validate() as a predicate: false, with InvalidCase's message in `why` when given, for an
+// invalid case.
+bool is_valid(const Scenario& s, std::string* why = nullptr);
 
 // True when the sequence is a spec-decode tree of `parents.size()` nodes: parents[0] == -1,
 // 0 <= parents[i] < i, and (topk > 0) no node has more than topk children. Writes the reason

@@ -1,8 +1,8 @@
 // FaPlan::check_metadata: every call of every layer's group against expected_parts
 // (fa_expected.h) — query ranges, cache_seqlens == written extent, cu_seqlens_k prefix sums,
-// maxima, the view page size, and key by key: page-granular rows through the stride/divide
-// invariant, token rows entry by entry, drafting-layout keys against req_to_token; padded
-// CUDA-graph rows must stay in the dummy page 0.
+// maxima, the view page size, and key by key through the stride/divide invariant (drafting-layout
+// keys at the req_to_token columns that hold them); padded CUDA-graph rows must stay in the dummy
+// page 0.
 #include <algorithm>
 #include <optional>
 
@@ -18,7 +18,6 @@ struct CallChecker {
   MetadataChecker& check;
   const FaCall& call;
   int32_t layer;
-  PoolKind pool;
   const std::vector<int32_t>& rows_of_tokens;  // [num_tokens]
 
   // Slot of key k of kernel row v through the call's view; nothing (reported) outside the table.
@@ -63,17 +62,9 @@ struct CallChecker {
       check.page_table_row(call.page_table, off, call.view_page_size, layer, want.batch_row, want.first_column,
                            want.run);
     int32_t k = want.run;
-    for (int32_t column : want.columns) check.token_entry(call.page_table, off + k++, layer, want.batch_row, column);
-    for (int32_t column : want.raw_columns) {
-      const std::optional<int64_t> got = slot(v, k);
-      const int64_t expect = check.expected_slot(want.batch_row, column, pool);
-      if (got && *got != expect)
-        check.fail(call.name + ": " + entry(call.page_table, off + k / call.view_page_size) + " sends key " +
-                   std::to_string(k) + " of batch row " + std::to_string(want.batch_row) + " to slot " +
-                   std::to_string(*got) + "; req_to_token column " + std::to_string(column) + " is slot " +
-                   std::to_string(expect));
-      ++k;
-    }
+    for (const ExpectedKey& key : want.keys)
+      check.page_table_key(call.page_table, off, call.view_page_size, k++, layer, want.batch_row, key.column,
+                           key.r2t_column);
   }
 
   void run(const ExpectedPart& part) {
@@ -154,7 +145,7 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
       continue;
     }
     for (size_t p = 0; p < want.size(); ++p)
-      CallChecker{check, group.parts[p], layer, pools[static_cast<size_t>(layer)], rows_of_tokens}.run(want[p]);
+      CallChecker{check, group.parts[p], layer, rows_of_tokens}.run(want[p]);
   }
 }
 

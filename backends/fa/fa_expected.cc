@@ -1,6 +1,8 @@
 // See fa_expected.h.
 #include "backends/fa/fa_expected.h"
 
+#include "reference/draft_layout.h"
+
 namespace kvfuzz::fa {
 namespace {
 
@@ -19,38 +21,27 @@ int32_t written_extent(const ForwardBatch& fb, int32_t b) {
 
 std::vector<ExpectedRow> paged_rows(const ForwardBatch& fb) {
   std::vector<ExpectedRow> rows;
-  for (int32_t b = 0; b < fb.bs; ++b) rows.push_back({b, fb.extend_lens[at(b)], 0, written_extent(fb, b), {}, {}});
+  for (int32_t b = 0; b < fb.bs; ++b) rows.push_back({b, fb.extend_lens[at(b)], 0, written_extent(fb, b), {}});
   return rows;
 }
 
-// Draft columns (relative to the prefix) each tree draft sees: from the flat mask, D rows of
-// (prefix + D) columns per request.
-std::vector<std::vector<int32_t>> verify_visible(const ForwardBatch& fb) {
+// Draft columns each tree draft sees: from the flat mask, D rows of (prefix + D) columns per
+// request.
+std::vector<std::vector<ExpectedKey>> verify_visible(const ForwardBatch& fb) {
   const int32_t d = fb.draft_tokens;
-  std::vector<std::vector<int32_t>> out;
+  std::vector<std::vector<ExpectedKey>> out;
   size_t base = 0;
   for (int32_t b = 0; b < fb.bs; ++b) {
     const int32_t s = fb.prefix_lens[at(b)];
     for (int32_t j = 0; j < d; ++j) {
-      std::vector<int32_t> cols;
+      std::vector<ExpectedKey> cols;
       for (int32_t c = 0; c < d; ++c)
-        if (fb.custom_mask[base + at(j * (s + d) + s + c)]) cols.push_back(s + c);
+        if (fb.custom_mask[base + at(j * (s + d) + s + c)]) cols.push_back({s + c, s + c});
       out.push_back(std::move(cols));
     }
     base += at(d * (s + d));
   }
   return out;
-}
-
-// The drafting layout of one request (research/fa.md §6): at ps > 1 branch t owns whole pages
-// from base + t * region, starting with its copy of the prefix's partial last page.
-struct Branches {
-  int32_t tail = 0, base = 0, region = 0;
-};
-Branches branches(const ForwardBatch& fb, int32_t s) {
-  const int32_t ps = fb.page_size;
-  const int32_t tail = s % ps;
-  return {tail, s - tail, (tail + fb.draft_steps + ps - 1) / ps * ps};
 }
 
 std::vector<ExpectedPart> verify_parts(const ForwardBatch& fb, GroupKind kind) {
@@ -59,51 +50,48 @@ std::vector<ExpectedPart> verify_parts(const ForwardBatch& fb, GroupKind kind) {
   if (kind != GroupKind::full) {  // prefix ++ visible drafts, one row per draft
     ExpectedPart rows{1, true, {}};
     for (int32_t b = 0; b < fb.bs; ++b)
-      for (int32_t j = 0; j < d; ++j) rows.rows.push_back({b, 1, 0, fb.prefix_lens[at(b)], visible[at(b * d + j)], {}});
+      for (int32_t j = 0; j < d; ++j) rows.rows.push_back({b, 1, 0, fb.prefix_lens[at(b)], visible[at(b * d + j)]});
     return {rows};
   }
   ExpectedPart main{fb.page_size, false, {}}, expand{1, false, {}};
   for (int32_t b = 0; b < fb.bs; ++b) {
-    main.rows.push_back({b, d, 0, fb.prefix_lens[at(b)], {}, {}});
-    for (int32_t j = 0; j < d; ++j) expand.rows.push_back({b, 1, 0, 0, visible[at(b * d + j)], {}});
+    main.rows.push_back({b, d, 0, fb.prefix_lens[at(b)], {}});
+    for (int32_t j = 0; j < d; ++j) expand.rows.push_back({b, 1, 0, 0, visible[at(b * d + j)]});
   }
   return {main, expand};
 }
 
+// The drafting layout of one request (research/fa.md §6, reference/draft_layout.h).
+DraftLayout layout_of(const ForwardBatch& fb, int32_t b) {
+  return draft_layout(fb.prefix_lens[at(b)], fb.page_size, fb.topk, fb.draft_steps);
+}
+
 std::vector<ExpectedPart> draft_parts(const ForwardBatch& fb, GroupKind kind) {
-  const int32_t k = fb.topk, steps = fb.draft_steps, step = fb.draft_step, ps = fb.page_size;
-  // Branch t's drafts 0..step: logical columns at ps = 1, its region's columns at ps > 1.
-  auto drafts = [&](int32_t s, int32_t t, ExpectedRow& r) {
-    const Branches br = branches(fb, s);
-    for (int32_t u = 0; u <= step; ++u) {
-      if (ps == 1)
-        r.columns.push_back(s + t * steps + u);
-      else
-        r.raw_columns.push_back(br.base + t * br.region + br.tail + u);
-    }
+  const int32_t k = fb.topk, step = fb.draft_step, ps = fb.page_size;
+  // Branch t's drafts 0..step, held in its region.
+  auto drafts = [&](const DraftLayout& l, int32_t t, ExpectedRow& r) {
+    for (int32_t u = 0; u <= step; ++u) r.keys.push_back({l.logical_column(t, u), l.column(t, u)});
   };
   if (kind != GroupKind::full) {  // prefix ++ own drafts, one row per branch
     ExpectedPart rows{1, true, {}};
     for (int32_t b = 0; b < fb.bs; ++b) {
       for (int32_t t = 0; t < k; ++t) {
-        ExpectedRow r{b, 1, 0, fb.prefix_lens[at(b)], {}, {}};
-        drafts(fb.prefix_lens[at(b)], t, r);
+        ExpectedRow r{b, 1, 0, fb.prefix_lens[at(b)], {}};
+        drafts(layout_of(fb, b), t, r);
         rows.rows.push_back(std::move(r));
       }
     }
     return {rows};
   }
+  // Main: the prefix's whole pages; expand: each branch's region, its tail copy then its drafts.
   ExpectedPart main{ps, false, {}}, expand{ps, false, {}};
   for (int32_t b = 0; b < fb.bs; ++b) {
-    const int32_t s = fb.prefix_lens[at(b)];
-    const Branches br = branches(fb, s);
-    main.rows.push_back({b, k, 0, ps == 1 ? s : br.base, {}, {}});
+    const DraftLayout l = layout_of(fb, b);
+    main.rows.push_back({b, k, 0, l.base, {}});
     for (int32_t t = 0; t < k; ++t) {
-      ExpectedRow r{b, 1, 0, 0, {}, {}};
-      if (ps > 1) {
-        for (int32_t c = 0; c < br.tail; ++c) r.raw_columns.push_back(br.base + t * br.region + c);
-      }
-      drafts(s, t, r);
+      ExpectedRow r{b, 1, 0, 0, {}};
+      for (int32_t c = 0; c < l.tail; ++c) r.keys.push_back({l.base + c, l.tail_column(t, c)});
+      drafts(l, t, r);
       expand.rows.push_back(std::move(r));
     }
   }
@@ -119,19 +107,13 @@ ExpectedPart local_part(const std::vector<ExpectedRow>& base, int32_t chunk, int
     for (int32_t first_q = end - r.q_len; first_q < end;) {
       const int32_t start = first_q / chunk * chunk;
       const int32_t last = std::min(end, start + chunk);
-      ExpectedRow v{r.batch_row, last - first_q, 0, 0, {}, {}};
+      ExpectedRow v{r.batch_row, last - first_q, 0, 0, {}};
       if (start < r.run) {
         v.first_column = r.first_column + start;
         v.run = std::min(r.run, last) - start;
       }
       // Keys past the run: the row's draft keys from max(start, run) to last.
-      for (int32_t key = std::max(start, r.run); key < last; ++key) {
-        const int32_t i = key - r.run;
-        if (i < static_cast<int32_t>(r.columns.size()))
-          v.columns.push_back(r.columns[at(i)]);
-        else
-          v.raw_columns.push_back(r.raw_columns[at(i - static_cast<int32_t>(r.columns.size()))]);
-      }
+      for (int32_t key = std::max(start, r.run); key < last; ++key) v.keys.push_back(r.keys[at(key - r.run)]);
       out.rows.push_back(std::move(v));
       first_q = last;
     }

@@ -17,17 +17,22 @@
 
 namespace kvfuzz::fa {
 
+// A key past a row's run: its logical column (checked where visible) and the req_to_token column
+// holding it, which differs for branch copies and drafts in page regions (reference/draft_layout.h).
+struct ExpectedKey {
+  int32_t column = 0;
+  int32_t r2t_column = 0;
+};
+
 // One kernel row: its queries and, key by key, what each key must hold.
 struct ExpectedRow {
   int32_t batch_row = 0;
   int32_t q_len = 0;
-  int32_t first_column = 0;  // keys [0, run) are logical columns first_column + k
+  int32_t first_column = 0;  // keys [0, run) are columns first_column + k
   int32_t run = 0;
-  std::vector<int32_t> columns;      // then one key per logical column (checked where visible)
-  std::vector<int32_t> raw_columns;  // then one key per req_to_token column of the row's
-                                     // drafting layout (branch copies, drafts): always checked
+  std::vector<ExpectedKey> keys;  // then one key each
 
-  int32_t k_len() const { return run + static_cast<int32_t>(columns.size() + raw_columns.size()); }
+  int32_t k_len() const { return run + static_cast<int32_t>(keys.size()); }
 };
 
 struct ExpectedPart {

@@ -55,8 +55,7 @@ struct FaGroup {
 };
 
 struct FaPlan : Plan {
-  std::vector<Layer> layers;    // the model's layers (window and chunk per layer)
-  std::vector<PoolKind> pools;  // [layers]: the pool each layer reads
+  std::vector<Layer> layers;  // the model's layers (window and chunk per layer)
   FaGroup full;
   bool has_sliding = false;  // false: sliding-window layers read `full`
   FaGroup sliding;

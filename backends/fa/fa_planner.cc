@@ -42,8 +42,6 @@ int32_t PlanScope::max_seq_len() const {
 std::unique_ptr<FaPlan> plan_fa(const PlanInput& in) {
   auto plan = std::make_unique<FaPlan>();
   plan->layers = in.scenario.model.layers;
-  for (int32_t l = 0; l < static_cast<int32_t>(plan->layers.size()); ++l)
-    plan->pools.push_back(pool_of(in.scenario, l));
   plan->full.kind = GroupKind::full;
   plan->sliding.kind = GroupKind::sliding;
   const PlanScope sc(in);
@@ -55,6 +53,19 @@ std::unique_ptr<FaPlan> plan_fa(const PlanInput& in) {
   else
     plan_paged(sc, *plan);
   return plan;
+}
+
+FaCall topk_normal_call(const PlanScope& sc, const std::string& name, int32_t q_per_row,
+                        const std::vector<int32_t>& k_lens) {
+  const int32_t pages = ceil_div(std::min(sc.max_seq_len(), sc.ctx), sc.ps);
+  const int32_t width = sc.graph ? sc.ctx : pages;  // topk_normal.page_table [max_bs, context_len]
+  FaCall c = make_call(name + "_normal", name + "_normal.page_table", sc.rows, width, sc.ps, /*causal=*/false);
+  for (int32_t b = 0; b < sc.rows; ++b) {
+    set_row(c, b, sc.q_offsets[static_cast<size_t>(b)], q_per_row, k_lens[static_cast<size_t>(b)]);
+    fill_page_row(c.page_table, int64_t{b} * width, sc.cache, sc.r2t_row(b), pages, sc.ps, SlotSpace::full);
+  }
+  finish_call(c, sc.rows);
+  return c;
 }
 
 void add_local_groups(const PlanScope& sc, FaPlan& plan, const FaCall& base, const Buffer<int32_t>& table,

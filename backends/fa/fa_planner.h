@@ -47,6 +47,11 @@ void plan_paged(const PlanScope& sc, FaPlan& plan);
 void plan_verify_tree(const PlanScope& sc, FaPlan& plan);
 void plan_draft_tree(const PlanScope& sc, FaPlan& plan);
 
+// The topk > 1 cascades' main call, "<name>_normal": q_per_row queries of row b over k_lens[b]
+// keys of its prefix pages (R2T[:, :max s] strided and divided), non-causal.
+FaCall topk_normal_call(const PlanScope& sc, const std::string& name, int32_t q_per_row,
+                        const std::vector<int32_t>& k_lens);
+
 // One local group per chunk size, splitting `base` whose rows read `table` (page size `page_size`).
 void add_local_groups(const PlanScope& sc, FaPlan& plan, const FaCall& base, const Buffer<int32_t>& table,
                       int32_t table_width, int32_t page_size, int64_t base_row_capacity);

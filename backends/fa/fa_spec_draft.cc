@@ -13,9 +13,14 @@
 
 #include "backends/fa/fa_planner.h"
 #include "backends/fa/fa_tables.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz::fa {
 namespace {
+
+DraftLayout layout_of(const PlanScope& sc, int32_t b) {
+  return draft_layout(sc.seq_len(b), sc.ps, sc.fb.topk, sc.fb.draft_steps);
+}
 
 int64_t draft_slot(const PlanScope& sc, int32_t b, int32_t t, int32_t u) {
   const ForwardBatch& fb = sc.fb;
@@ -51,15 +56,9 @@ void plan_draft_tree(const PlanScope& sc, FaPlan& plan) {
   const std::string name = sc.mode + ".topk";
 
   // Main: K queries per row over the prefix's whole pages.
-  const int32_t pages = ceil_div(std::min(sc.max_seq_len(), sc.ctx), ps);
-  const int32_t main_width = sc.graph ? sc.ctx : pages;  // topk_normal.page_table [max_bs, context_len]
-  FaCall main = make_call(name + "_normal", name + "_normal.page_table", sc.rows, main_width, ps, /*causal=*/false);
-  for (int32_t b = 0; b < sc.rows; ++b) {
-    const int32_t s = sc.seq_len(b);
-    set_row(main, b, sc.q_offsets[static_cast<size_t>(b)], k, ps > 1 ? s - s % ps : s);
-    fill_page_row(main.page_table, int64_t{b} * main_width, sc.cache, sc.r2t_row(b), pages, ps, SlotSpace::full);
-  }
-  finish_call(main, sc.rows);
+  std::vector<int32_t> whole_pages;
+  for (int32_t b = 0; b < sc.rows; ++b) whole_pages.push_back(layout_of(sc, b).base);
+  FaCall main = topk_normal_call(sc, name, k, whole_pages);
 
   // Expand: eager [bs*K, S]; CUDA graph [max_bs*K, j+2] (the +1 for the copied partial page).
   // At ps > 1 production scatters the pages of all S draft columns (draft_decode_set_expand_metadata),
@@ -69,7 +68,7 @@ void plan_draft_tree(const PlanScope& sc, FaPlan& plan) {
   FaCall expand =
       make_call(name + "_expand", name + "_expand.page_table", int64_t{sc.rows} * k, width, ps, /*causal=*/false);
   for (int32_t b = 0; b < sc.rows; ++b) {
-    const int32_t tail = ps > 1 ? sc.seq_len(b) % ps : 0;
+    const int32_t tail = layout_of(sc, b).tail;
     for (int32_t t = 0; t < k; ++t) {
       const int32_t row = b * k + t;
       int32_t n = 0;

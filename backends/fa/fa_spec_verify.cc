@@ -66,15 +66,10 @@ void plan_verify_tree(const PlanScope& sc, FaPlan& plan) {
   const int32_t d = fb.draft_tokens, ps = sc.ps;
   const std::string name = sc.mode + ".topk";
 
-  // Main: D queries per row over the prefix, non-causal, page table R2T[:, :max s] strided.
-  const int32_t pages = ceil_div(std::min(sc.max_seq_len(), sc.ctx), ps);
-  const int32_t main_width = sc.graph ? sc.ctx : pages;  // topk_normal.page_table [max_bs, context_len]
-  FaCall main = make_call(name + "_normal", name + "_normal.page_table", sc.rows, main_width, ps, /*causal=*/false);
-  for (int32_t b = 0; b < sc.rows; ++b) {
-    set_row(main, b, sc.q_offsets[static_cast<size_t>(b)], d, sc.seq_len(b));
-    fill_page_row(main.page_table, int64_t{b} * main_width, sc.cache, sc.r2t_row(b), pages, ps, SlotSpace::full);
-  }
-  finish_call(main, sc.rows);
+  // Main: D queries per row over the prefix.
+  std::vector<int32_t> prefix;
+  for (int32_t b = 0; b < sc.rows; ++b) prefix.push_back(sc.seq_len(b));
+  FaCall main = topk_normal_call(sc, name, d, prefix);
 
   // Expand: one query per draft; its visible drafts first (stable order), then the others.
   const std::vector<std::vector<int32_t>> visible = tree_visibility(sc);

@@ -4,7 +4,7 @@
 // paged call it checks, row by row: kv_indptr is the prefix sum of the pages the row's extent
 // needs; kv_last_page_len lies in [1, page_size] and (pages - 1) * ps + last_page_len equals the
 // extent (paged_kv_t::get_length); every key maps back to its req_to_token slot (SWA layers:
-// translated), draft-branch keys to the branch's out_cache_loc slots, padded rows to page 0;
+// translated), draft-branch keys to the columns of the drafting layout, padded rows to page 0;
 // qo_indptr and mask_indptr are prefix sums of q_len and q_len * kv_len; the verify mask of full
 // layers is the batch's tree mask. The extents are stated here from SEMANTICS §3, apart from the
 // planner: a query at position P sees keys from P - W (window) or floor(P / C) * C (chunk).
@@ -13,6 +13,7 @@
 
 #include "backends/common/paged_view.h"
 #include "backends/flashinfer/flashinfer_plan.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz::flashinfer {
 namespace {
@@ -49,9 +50,8 @@ Extent extent_of(const WrapperPlan& w, const Layer& l, const ForwardBatch& fb, i
 
 class CallChecker {
  public:
-  CallChecker(const FlashInferPlan& plan, const LayerGroupPlan& g, int32_t layer, const WrapperPlan& w,
-              MetadataChecker& check)
-      : plan_(plan), g_(g), layer_(layer), w_(w), check_(check), fb_(check.batch()), ps_(w.page_size) {}
+  CallChecker(const LayerGroupPlan& g, int32_t layer, const WrapperPlan& w, MetadataChecker& check)
+      : g_(g), layer_(layer), w_(w), check_(check), fb_(check.batch()), ps_(w.page_size) {}
 
   void run() {
     const int32_t rows = fb_.padded_bs * w_.rows_per_batch_row;
@@ -103,40 +103,18 @@ class CallChecker {
       }
       return;
     }
-    const int64_t branch = branch_start(i);
-    const int64_t cached_end = std::min(e.hi, branch);
-    if (cached_end > first)
+    if (w_.role != Role::draft) {
       check_.page_table_row(w_.kv_indices, row_offset, ps_, layer_, i, static_cast<int32_t>(first),
-                            static_cast<int32_t>(cached_end - first));
-    if (e.hi > branch) check_branch(r, i, row_offset, first, std::max(first, branch), e.hi);
-  }
-
-  // Where a draft row's keys leave req_to_token for the branch's own slots (topk > 1).
-  int64_t branch_start(int32_t i) const {
-    if (w_.role != Role::draft || fb_.topk == 1) return INT64_MAX;
-    const int64_t s = fb_.seq_lens[static_cast<size_t>(i)];
-    return ps_ == 1 ? s : s - s % ps_;
-  }
-
-  // Keys of the branch region: after the prefix-tail copies, step u must sit at the branch's
-  // out_cache_loc slot (translated for the SWA pool).
-  void check_branch(int32_t r, int32_t i, int64_t row_offset, int64_t first, int64_t from, int64_t to) {
-    const int64_t s = fb_.seq_lens[static_cast<size_t>(i)];
-    const int64_t branch = branch_start(i);
-    const int64_t tail = s - branch;
-    const int32_t t = r % w_.rows_per_batch_row;
-    for (int64_t k = std::max(from, branch + tail); k < to; ++k) {
-      const int64_t u = k - branch - tail;
-      int64_t want = fb_.out_cache_loc[static_cast<size_t>((i * fb_.topk + t) * fb_.draft_steps + u)];
-      if (g_.pool == PoolKind::swa) want = plan_.cache->full_to_swa[static_cast<size_t>(want)];
-      const int64_t got = paged_csr_slot(w_.kv_indices, row_offset, k - first, ps_);
-      if (got != want)
-        check_.fail(entry(w_.kv_indices.name(), row_offset + (k - first) / ps_) + " maps layer " +
-                    std::to_string(layer_) + ", row " + std::to_string(i) + " branch " + std::to_string(t) +
-                    ", draft step " + std::to_string(u) + " to slot " + std::to_string(got) +
-                    "; out_cache_loc" + (g_.pool == PoolKind::swa ? " -> full_to_swa" : "") + " says slot " +
-                    std::to_string(want));
+                            static_cast<int32_t>(e.hi - first));
+      return;
     }
+    // Draft rows: the prefix, then the branch's steps (reference/draft_layout.h); a page-granular
+    // row reads the partial last page from the branch's copy.
+    const int32_t t = r % w_.rows_per_batch_row;
+    const DraftLayout l = draft_layout(fb_.seq_lens[static_cast<size_t>(i)], fb_.page_size, fb_.topk, fb_.draft_steps);
+    for (auto k = static_cast<int32_t>(first); k < e.hi; ++k)
+      check_.page_table_key(w_.kv_indices, row_offset, ps_, k - static_cast<int32_t>(first), layer_, i,
+                            l.key_logical_column(t, k), l.key_column(t, k, ps_));
   }
 
   // Full layers: the verify mask is the batch's tree mask, prefix columns included.
@@ -161,7 +139,6 @@ class CallChecker {
     }
   }
 
-  const FlashInferPlan& plan_;
   const LayerGroupPlan& g_;
   int32_t layer_;
   const WrapperPlan& w_;
@@ -177,7 +154,7 @@ void FlashInferPlan::check_metadata(MetadataChecker& check) const {
     const auto first_layer = std::find(group_of_layer.begin(), group_of_layer.end(), static_cast<int32_t>(gi));
     if (first_layer == group_of_layer.end()) continue;
     const auto layer = static_cast<int32_t>(first_layer - group_of_layer.begin());
-    for (const WrapperPlan& w : groups[gi].calls) CallChecker(*this, groups[gi], layer, w, check).run();
+    for (const WrapperPlan& w : groups[gi].calls) CallChecker(groups[gi], layer, w, check).run();
   }
 }
 

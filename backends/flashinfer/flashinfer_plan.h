@@ -64,7 +64,6 @@ struct WrapperPlan {
 // for window layers and one for full layers; kvfuzz one per distinct Layer).
 struct LayerGroupPlan {
   Layer layer;                     // kind, window, chunk shared by the group's layers
-  PoolKind pool = PoolKind::full;  // the pool the group's indices address
   std::vector<WrapperPlan> calls;  // merged in order by the plan's merge kernel
 };
 
@@ -74,7 +73,6 @@ class FlashInferPlan final : public Plan {
   MergeKernel merge = MergeKernel::flashinfer_base2;
   std::vector<LayerGroupPlan> groups;
   std::vector<int32_t> group_of_layer;  // [layers]
-  const CacheState* cache = nullptr;    // the planner's view, for checking draft-slot entries
 
   void check_metadata(MetadataChecker& check) const override;
   void check_guards() const override;

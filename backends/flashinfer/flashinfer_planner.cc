@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "backends/flashinfer/csr_rows.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz::flashinfer {
 
@@ -38,7 +39,6 @@ class Planner {
   std::unique_ptr<FlashInferPlan> run() {
     auto plan = std::make_unique<FlashInferPlan>();
     plan->page_size = ps_;
-    plan->cache = &in_.cache;
     // sglang picks FlashInfer's merge_state, or its Triton merge_state fallback, which uses
     // natural exp/log on FlashInfer's base-2 LSEs (others.md §B.4).
     plan->merge = in_.fault(kFaultLseBaseMismatch) ? MergeKernel::natural_exp : MergeKernel::flashinfer_base2;
@@ -56,9 +56,8 @@ class Planner {
   LayerGroupPlan plan_group(const Layer& l, int32_t layer_index) {
     LayerGroupPlan g;
     g.layer = l;
-    g.pool = pool_of(in_.scenario, layer_index);
     // SWA-pool layers read translated slots (#9123 is the missing translation).
-    const bool translate = g.pool == PoolKind::swa && !in_.fault(kFaultSwaUntranslated);
+    const bool translate = pool_of(in_.scenario, layer_index) == PoolKind::swa && !in_.fault(kFaultSwaUntranslated);
     const CsrWriter csr(in_.cache, ps_, translate, paged_ && in_.fault(kFaultLastPageLenOverflow));
     const std::string tag = group_tag(l);
     auto add = [&](WrapperDraft&& d) {
@@ -138,11 +137,13 @@ class Planner {
     d.window_left = decode_window_left(l);
     for (int32_t i = 0; i < fb_.padded_bs; ++i) {
       const int64_t s = fb_.seq_lens[static_cast<size_t>(i)];
+      // Page-granular rows read the partial last page from the branch's copy (draft_layout.h).
+      const DraftLayout drafts = draft_layout(static_cast<int32_t>(s), fb_.page_size, fb_.topk, fb_.draft_steps);
       for (int32_t t = 0; t < fb_.topk; ++t) {
         RowKeys keys{req_row(i)};
         if (fb_.topk > 1) {
-          keys.branch_tail = ps_ == 1 ? 0 : static_cast<int32_t>(s % ps_);
-          keys.branch_start = s - keys.branch_tail;
+          keys.branch_start = ps_ > 1 ? drafts.base : drafts.seq_len;
+          keys.branch_tail = ps_ > 1 ? drafts.tail : 0;
           keys.branch_slots = fb_.out_cache_loc.data() + static_cast<size_t>(i * fb_.topk + t) * fb_.draft_steps;
         }
         const int64_t end = s + fb_.draft_step + 1;
@@ -189,22 +190,12 @@ class Planner {
   // (window layers: window_left = W, positions are consecutive). Chunked layers: FlashInfer in
   // sglang has no chunked-local path; the natural form is a custom mask, causal and in-chunk.
   WrapperDraft ragged_call(const Layer& l) const {
-    WrapperDraft d;
-    d.role = Role::ragged;
-    d.window_left = l.kind == LayerKind::sliding_window ? l.window : -1;
-    d.has_mask = l.kind == LayerKind::chunked;
-    d.causal = !d.has_mask;
+    WrapperDraft d = causal_call(Role::ragged, l);
     for (int32_t i = 0; i < fb_.padded_bs; ++i) {
       const int64_t ext = fb_.extend_lens[static_cast<size_t>(i)];
       const int64_t prefix = fb_.prefix_lens[static_cast<size_t>(i)];
       d.kv_indptr.push_back(static_cast<int32_t>(d.kv_indptr.back() + ext));
-      if (d.has_mask) {
-        for (int64_t j = 0; j < ext; ++j) {
-          const int64_t lo = lowest_position(l, prefix + j);
-          for (int64_t k = 0; k < ext; ++k) d.custom_mask.push_back(k <= j && prefix + k >= lo ? 1 : 0);
-        }
-        d.mask_indptr.push_back(static_cast<int32_t>(d.mask_indptr.back() + ext * ext));
-      }
+      if (d.has_mask) append_chunk_mask(d, l, prefix, ext, prefix, ext);
       d.add_queries(ext);
     }
     return d;
@@ -249,29 +240,40 @@ class Planner {
   // (sglang: min(seq_len, W + extend_len) keys); chunked layers: from the first query's chunk,
   // with a causal in-chunk mask.
   WrapperDraft full_extend_call(const Layer& l, const CsrWriter& csr) const {
-    WrapperDraft d;
-    d.role = Role::full_extend;
-    d.window_left = l.kind == LayerKind::sliding_window ? l.window : -1;
-    d.has_mask = l.kind == LayerKind::chunked;
-    d.causal = !d.has_mask;
+    WrapperDraft d = causal_call(Role::full_extend, l);
     for (int32_t i = 0; i < fb_.padded_bs; ++i) {
       const int64_t end = fb_.seq_lens[static_cast<size_t>(i)];
       const int64_t ext = fb_.extend_lens[static_cast<size_t>(i)];
       const int64_t first_query = end - ext;  // negative on padded rows with more tokens than keys
       const int64_t begin = lowest_position(l, std::max<int64_t>(0, first_query));
       const int64_t first = csr.append_row(d, RowKeys{req_row(i)}, begin, end);
-      const int64_t kv_len = begin < end ? end - first : 0;
-      if (d.has_mask) {
-        for (int64_t j = 0; j < ext; ++j) {
-          const int64_t q = first_query + j;
-          const int64_t lo = lowest_position(l, q);
-          for (int64_t k = 0; k < kv_len; ++k) d.custom_mask.push_back(first + k <= q && first + k >= lo ? 1 : 0);
-        }
-        d.mask_indptr.push_back(static_cast<int32_t>(d.mask_indptr.back() + ext * kv_len));
-      }
+      if (d.has_mask) append_chunk_mask(d, l, first_query, ext, first, begin < end ? end - first : 0);
       d.add_queries(ext);
     }
     return d;
+  }
+
+  // A causal call over consecutive positions: window layers pass window_left = W; chunked layers
+  // (no FlashInfer path in sglang) get a custom mask instead, causal and in-chunk.
+  static WrapperDraft causal_call(Role role, const Layer& l) {
+    WrapperDraft d;
+    d.role = role;
+    d.window_left = l.kind == LayerKind::sliding_window ? l.window : -1;
+    d.has_mask = l.kind == LayerKind::chunked;
+    d.causal = !d.has_mask;
+    return d;
+  }
+
+  // That mask for one row: q_len queries from position first_query over kv_len keys from position
+  // first_key; a key is kept iff it is at most the query's position and in the query's chunk.
+  static void append_chunk_mask(WrapperDraft& d, const Layer& l, int64_t first_query, int64_t q_len,
+                                int64_t first_key, int64_t kv_len) {
+    for (int64_t j = 0; j < q_len; ++j) {
+      const int64_t q = first_query + j;
+      const int64_t lo = lowest_position(l, q);
+      for (int64_t k = first_key; k < first_key + kv_len; ++k) d.custom_mask.push_back(k <= q && k >= lo ? 1 : 0);
+    }
+    d.mask_indptr.push_back(static_cast<int32_t>(d.mask_indptr.back() + q_len * kv_len));
   }
 
   const PlanInput& in_;

@@ -3,18 +3,17 @@
 // Where it sits: properties -> MlaPlan::check_metadata(checker). It re-derives from the forward
 // batch what each table must say and compares through the shared MetadataChecker helpers:
 //   - block tables: stride/divide invariance of every real row over the keys it reads
-//     (page_table_row), drafting rows segment by segment (prefix, then the branch's region);
-//     padded rows' read pages are the dummy page 0;
+//     (page_table_row); drafting rows key by key over the prefix, then the branch's region
+//     (page_table_key, reference/draft_layout.h); padded rows' read pages are the dummy page 0;
 //   - cache_seqlens = the mode's written extent; max_seqlen_k = its max; cu_seqlens_q, qo_indptr,
 //     kv_indptr, mask_indptr are prefix sums; the tree mask is the batch's;
 //   - the prefill gather CSR maps each entry back to req_to_token (token_entry), and the linear
 //     layout descriptor has block_size 1 and sends key k of row i to the entry the gather put it in.
 #include <algorithm>
-#include <limits>
 
 #include "backends/common/paged_view.h"
-#include "backends/mla/mla_draft_layout.h"
 #include "backends/mla/mla_plan.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz::mla {
 namespace {
@@ -36,17 +35,15 @@ void check_block_rows(const MlaPlan& plan, const Buffer<int32_t>& table, int32_t
   for (int32_t i = 0; i < fb.bs; ++i) {
     const int32_t s = fb.seq_lens[static_cast<size_t>(i)];
     const auto keys = static_cast<int32_t>(expected_keys(fb, i, m.step));
-    const BranchLayout layout = fb.mode == Mode::draft_decode ? branch_layout(s, ps, fb.topk, fb.draft_steps)
-                                                              : BranchLayout{std::numeric_limits<int32_t>::max(), 0};
+    const DraftLayout l = draft_layout(s, fb.page_size, fb.topk, fb.draft_steps);
     for (int32_t t = 0; t < m.rows_per_request; ++t) {
       const int64_t offset = m.table_row(i * m.rows_per_request + t);
-      if (keys <= layout.base || layout.branch_start(t) == layout.base) {
+      if (fb.mode != Mode::draft_decode) {
         check.page_table_row(table, offset, ps, layer, i, 0, keys);
-      } else {  // prefix pages, then the branch's own region (page-aligned: base % ps == 0 here)
-        check.page_table_row(table, offset, ps, layer, i, 0, layout.base);
-        check.page_table_row(table, offset + layout.base / ps, ps, layer, i, layout.branch_start(t),
-                             keys - layout.base);
+        continue;
       }
+      for (int32_t k = 0; k < keys; ++k)
+        check.page_table_key(table, offset, ps, k, layer, i, l.key_logical_column(t, k), l.key_column(t, k, ps));
     }
   }
 }

@@ -18,11 +18,10 @@
 // tree by handing the kernel the EAGLE tree mask (D rows x (seq_len + D) columns per request, as
 // build_tree_kernel_efficient's FULL_MASK) that replaces the causal rule; a chain's mask is causal.
 #include <algorithm>
-#include <limits>
 
-#include "backends/mla/mla_draft_layout.h"
 #include "backends/mla/mla_faults.h"
 #include "backends/mla/mla_planner.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz::mla {
 namespace {
@@ -47,13 +46,14 @@ int32_t r2t(const CacheState& cache, int32_t row, int32_t column) {
   return cache.r2t(row, column);
 }
 
-// create_flashmla_kv_indices_triton for one kernel row: page p of the row holds the key p * ps.
-void fill_row(const PlanInput& in, const BranchLayout& layout, int32_t branch, int32_t batch_row, int32_t len,
+// create_flashmla_kv_indices_triton for one kernel row, the branch row of `branch` (drafting rows
+// read their branch's region): page p of the row holds the key p * ps.
+void fill_row(const PlanInput& in, const DraftLayout& layout, int32_t branch, int32_t batch_row, int32_t len,
               int64_t offset, MlaPlan& plan) {
   const int32_t ps = in.batch.page_size;
   const int32_t row = in.batch.req_pool_indices[static_cast<size_t>(batch_row)];
   for (int32_t page = 0; int64_t{page} * ps < len; ++page) {
-    const int32_t slot = r2t(in.cache, row, layout.column(branch, page * ps));
+    const int32_t slot = r2t(in.cache, row, layout.key_column(branch, page * ps, ps));
     plan.decode.block_table.set(offset + page, slot / ps);
     if (plan.hybrid)
       plan.decode.swa_block_table.set(offset + page,
@@ -102,12 +102,13 @@ void plan_latent_decode(const PlanInput& in, MlaPlan& plan) {
   m.cu_seqlens_q = Buffer<int32_t>("cu_seqlens_q", m.rows + 1);
 
   // Every step's table, in step order (generate_draft_decode_kv_indices runs all steps at once).
-  const BranchLayout identity{std::numeric_limits<int32_t>::max(), 0};
   for (int32_t step = 0; step < m.steps; ++step) {
     for (int32_t i = 0; i < fb.padded_bs; ++i) {
       const int32_t s = fb.seq_lens[static_cast<size_t>(i)];
-      // Padded rows have no drafts: their keys are req_to_token row 0, all dummy slots.
-      const BranchLayout layout = drafting && i < fb.bs ? branch_layout(s, ps, fb.topk, fb.draft_steps) : identity;
+      // Rows without drafts (other modes; padded rows, whose keys are req_to_token row 0, all
+      // dummy slots) have the layout of no steps: every key is its own column.
+      const bool drafts = drafting && i < fb.bs;
+      const DraftLayout layout = draft_layout(s, ps, drafts ? fb.topk : 1, drafts ? fb.draft_steps : 0);
       for (int32_t t = 0; t < m.rows_per_request; ++t) {
         const int32_t r = i * m.rows_per_request + t;
         const int64_t row_index = int64_t{step} * m.row_capacity + r;

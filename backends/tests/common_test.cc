@@ -1,5 +1,5 @@
-// The pieces every backend shares: checked buffers, address arithmetic, the softmax and merge
-// arithmetic, pools and the checked K/V writes.
+// The pieces every backend shares: checked buffers, address arithmetic, the drafting layout, the
+// softmax and merge arithmetic, pools and the checked K/V writes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "backends/common/kv_pools.h"
 #include "backends/common/paged_view.h"
 #include "backends/kv_store.h"
+#include "reference/draft_layout.h"
 #include "reference/forward_batch.h"
 #include "reference/generate.h"
 
@@ -38,6 +39,32 @@ TEST(Buffer, GuardZonesCatchRawOverruns) {
   Buffer<int64_t> c("page_table", 8);
   c.data()[-1] = 3;
   EXPECT_THROW(c.check_guards(), Violation);
+}
+
+TEST(DraftLayout, BranchesOwnPageRegionsWithTheirTailCopy) {
+  // seq_len 6, ps 4, topk 2, 3 steps: the last page holds 2 tokens, 2 pages per branch from
+  // column 4; branch 1's region is columns 12..19, its tail copy 12, 13, its drafts 14, 15, 16.
+  constexpr DraftLayout l = draft_layout(6, 4, 2, 3);
+  static_assert(l.base == 4 && l.region == 8 && l.tail == 2 && l.end_column() == 20);
+  EXPECT_EQ(l.column(0, 0), 6);
+  EXPECT_EQ(l.column(1, 0), 14);
+  EXPECT_EQ(l.column(1, 2), 16);
+  EXPECT_EQ(l.tail_column(1, 1), 13);
+  EXPECT_EQ(l.logical_column(1, 2), 11);
+  // Key 5 of branch 1's row (prefix, then its drafts): column 5 itself for token tables, the
+  // region's copy 13 for page tables; key 7 is step 1, column 15 either way.
+  EXPECT_EQ(l.key_column(1, 5, 1), 5);
+  EXPECT_EQ(l.key_column(1, 5, 4), 13);
+  EXPECT_EQ(l.key_column(1, 7, 1), 15);
+  EXPECT_EQ(l.key_column(1, 7, 4), 15);
+  EXPECT_EQ(l.key_logical_column(1, 7), 10);
+  // Page size 1 or one branch: packed by steps, no copies.
+  EXPECT_EQ(draft_layout(6, 1, 2, 3).column(1, 2), 11);
+  EXPECT_EQ(draft_layout(6, 4, 1, 3).column(0, 2), 8);
+  EXPECT_EQ(draft_layout(6, 4, 1, 3).end_column(), 9);
+  EXPECT_EQ(draft_layout(6, 1, 2, 3).key_column(1, 7, 1), 10);
+  // No steps: every key of every branch row is its own column.
+  EXPECT_EQ(draft_layout(6, 4, 1, 0).key_column(1, 7, 4), 7);
 }
 
 TEST(PagedView, StrideThenDivideAddresses) {

@@ -256,6 +256,17 @@ TEST(FlashInferCheck, PinpointsABrokenIndex) {
   EXPECT_NE(items[0].message.find("key column 1 to slot 6"), std::string::npos) << items[0].message;
 }
 
+TEST(FlashInferCheck, PinpointsABrokenBranchPage) {
+  Planned p(draft_case(), flashinfer_paged_backend());
+  const_cast<WrapperPlan&>(p.call(0)).kv_indices.set(3, 2);  // branch 1's region: page 3 -> 2
+  const auto items = p.check();
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items[0].property, "stride-divide");
+  EXPECT_EQ(items[0].message,
+            "full.draft.kv_indices[3] maps layer 0, row 0 (request 0), key column 4 (req_to_token column 8) to slot "
+            "8; req_to_token says slot 12");
+}
+
 TEST(FlashInferCheck, PinpointsABrokenLastPageLen) {
   Planned p(decode_case(), flashinfer_paged_backend());
   auto& full = const_cast<WrapperPlan&>(p.call(0));

@@ -14,7 +14,6 @@
 #include "backends/mla/mla_plan.h"
 #include "properties/check.h"
 #include "properties/metamorphic.h"
-#include "reference/case_error.h"
 #include "reference/generate.h"
 #include "reference/scenario_json.h"
 #include "reference/tests/test_level.h"
@@ -50,11 +49,7 @@ std::optional<Scenario> as_mla(Scenario s) {
   s.model.mla = true;
   s.model.kv_heads = 1;
   s.model.v_head_dim = std::min(s.model.v_head_dim, s.model.head_dim);
-  try {
-    validate(s);
-  } catch (const InvalidCase&) {
-    return std::nullopt;
-  }
+  if (!is_valid(s)) return std::nullopt;
   return s;
 }
 
@@ -66,13 +61,7 @@ Scenario tighten_context(Scenario s) {
     const int32_t mid = lo + (hi - lo) / 2;
     Scenario t = s;
     t.cache.max_context_len = mid;
-    bool ok = true;
-    try {
-      validate(t);
-    } catch (const InvalidCase&) {
-      ok = false;
-    }
-    if (ok) {
+    if (is_valid(t)) {
       hi = mid;
     } else {
       lo = mid + 1;
@@ -269,6 +258,20 @@ TEST(MlaPlan, ChecksPinpointAHandBrokenBlockTableEntry) {
   EXPECT_NE(findings[0].message.find("block_table[1] maps layer 0, row 0 (request 1), key column 4 to slot 20"),
             std::string::npos)
       << findings[0].message;
+}
+
+TEST(MlaPlan, ChecksPinpointABrokenBranchRegionPage) {
+  const Scenario s = paged_branches();
+  CaseContext ctx(s);
+  Planned p = plan_of(s);
+  auto& table = const_cast<Buffer<int32_t>&>(p.mla().decode.block_table);
+  table.set(7, 2);  // step 1, branch 1's region: page 3 -> page 2, branch 0's
+  const auto findings = metadata_findings(ctx, *p.plan);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_EQ(findings[0].property, "stride-divide");
+  EXPECT_EQ(findings[0].message,
+            "block_table[7] maps layer 0, row 0 (request 0), key column 4 (req_to_token column 8) to slot 8; "
+            "req_to_token says slot 12");
 }
 
 TEST(MlaPlan, ChecksPinpointAHandBrokenDescriptorAndGatherEntry) {

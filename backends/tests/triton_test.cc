@@ -1,4 +1,4 @@
-// Tests of backends/triton/: the split-KV and drafting arithmetic, hand-checked metadata on small
+// Tests of backends/triton/: the split-KV arithmetic, hand-checked metadata on small
 // hand-built cases, a hand-broken entry the checks pinpoint, generated sweeps (single-case and
 // metamorphic properties), and every fault detected on generated cases.
 #include <gtest/gtest.h>
@@ -67,16 +67,6 @@ TEST(TritonLayout, SplitsAreCeil32ChunksAndMaySkipEmptyOnes) {
   EXPECT_EQ(split_chunk_len(100, 2), 64);
   EXPECT_EQ(split_range(100, 2, 1).end - split_range(100, 2, 1).begin, 36);
   EXPECT_TRUE(split_range(0, 4, 0).empty());
-}
-
-TEST(TritonLayout, DraftBranchesOwnPageRegionsWithTheirTailCopy) {
-  // seq_len 6, ps 4, topk 2, 3 steps: last page holds 2 tokens, 2 pages per branch from column 4.
-  EXPECT_EQ(draft_branch_column(6, 4, 2, 3, 0, 0), 6);
-  EXPECT_EQ(draft_branch_column(6, 4, 2, 3, 1, 0), 14);
-  EXPECT_EQ(draft_branch_column(6, 4, 2, 3, 1, 2), 16);
-  // Page size 1 or one branch: packed by steps.
-  EXPECT_EQ(draft_branch_column(6, 1, 2, 3, 1, 2), 11);
-  EXPECT_EQ(draft_branch_column(6, 4, 1, 3, 0, 2), 8);
 }
 
 // ------------------------------------------------------------------------ hand-built cases --
@@ -168,6 +158,13 @@ TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
   EXPECT_EQ(entries(p->csrs[1].kv_indices, 8), (std::vector<int64_t>{8, 9, 10, 11, 8, 9, 18, 19}));
   EXPECT_TRUE(metadata_findings(ctx, *p).empty());
   expect_passes(ctx);
+  p->csrs[0].kv_indices.set(14, 10);  // branch 1's step 0: its own slot 18 -> branch 0's 10
+  const auto findings = metadata_findings(ctx, *p);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].property, "stride-divide");
+  EXPECT_EQ(findings[0].message,
+            "kv_indices[14] maps layer 0, row 0 (request 0), key column 9 (req_to_token column 14) to slot 10; "
+            "req_to_token says slot 18");
 }
 
 TEST(TritonPlan, HybridWindowSlotsAreTranslatedToTheSwaPool) {

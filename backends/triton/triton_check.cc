@@ -13,8 +13,8 @@
 // the req_to_token slot of its column (SWA: translated); padded rows the dummy slot of row 0.
 #include <algorithm>
 
-#include "backends/triton/triton_layout.h"
 #include "backends/triton/triton_plan.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz {
 namespace {
@@ -55,7 +55,8 @@ Expected expected_row(const ForwardBatch& fb, const TritonPlan& p, const KvCsr& 
   return e;
 }
 
-void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr) {
+// `layer`: a layer that reads the CSR (all that do share its rule), -1 when none does.
+void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr, int32_t layer) {
   const ForwardBatch& fb = check.batch();
   const PoolKind pool = csr.pool;
   if (csr.kv_indptr.capacity() != p.rows + 1 || csr.kv_offsets.capacity() != p.rows) {
@@ -79,24 +80,21 @@ void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr) {
     const int64_t start = csr.kv_indptr[r];
     const int64_t count = std::min<int64_t>(e.len(), csr.kv_indptr[r + 1] - start);
     const bool real = e.request_row < fb.bs;
+    const DraftLayout l =
+        draft_layout(fb.seq_lens[static_cast<size_t>(e.request_row)], fb.page_size, fb.topk, fb.draft_steps);
     for (int64_t n = 0; n < count; ++n) {
       const int64_t index = start + n;
       if (index < 0 || index >= csr.kv_indices.capacity()) break;
       const bool draft = n >= e.prefix_end - e.first;
-      const int32_t column =
-          draft ? draft_branch_column(fb.seq_lens[static_cast<size_t>(e.request_row)], fb.page_size, fb.topk,
-                                      fb.draft_steps, e.branch,
-                                      e.step_begin + static_cast<int32_t>(n) - (e.prefix_end - e.first))
-                : e.first + static_cast<int32_t>(n);
-      const bool logical = !draft || fb.page_size == 1 || fb.topk == 1;  // column is the token's identity
-      if (real && logical) {
-        if (csr.check_layer >= 0) check.token_entry(csr.kv_indices, index, csr.check_layer, e.request_row, column);
-      } else {
-        // Padded rows read row 0 (the dummy slot); drafts in per-branch page regions are checked
-        // against their req_to_token column directly.
+      const int32_t step = e.step_begin + static_cast<int32_t>(n) - (e.prefix_end - e.first);
+      const int32_t column = draft ? l.column(e.branch, step) : e.first + static_cast<int32_t>(n);  // req_to_token
+      if (!real) {  // padded rows read row 0, the dummy slot
         check.equal(csr.kv_indices.name() + "[" + std::to_string(index) + "] (row " + std::to_string(r) + ", column " +
                         std::to_string(column) + ")",
                     csr.kv_indices[index], check.expected_slot(e.request_row, column, pool));
+      } else if (layer >= 0) {
+        const int32_t logical = draft ? l.logical_column(e.branch, step) : column;
+        check.token_entry(csr.kv_indices, index, layer, e.request_row, logical, column);
       }
     }
   }
@@ -130,7 +128,10 @@ void TritonPlan::check_metadata(MetadataChecker& check) const {
   const int32_t want_rows = fb.mode == Mode::draft_decode ? fb.padded_bs * fb.topk : fb.padded_bs;
   check.equal("kernel rows", rows, want_rows);
   if (rows != want_rows) return;
-  for (const KvCsr& csr : csrs) check_csr(check, *this, csr);
+  for (size_t c = 0; c < csrs.size(); ++c) {
+    const auto reader = std::find(layer_csr.begin(), layer_csr.end(), static_cast<int32_t>(c));
+    check_csr(check, *this, csrs[c], reader == layer_csr.end() ? -1 : static_cast<int32_t>(reader - layer_csr.begin()));
+  }
   check.equal("positions entries", positions.capacity(), fb.num_tokens());
   for (int64_t t = 0; t < std::min(positions.capacity(), fb.num_tokens()); ++t)
     check.equal("positions[" + std::to_string(t) + "]", positions[t], fb.positions[static_cast<size_t>(t)]);

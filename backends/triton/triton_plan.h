@@ -35,7 +35,6 @@ struct KvCsr {
   LayerKind kind = LayerKind::full;  // full, sliding_window (radius = W) or chunked (radius = C)
   int32_t radius = 0;
   PoolKind pool = PoolKind::full;  // slots of kv_indices live in this pool
-  int32_t check_layer = -1;        // a layer that reads this CSR; -1: none does
   Buffer<int32_t> kv_indptr;       // [rows + 1]
   Buffer<int64_t> kv_indices;      // [capacity]: token slots, row r at kv_indptr[r] ..
   Buffer<int32_t> kv_offsets;      // [rows]: req_to_token column of each row's first key

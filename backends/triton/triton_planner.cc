@@ -107,13 +107,11 @@ void assign_csrs(const Scenario& s, TritonPlan& p) {
     size_t c = 0;
     while (c < p.csrs.size() && !(p.csrs[c].kind == layer.kind && p.csrs[c].radius == radius)) ++c;
     if (c == p.csrs.size()) {
+      // The layers of one (kind, radius) read one pool; csrs[0]'s full layers the full pool.
       p.csrs.emplace_back();
       p.csrs.back().kind = layer.kind;
       p.csrs.back().radius = radius;
-    }
-    if (p.csrs[c].check_layer < 0) {
-      p.csrs[c].check_layer = l;
-      p.csrs[c].pool = pool_of(s, l);
+      p.csrs.back().pool = pool_of(s, l);
     }
     p.layer_csr.push_back(static_cast<int32_t>(c));
   }

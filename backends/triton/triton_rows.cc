@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "backends/triton/triton_layout.h"
+#include "reference/draft_layout.h"
 
 namespace kvfuzz {
 
@@ -79,13 +79,7 @@ RowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t radius, int32_t
 int32_t RowKeys::column(int32_t k, const ForwardBatch& fb) const {
   if (k < prefix_len()) return first + k;
   const int32_t seq_len = fb.seq_lens[static_cast<size_t>(request_row)];
-  return draft_branch_column(seq_len, fb.page_size, fb.topk, fb.draft_steps, branch, step_begin + k - prefix_len());
-}
-
-int32_t RowKeys::logical_column(int32_t k, const ForwardBatch& fb) const {
-  if (k < prefix_len()) return first + k;
-  const int32_t seq_len = fb.seq_lens[static_cast<size_t>(request_row)];
-  return draft_logical_column(seq_len, fb.draft_steps, branch, step_begin + k - prefix_len());
+  return draft_layout(seq_len, fb.page_size, fb.topk, fb.draft_steps).column(branch, step_begin + k - prefix_len());
 }
 
 }  // namespace kvfuzz

@@ -3,7 +3,7 @@
 // Where it sits: inside the planner (forward batch -> **row keys** -> kv_indptr / kv_indices).
 // A row's keys are req_to_token columns: a contiguous run of prefix columns [first, prefix_end),
 // then, for draft decode, the row's own branch steps [step_begin, step_end) at the drafting
-// layout's columns (triton_layout.h). Sources, sglang triton_backend.py unless said otherwise:
+// layout's columns (reference/draft_layout.h). Sources, sglang triton_backend.py unless said otherwise:
 //   DECODE / IDLE        full: [0, seq_len) (seq_len counts the new token, written before the
 //                        kernel); window W: the last min(seq_len, W + 1) keys — production
 //                        update_sliding_window_buffer keeps min(seq_len, W) (#32087, the
@@ -45,8 +45,6 @@ struct RowKeys {
   int32_t len() const { return prefix_len() + step_end - step_begin; }
   // req_to_token column of key k (0 <= k < len()).
   int32_t column(int32_t k, const ForwardBatch& fb) const;
-  // Logical column of key k: equal to column() except for drafts in per-branch page regions.
-  int32_t logical_column(int32_t k, const ForwardBatch& fb) const;
 };
 
 // Planner switches that change the rows (faults).
