@@ -101,6 +101,8 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     run.ran = true;
   } catch (const Violation& v) {
     run.findings.push_back(violation_finding(ctx, backend, v));
+  } catch (const std::out_of_range& e) {  // req_to_token read outside its row
+    run.findings.push_back({"in-bounds", std::string(backend.name()), e.what()});
   }
   return run;
 }

@@ -88,10 +88,9 @@ void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr, in
       const bool draft = n >= e.prefix_end - e.first;
       const int32_t step = e.step_begin + static_cast<int32_t>(n) - (e.prefix_end - e.first);
       const int32_t column = draft ? l.column(e.branch, step) : e.first + static_cast<int32_t>(n);  // req_to_token
-      if (!real) {  // padded rows read row 0, the dummy slot
-        check.equal(csr.kv_indices.name() + "[" + std::to_string(index) + "] (row " + std::to_string(r) + ", column " +
-                        std::to_string(column) + ")",
-                    csr.kv_indices[index], check.expected_slot(e.request_row, column, pool));
+      if (!real) {  // padded rows read the dummy slot (row 0 of req_to_token, or out_cache_loc 0)
+        check.equal(csr.kv_indices.name() + "[" + std::to_string(index) + "] (padded row " + std::to_string(r) + ")",
+                    csr.kv_indices[index], draft ? 0 : check.expected_slot(e.request_row, column, pool));
       } else if (layer >= 0) {
         const int32_t logical = draft ? l.logical_column(e.branch, step) : column;
         check.token_entry(csr.kv_indices, index, layer, e.request_row, logical, column);

@@ -91,8 +91,13 @@ void build_csr(const PlanInput& in, int32_t rows, KvCsr& csr, const Switches& sw
   for (int32_t r = 0; r < rows; ++r) {
     const RowKeys& k = keys[static_cast<size_t>(r)];
     csr.kv_offsets.set(r, k.first);
-    for (int32_t n = 0; n < k.len(); ++n)
-      csr.kv_indices.set(indptr[static_cast<size_t>(r)] + n, to_slot(in, csr, k.request_row, k.column(n, fb)));
+    for (int32_t n = 0; n < k.len(); ++n) {
+      // A padded row's drafts are its out_cache_loc entries, all the dummy slot 0: its draft
+      // layout (computed from the fill seq_len 1) may reach past the req_to_token row.
+      const bool padded_draft = k.request_row >= fb.bs && n >= k.prefix_len();
+      csr.kv_indices.set(indptr[static_cast<size_t>(r)] + n,
+                         padded_draft ? 0 : to_slot(in, csr, k.request_row, k.column(n, fb)));
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <stdexcept>
 
 #include "backends/common/violation.h"
 #include "backends/registry.h"
@@ -26,6 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (const auto& item : check.findings()) problem += item.property + ": " + item.message + "\n";
     } catch (const kvfuzz::Violation& v) {
       problem = std::string("in-bounds: ") + v.what() + "\n";
+    } catch (const std::out_of_range& e) {
+      problem = std::string("in-bounds: ") + e.what() + "\n";
     }
     if (!problem.empty()) {
       std::cerr << b->name() << ": " << problem << kvfuzz::to_json(s);
