@@ -24,12 +24,15 @@ void minimize(Scenario& s, int32_t lowest, const std::function<int32_t&(Scenario
 }
 
 // The pools and the context cut to what the case needs: small pools make reuse happen with few
-// tokens, a full context keeps near-capacity failures.
-Scenario tightened(Scenario s) {
+// tokens, a full context keeps near-capacity failures. One pool at a time too, since a failure
+// may need one pool short and the other not (an SWA mapping that diverges from the full pool).
+enum Tighten : unsigned { kFull = 1, kSwa = 2, kContext = 4, kAll = 7 };
+
+Scenario tightened(Scenario s, unsigned which = kAll) {
   if (!is_valid(s)) return s;
-  minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.full_pages; });
-  if (s.cache.swa_pages > 0) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.swa_pages; });
-  minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.max_context_len; });
+  if (which & kFull) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.full_pages; });
+  if ((which & kSwa) && s.cache.swa_pages > 0) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.swa_pages; });
+  if (which & kContext) minimize(s, 1, [](Scenario& x) -> int32_t& { return x.cache.max_context_len; });
   return s;
 }
 
@@ -111,7 +114,9 @@ void history_reductions(const Scenario& s, std::vector<Scenario>& out) {
   for (int32_t r : others) {  // a whole request the batch does not use
     Scenario c = s;
     std::erase_if(c.history, [&](const Op& op) { return op.request == r; });
-    out.push_back(std::move(c));
+    out.push_back(c);
+    out.push_back(tightened(c, kSwa));  // and a pool as full as before: keeps reuse going
+    out.push_back(tightened(std::move(c)));
   }
   const size_t n = s.history.size();
   for (size_t chunk = n / 2; chunk >= 1; chunk /= 2) {  // runs of ops, halves first
@@ -140,6 +145,7 @@ void history_reductions(const Scenario& s, std::vector<Scenario>& out) {
       out.push_back(c);
       // The same with pools and context tightened: keeps failures that need a full pool or a
       // near-full context while the case gets shorter.
+      out.push_back(tightened(c, kSwa));
       out.push_back(tightened(std::move(c)));
     }
   }
@@ -248,7 +254,8 @@ void value_reductions(const Scenario& s, std::vector<Scenario>& out) {
 
 std::vector<Scenario> reductions(const Scenario& s) {
   std::vector<Scenario> out;
-  if (Scenario t = tightened(s); !(t == s)) out.push_back(std::move(t));
+  for (unsigned which : {kAll, kFull, kSwa, kContext})
+    if (Scenario t = tightened(s, which); !(t == s)) out.push_back(std::move(t));
   batch_reductions(s, out);
   history_reductions(s, out);
   model_reductions(s, out);

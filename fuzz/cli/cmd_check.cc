@@ -37,9 +37,11 @@ void add_check(CLI::App& app, int& exit_code) {
                                            [&](const std::string& u) { return u.rfind(std::string(b->name()) + ":", 0) == 0; });
       if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
     }
-    if (!report.findings.empty())
-      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << path << " --backend " << backend
-                << "\n";
+    if (!report.findings.empty()) {
+      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << path << " --backend " << backend;
+      for (const std::string& f : faults) std::cout << " --fault " << f;
+      std::cout << "\n";
+    }
     exit_code = report.findings.empty() ? 0 : 1;
   });
 }

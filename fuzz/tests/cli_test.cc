@@ -74,6 +74,34 @@ TEST(Cli, BadInputExitsTwoWithAMessage) {
   }
 }
 
+TEST(Cli, CheckPinpointsABrokenTableEntry) {
+  // The planner fault hands local attention the token-granular table (sglang #23757).
+  const std::string c = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
+  const Result broken = run("check " + c + " --backend fa --fault fa_local_token_table");
+  EXPECT_EQ(broken.code, 1) << broken.output;
+  EXPECT_NE(broken.output.find("stride-divide: extend.local2.local_block_table[0] maps layer 0, row 0 (request 0), key "
+                               "column 0 to slot 4; req_to_token says slot 2"),
+            std::string::npos)
+      << broken.output;
+  EXPECT_NE(broken.output.find("--fault fa_local_token_table"), std::string::npos) << broken.output;
+  const Result clean = run("check " + c + " --backend fa");
+  EXPECT_EQ(clean.code, 0) << clean.output;
+}
+
+TEST(Cli, ExplainDrawsTheFailingQuery) {
+  const std::string c = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
+  const auto svg = std::filesystem::temp_directory_path() / "kvfuzz_cli_test" / "explain.svg";
+  std::filesystem::remove(svg);
+  const Result r = run("explain " + c + " --backend fa --fault fa_local_token_table --svg " + svg.string());
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("expected #"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("foreign  full slot 4 (outside the pool)"), std::string::npos) << r.output;
+  std::ifstream in(svg);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  EXPECT_NE(text.find("</svg>"), std::string::npos);
+}
+
 TEST(Cli, ReadsCasesFromStandardInput) {
   const Result r = run("gen --seed 9 --profile tiny | " + std::string(KVFUZZ_BIN) + " oracle -");
   EXPECT_EQ(r.code, 0) << r.output;
