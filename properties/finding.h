@@ -13,6 +13,17 @@
 namespace kvfuzz {
 
 struct Finding {
+  Finding() = default;
+  Finding(std::string property_, std::string backend_, std::string message_, int32_t layer_ = -1, int32_t row_ = -1,
+          int64_t token_ = -1, std::string variant_ = {})
+      : property(std::move(property_)),
+        backend(std::move(backend_)),
+        message(std::move(message_)),
+        layer(layer_),
+        row(row_),
+        token(token_),
+        variant(std::move(variant_)) {}
+
   std::string property;  // in-bounds, cache-extent, stride-divide, metadata, oracle, metamorphic, replay
   std::string backend;
   std::string message;

@@ -2,6 +2,7 @@
 // of generated cases per CI run (KVFUZZ_TEST_LEVEL scales the count). A finding here is either a
 // backend bug or a false alarm of the suite; both must be fixed, not skipped.
 #include <gtest/gtest.h>
+#include <rapidcheck/gtest.h>
 
 #include "backends/registry.h"
 #include "fuzz/campaign.h"
@@ -24,6 +25,16 @@ void sweep(Profile profile, int64_t cases, uint64_t seed) {
     if (::testing::Test::HasFailure()) return;  // one case to look at is enough
   }
   EXPECT_GT(runs, cases * static_cast<int64_t>(all_backends().size()) / 2) << "most backends should run most cases";
+}
+
+// The same as a RapidCheck property (RC_PARAMS / the test level set the count): on a failure
+// RapidCheck prints the seed and profile that reproduce it.
+RC_GTEST_PROP(Sweep, EveryBackendKeepsEveryProperty, ()) {
+  const auto seed = *rc::gen::arbitrary<uint64_t>();
+  const Profile profile = *rc::gen::element(Profile::tiny, Profile::small);
+  const Scenario s = generate(seed, profile);
+  const CaseReport r = check_all(s, all_backends(), {{}, true, seed});
+  RC_ASSERT(r.findings.empty());
 }
 
 TEST(Sweep, EveryBackendPassesTinyCases) { sweep(Profile::tiny, testing::test_cases(2000), 101); }
