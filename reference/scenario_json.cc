@@ -368,7 +368,7 @@ Scenario scenario_from_json(std::string_view text) {
   json j;
   try {
     j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers too large to represent
     throw InvalidCase(std::string("case: not valid JSON: ") + e.what());
   }
   Fields f(j, "");

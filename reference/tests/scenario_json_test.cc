@@ -92,6 +92,8 @@ TEST(ScenarioJson, RejectsMalformedFilesNamingTheField) {
       {"bad mode", replace(ok, "\"mode\": \"", "\"mode\": \"prefill\", \"x\": \""), "batch.mode: 'prefill' is not one of"},
       {"negative seed", replace(ok, "\"seed\": ", "\"seed\": -1, \"x\": "), "values.seed: expected an integer in [0, 2^64)"},
       {"nan", replace(ok, "\"softcap\": ", "\"softcap\": NaN, \"x\": "), "not valid JSON"},
+      // Found by the case_parser fuzzer: a number too large for a double escaped as an exception.
+      {"number overflow", replace(ok, "\"softcap\": ", "\"softcap\": 0.4e35954999579, \"x\": "), "number overflow"},
       {"deep nesting", std::string(10000, '[') + std::string(10000, ']'), "nested deeper than"},
   };
   for (const BadJson& c : cases) {
