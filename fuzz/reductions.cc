@@ -210,25 +210,13 @@ void cache_reductions(const Scenario& s, std::vector<Scenario>& out) {
     c.cache.swa_pages = cc.swa_pages > 0 ? (cc.swa_pages + 1) * cc.page_size / ps - 1 : 0;
     out.push_back(std::move(c));
   }
-  for (int32_t p : smaller(cc.full_pages)) {
-    Scenario c = s;
-    c.cache.full_pages = p;
-    out.push_back(std::move(c));
-  }
-  for (int32_t p : smaller(cc.swa_pages)) {
-    Scenario c = s;
-    c.cache.swa_pages = p;
-    out.push_back(std::move(c));
-  }
-  for (int32_t r : smaller(cc.max_requests)) {
-    Scenario c = s;
-    c.cache.max_requests = r;
-    out.push_back(std::move(c));
-  }
-  for (int32_t len : smaller(cc.max_context_len)) {
-    Scenario c = s;
-    c.cache.max_context_len = len;
-    out.push_back(std::move(c));
+  for (int32_t CacheConfig::*size : {&CacheConfig::full_pages, &CacheConfig::swa_pages, &CacheConfig::max_requests,
+                                      &CacheConfig::max_context_len}) {
+    for (int32_t smaller_size : smaller(cc.*size)) {
+      Scenario c = s;
+      c.cache.*size = smaller_size;
+      out.push_back(std::move(c));
+    }
   }
   if (cc.sort_free) {
     Scenario c = s;
