@@ -11,7 +11,7 @@ int page_class(int32_t ps) {
   return ps <= 16 ? 1 : 2;
 }
 
-enum Feature { kHybrid, kGraph, kTree, kMla, kSoftcap, kGqa, kEvict, kSpecHistory, kFeatures };
+enum Feature { kHybrid, kGraph, kTree, kMla, kSoftcap, kGqa, kEvict, kSpecHistory, kAdaptiveSplits, kFeatures };
 
 }  // namespace
 
@@ -30,6 +30,7 @@ void Coverage::add(const Scenario& s) {
   if (mla) features_.insert(kMla);
   if (s.model.softcap > 0) features_.insert(kSoftcap);
   if (s.model.q_heads > s.model.kv_heads) features_.insert(kGqa);
+  if (s.batch.device_sms > 0 && s.batch.kv_splits > 1) features_.insert(kAdaptiveSplits);
   for (const Op& op : s.history) {
     if (op.kind == OpKind::swa_evict) features_.insert(kEvict);
     if (op.kind == OpKind::accept) features_.insert(kSpecHistory);

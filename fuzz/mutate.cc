@@ -66,7 +66,10 @@ void mutate_batch(Scenario& s, Rng& rng) {
   Batch& b = s.batch;
   switch (rng.below(6)) {
     case 0: b.graph_bs = b.graph_bs > 0 ? 0 : static_cast<int32_t>(b.entries.size() + rng.below(4)); break;
-    case 1: b.kv_splits = static_cast<int32_t>(rng.range(1, 16)); break;
+    case 1:
+      b.kv_splits = static_cast<int32_t>(rng.range(1, 16));
+      if (rng.chance(1, 2)) b.device_sms = rng.chance(1, 3) ? 0 : static_cast<int32_t>(rng.range(1, 320));
+      break;
     case 2:
       if (b.entries.size() > 1) b.entries.erase(b.entries.begin() + static_cast<ptrdiff_t>(rng.below(b.entries.size())));
       break;

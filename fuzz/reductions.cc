@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "reference/validate.h"
 
@@ -55,14 +56,11 @@ void batch_reductions(const Scenario& s, std::vector<Scenario>& out) {
     c.batch.entries.erase(c.batch.entries.begin() + static_cast<ptrdiff_t>(i));
     out.push_back(std::move(c));
   }
-  if (b.graph_bs != 0) {
+  // Execution settings back to their plainest: eager, one split, static splits.
+  for (auto [field, plain] : {std::pair{&Batch::graph_bs, 0}, {&Batch::kv_splits, 1}, {&Batch::device_sms, 0}}) {
+    if (b.*field == plain) continue;
     Scenario c = s;
-    c.batch.graph_bs = 0;
-    out.push_back(std::move(c));
-  }
-  if (b.kv_splits != 1) {
-    Scenario c = s;
-    c.batch.kv_splits = 1;
+    c.batch.*field = plain;
     out.push_back(std::move(c));
   }
   for (size_t i = 0; i < b.entries.size(); ++i) {

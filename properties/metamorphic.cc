@@ -96,7 +96,8 @@ std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed) {
     const size_t keep = 1 + rng.below(n - 1);
     for (size_t i = n; i > 1; --i) std::swap(w.batch.entries[i - 1], w.batch.entries[rng.below(i)]);
     w.batch.entries.resize(keep);
-    add("unrelated", std::move(w), true);
+    // Adaptive Triton splits depend on the other requests' lengths: bitwise only when static.
+    add("unrelated", std::move(w), s.batch.device_sms == 0);
   }
   if (n >= 1) {
     Scenario v = s;
@@ -105,6 +106,7 @@ std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed) {
 
     Scenario k = s;
     k.batch.kv_splits = s.batch.kv_splits == 1 ? static_cast<int32_t>(rng.range(2, 8)) : 1;
+    if (rng.chance(1, 2)) k.batch.device_sms = s.batch.device_sms > 0 ? 0 : 132;  // static <-> adaptive
     add("kv-splits", std::move(k), false);
   }
   {

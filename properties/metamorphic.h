@@ -4,12 +4,13 @@
 // way that keeps every batch request's logical content, runs the backend again (no oracle) and
 // compares each request's outputs with the original run:
 //   batch-order    the entries shuffled                                    (bitwise)
-//   unrelated      some other entries dropped from the batch               (bitwise)
+//   unrelated      some other entries dropped from the batch               (bitwise; tolerance
+//                  with adaptive Triton splits, which follow the batch's lengths)
 //   replay         CUDA-graph padding toggled: replay == eager on real rows (the same keys read,
 //                  outputs within tolerance: a captured graph may use another kernel)
 //   history        a finished request's churn before the history, so every page moves (bitwise)
 //   page-size      page size 1 instead of ps (tables, CSRs and splits all change)  (tolerance)
-//   kv-splits      another split count                                      (tolerance)
+//   kv-splits      another split count, and sometimes static <-> adaptive  (tolerance)
 // "Bitwise" holds for the CPU executors, which reduce keys in logical order; a backend whose
 // reduction order follows the layout would compare within tolerance instead.
 //

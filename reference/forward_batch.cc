@@ -62,6 +62,7 @@ Prepared prepare(const Scenario& s) {
   fb.draft_steps = b.draft_steps;
   fb.draft_step = b.draft_step;
   fb.kv_splits = b.kv_splits;
+  fb.device_sms = b.device_sms;
 
   // Allocate the step's new tokens for all rows at once, in batch order.
   std::vector<Append> appends;

@@ -26,6 +26,7 @@ struct ForwardBatch {
   bool captured = false;  // replayed from a CUDA graph captured at padded_bs (even when bs == padded_bs)
   int32_t page_size = 1;
   int32_t topk = 1, draft_tokens = 0, draft_steps = 0, draft_step = 0, kv_splits = 1;
+  int32_t device_sms = 0;  // Batch::device_sms
 
   // Per row, [padded_bs]; padded rows come after the real ones.
   std::vector<int32_t> request_ids;       // scenario ids; -1 on padded rows

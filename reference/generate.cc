@@ -1,5 +1,7 @@
 #include "reference/generate.h"
 
+#include <iterator>
+
 #include "reference/validate.h"
 
 namespace kvfuzz {
@@ -43,6 +45,13 @@ ValueConfig generate_values(Rng rng) {
   return v;
 }
 
+// The Triton decode split policy: static half the time, else the adaptive heuristic on a device
+// of a few SMs (few splits) up to H100 (132) and MI300X (304 CUs), which split small batches finely.
+int32_t generate_device_sms(Rng rng) {
+  static constexpr int32_t kSms[] = {1, 8, 32, 108, 132, 304};
+  return rng.chance(1, 2) ? 0 : kSms[rng.below(std::size(kSms))];
+}
+
 // A last resort that is valid by construction: one request, one decode step.
 Scenario fallback(uint64_t seed) {
   Scenario s;
@@ -82,6 +91,7 @@ Scenario generate(uint64_t seed, Profile profile) {
     s.model = generate_model(rng.fork("model"), b, s.cache.page_size);
     s.values = generate_values(rng.fork("values"));
     if (!generate_workload(rng.fork("workload"), b, s)) continue;
+    s.batch.device_sms = generate_device_sms(rng.fork("device_sms"));
     // A draw the workload generator could not keep inside the limits: draw again.
     if (!is_valid(s)) continue;
     if (rng.fork("full_context").chance(1, 4)) tighten_context(s);

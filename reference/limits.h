@@ -23,6 +23,7 @@ inline constexpr int32_t kMaxTopk = 16;
 inline constexpr int32_t kMaxDraftSteps = 16;
 inline constexpr int32_t kMaxBatch = 512;  // entries and graph_bs
 inline constexpr int32_t kMaxKvSplits = 64;
+inline constexpr int32_t kMaxDeviceSms = 1024;
 inline constexpr double kMaxSmScale = 16.0;
 inline constexpr double kMaxSoftcap = 1e4;
 inline constexpr int32_t kMaxRequestId = 1 << 20;

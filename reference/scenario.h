@@ -20,7 +20,10 @@
 
 namespace kvfuzz {
 
-inline constexpr int kScenarioVersion = 1;
+// Case files: version 2 added batch.device_sms. Version 1 files still read, with device_sms 0
+// (static KV splits, what every version 1 case ran with).
+inline constexpr int kScenarioVersion = 2;
+inline constexpr int kOldestScenarioVersion = 1;
 
 // ---------------------------------------------------------------------------------- model --
 
@@ -119,7 +122,9 @@ struct Batch {
   int32_t draft_steps = 0;   // draft_decode: steps of the drafting loop
   int32_t draft_step = 0;    // draft_decode: the step this batch runs, 0 <= step < steps
   int32_t graph_bs = 0;      // CUDA-graph captured batch size; 0 = eager
-  int32_t kv_splits = 1;     // split-KV decode: partial results merged by LSE
+  int32_t kv_splits = 1;     // split-KV decode: partial results merged by LSE (max_kv_splits)
+  int32_t device_sms = 0;    // Triton decode split count: 0 = static (every row kv_splits); > 0 =
+                             // sglang's adaptive heuristic on a device with this many SMs
 
   bool operator==(const Batch&) const = default;
 };

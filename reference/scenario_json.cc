@@ -52,6 +52,7 @@ json batch_json(const Batch& b) {
   }
   j["graph_bs"] = b.graph_bs;
   j["kv_splits"] = b.kv_splits;
+  j["device_sms"] = b.device_sms;
   return j;
 }
 
@@ -285,7 +286,7 @@ std::vector<Op> read_history(const json& history) {
   return ops;
 }
 
-Batch read_batch(const json& j) {
+Batch read_batch(const json& j, int32_t version) {
   Fields f(j, "batch");
   Batch b;
   b.mode = parse_enum<Mode>(f.string("mode"), f.sub("mode"),
@@ -309,6 +310,7 @@ Batch read_batch(const json& j) {
   }
   b.graph_bs = f.int32("graph_bs");
   b.kv_splits = f.int32("kv_splits");
+  if (version >= 2) b.device_sms = f.int32("device_sms");
   f.finish();
   return b;
 }
@@ -373,16 +375,17 @@ Scenario scenario_from_json(std::string_view text) {
   }
   Fields f(j, "");
   const int32_t version = f.int32("version");
-  if (version != kScenarioVersion)
-    Fields::fail("version", std::to_string(version) + " is not supported (this kvfuzz reads version " +
-                                std::to_string(kScenarioVersion) + ")");
+  if (version < kOldestScenarioVersion || version > kScenarioVersion)
+    Fields::fail("version", std::to_string(version) + " is not supported (this kvfuzz reads versions " +
+                                std::to_string(kOldestScenarioVersion) + " to " + std::to_string(kScenarioVersion) +
+                                ")");
   Scenario s;
   s.model = read_model(f.take("model"));
   s.cache = read_cache(f.take("cache"));
   const json& history = f.take("history");
   if (!history.is_array()) Fields::fail("history", "expected an array");
   s.history = read_history(history);
-  s.batch = read_batch(f.take("batch"));
+  s.batch = read_batch(f.take("batch"), version);
   s.values = read_values(f.take("values"));
   f.finish();
   return s;

@@ -146,6 +146,7 @@ void validate_batch_shape(const Scenario& s) {
   }
   if (b.graph_bs != 0) check_range("batch.graph_bs", b.graph_bs, static_cast<int64_t>(std::max<size_t>(n, 1)), limits::kMaxBatch);
   check_range("batch.kv_splits", b.kv_splits, 1, limits::kMaxKvSplits);
+  check_range("batch.device_sms", b.device_sms, 0, limits::kMaxDeviceSms);
 
   for (size_t i = 0; i < n; ++i) {
     const BatchEntry& e = b.entries[i];

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "backends/triton/triton_backend.h"
+#include "backends/triton/triton_kv_splits.h"
 #include "backends/triton/triton_layout.h"
 #include "backends/triton/triton_planner.h"
 #include "properties/check.h"
@@ -69,6 +70,66 @@ TEST(TritonLayout, SplitsAreCeil32ChunksAndMaySkipEmptyOnes) {
   EXPECT_TRUE(split_range(0, 4, 0).empty());
 }
 
+// get_num_kv_splits_triton by hand (see triton_kv_splits.h for the formula).
+TEST(TritonKvSplits, AdaptiveHeuristicByHand) {
+  // Equal lengths: splits1 = 1; cores = int(132 * log2(1000 / 64)) = 523; GQA 32/8: BLOCK_H 4,
+  // grid = 2 * 8 = 16; splits2 = min(ceil(523 / 16), 8) = 8, chunk2 = 125: 8 splits each.
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{1000, 1000}, 1, {8, 132, 32, 8}), (std::vector<int32_t>{8, 8}));
+  // Uneven: splits1 = min(10, 8), chunk1 = 125; cores = int(8 * 3.97) = 31, MHA grid 16,
+  // splits2 = 2: the long request gets 8, the short one 1.
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{1000, 100}, 1, {8, 8, 8, 8}), (std::vector<int32_t>{8, 1}));
+  // Alone on a 1-SM device a request is not split; next to a fill-value row (seq_len 1) it is:
+  // padding changes a real row's split count.
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{1000}, 1, {8, 1, 8, 8}), (std::vector<int32_t>{1}));
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{1000, 1}, 1, {8, 1, 8, 8}), (std::vector<int32_t>{8, 1}));
+  // Draft decode: each request's topk rows share its count; grid = 2 * 2 * 4, splits2 = 4.
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{64, 64}, 2, {4, 132, 4, 4}), (std::vector<int32_t>{4, 4, 4, 4}));
+  // Static: every row max_kv_splits.
+  EXPECT_EQ(triton_kv_splits(std::vector<int32_t>{1000, 1}, 1, {6, 0, 8, 8}), (std::vector<int32_t>{6, 6}));
+}
+
+TEST(TritonKvSplits, AlwaysWithinTheSplitDimension) {
+  Rng rng(7);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<int32_t> lens(1 + rng.below(9));
+    for (int32_t& len : lens) len = static_cast<int32_t>(rng.range(0, 5000));
+    const SplitConfig c{static_cast<int32_t>(rng.range(1, 64)), static_cast<int32_t>(rng.range(0, 400)), 32,
+                        static_cast<int32_t>(1 << rng.below(6))};
+    for (int32_t s : triton_kv_splits(lens, static_cast<int32_t>(rng.range(1, 4)), c)) {
+      ASSERT_GE(s, 1);
+      ASSERT_LE(s, c.max_kv_splits);
+    }
+  }
+}
+
+// The planner feeds the padded batch: seq_lens {10, 6} and, replayed at graph_bs 3, a fill row.
+TEST(TritonPlan, AdaptiveSplitsFollowThePaddedBatch) {
+  Scenario s = two_request_case(Mode::decode);
+  s.batch.kv_splits = 8;
+  s.batch.device_sms = 1;
+  {
+    const CaseContext ctx(s);
+    const auto p = plan_of(ctx);
+    // lo 6, hi 10: splits1 = 2, chunk1 = 5; one SM: splits2 = 1. Windows: 3 keys each, 1 split.
+    EXPECT_EQ(entries(p->csrs[0].num_kv_splits, 2), (std::vector<int64_t>{2, 2}));
+    EXPECT_EQ(entries(p->csrs[1].num_kv_splits, 2), (std::vector<int64_t>{1, 1}));
+    EXPECT_TRUE(metadata_findings(ctx, *p).empty());
+    expect_passes(ctx);
+  }
+  s.batch.graph_bs = 3;
+  const CaseContext ctx(s);
+  const auto p = plan_of(ctx);
+  // lens {10, 6, 1}: splits1 = 8, chunk1 = 2.
+  EXPECT_EQ(entries(p->csrs[0].num_kv_splits, 3), (std::vector<int64_t>{5, 3, 1}));
+  EXPECT_TRUE(metadata_findings(ctx, *p).empty());
+  expect_passes(ctx);
+  // Hand-broken: more splits than attn_logits holds.
+  p->csrs[0].num_kv_splits.set(1, 9);
+  const auto findings = metadata_findings(ctx, *p);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_NE(findings[0].message.find("num_kv_splits[1] = 9 is outside [1, 8]"), std::string::npos) << findings[0].message;
+}
+
 // ------------------------------------------------------------------------ hand-built cases --
 
 TEST(TritonPlan, DecodeTokenCsrAndWindowByHand) {
@@ -89,7 +150,8 @@ TEST(TritonPlan, DecodeTokenCsrAndWindowByHand) {
   EXPECT_EQ(entries(window.kv_indptr, 3), (std::vector<int64_t>{0, 3, 6}));
   EXPECT_EQ(entries(window.kv_indices, 6), (std::vector<int64_t>{11, 12, 13, 19, 20, 21}));
   EXPECT_EQ(entries(window.kv_offsets, 2), (std::vector<int64_t>{7, 3}));
-  EXPECT_EQ(entries(p->num_kv_splits, 2), (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(entries(full.num_kv_splits, 2), (std::vector<int64_t>{1, 1}));  // static, kv_splits 1
+  EXPECT_EQ(entries(window.num_kv_splits, 2), (std::vector<int64_t>{1, 1}));
   EXPECT_TRUE(metadata_findings(ctx, *p).empty());
   expect_passes(ctx);
 }
@@ -207,13 +269,16 @@ TEST(TritonPlan, TheSplitCountDoesNotChangeTheOutput) {
   s.history[1].len = 100;  // 101 keys: up to four splits of 32
   s.cache.full_pages = 40;
   s.cache.max_context_len = 128;
-  for (int32_t splits : {1, 2, 3, 8}) {
-    s.batch.kv_splits = splits;
-    const CaseContext ctx(s);
-    expect_passes(ctx);
-    const BackendRun base = run_backend(ctx, triton_backend());
-    for (const Finding& f : check_metamorphic(ctx, base, triton_backend(), {}, 1))
-      ADD_FAILURE() << splits << " splits: " << f.property << ": " << f.message;
+  for (int32_t sms : {0, 1, 132}) {
+    for (int32_t splits : {1, 2, 3, 8}) {
+      s.batch.kv_splits = splits;
+      s.batch.device_sms = sms;
+      const CaseContext ctx(s);
+      expect_passes(ctx);
+      const BackendRun base = run_backend(ctx, triton_backend());
+      for (const Finding& f : check_metamorphic(ctx, base, triton_backend(), {}, 1))
+        ADD_FAILURE() << splits << " splits, " << sms << " SMs: " << f.property << ": " << f.message;
+    }
   }
 }
 
@@ -221,6 +286,7 @@ TEST(TritonPlan, TheSplitCountDoesNotChangeTheOutput) {
 
 TEST(TritonGenerated, EveryCasePasses) {
   std::map<std::string, int> modes;
+  bool split_between = false, split_differs = false;  // adaptive counts strictly inside (1, max)
   for (Profile profile : {Profile::tiny, Profile::small, Profile::medium}) {
     const int64_t n = testing::test_cases(profile == Profile::medium ? 40 : 400);
     for (uint64_t seed = 0; seed < static_cast<uint64_t>(n); ++seed) {
@@ -230,9 +296,19 @@ TEST(TritonGenerated, EveryCasePasses) {
       ++modes[to_string(ctx.scenario().batch.mode)];
       for (const Finding& f : r.findings)
         ADD_FAILURE() << to_string(profile) << " seed " << seed << ": " << f.property << ": " << f.message;
+      const auto p = plan_of(ctx);
+      if (p->kernel != TritonKernel::decode) continue;
+      for (const KvCsr& csr : p->csrs) {
+        for (int32_t row = 0; row < p->rows; ++row) {
+          split_between |= csr.num_kv_splits[row] > 1 && csr.num_kv_splits[row] < p->max_kv_splits;
+          split_differs |= csr.num_kv_splits[row] != csr.num_kv_splits[0];
+        }
+      }
     }
   }
   EXPECT_EQ(modes.size(), 7u);  // every mode came up
+  EXPECT_TRUE(split_between);
+  EXPECT_TRUE(split_differs);
 }
 
 TEST(TritonGenerated, IsInvariantUnderEveryMetamorphicVariant) {

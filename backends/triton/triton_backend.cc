@@ -16,8 +16,9 @@ class TritonBackend final : public Backend {
 
   std::string_view summary() const override {
     return "sglang TritonAttnBackend: token CSR (kv_indptr / int64 kv_indices of req_to_token slots). Decode "
-           "and draft decode (topk >= 1, one row per branch) run split-KV over num_kv_splits (static mode: the "
-           "scenario's kv_splits; chunks of ceil32(ceil(kv_len / splits))) merged by LSE; extend, mixed, "
+           "and draft decode (topk >= 1, one row per branch) run split-KV (num_kv_splits per row: static = the "
+           "scenario's kv_splits, or sglang's adaptive get_num_kv_splits_triton for device_sms SMs over the padded "
+           "batch's lengths; chunks of ceil32(ceil(kv_len / splits))) merged by LSE; extend, mixed, "
            "target_verify (tree custom mask, prefix columns skipped) and draft_extend_v2 read a prefix-only "
            "CSR plus the new tokens' k/v in one softmax. Sliding-window layers read window_kv_* CSRs (W + 1 "
            "decode keys, SWA-translated token slots) and an in-kernel window mask; chunked layers a "

@@ -99,6 +99,26 @@ void check_csr(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr, in
   }
 }
 
+// Any split count in [1, max_kv_splits] gives the same keys (the adaptive count is a tuning
+// choice, not an invariant); more would index attn_logits past its split dimension. Static mode
+// gives every row max_kv_splits.
+void check_kv_splits(MetadataChecker& check, const TritonPlan& p, const KvCsr& csr) {
+  const ForwardBatch& fb = check.batch();
+  if (csr.num_kv_splits.capacity() < p.rows) {
+    check.fail(csr.num_kv_splits.name() + " holds " + std::to_string(csr.num_kv_splits.capacity()) + " entries for " +
+               std::to_string(p.rows) + " kernel rows");
+    return;
+  }
+  for (int32_t r = 0; r < p.rows; ++r) {
+    const std::string what = csr.num_kv_splits.name() + "[" + std::to_string(r) + "]";
+    const int32_t splits = csr.num_kv_splits[r];
+    if (fb.device_sms == 0) check.equal(what + " (static splits)", splits, p.max_kv_splits);
+    else if (splits < 1 || splits > p.max_kv_splits)
+      check.fail(what + " = " + std::to_string(splits) + " is outside [1, " + std::to_string(p.max_kv_splits) +
+                 "], the split dimension of attn_logits");
+  }
+}
+
 void check_verify_mask(MetadataChecker& check, const TritonPlan& p) {
   const ForwardBatch& fb = check.batch();
   std::vector<int64_t> lens;
@@ -135,8 +155,8 @@ void TritonPlan::check_metadata(MetadataChecker& check) const {
   for (int64_t t = 0; t < std::min(positions.capacity(), fb.num_tokens()); ++t)
     check.equal("positions[" + std::to_string(t) + "]", positions[t], fb.positions[static_cast<size_t>(t)]);
   if (kernel == TritonKernel::decode) {
-    for (int32_t r = 0; r < rows; ++r)
-      check.equal("num_kv_splits[" + std::to_string(r) + "]", num_kv_splits[r], std::max(1, fb.kv_splits));
+    check.equal("max_kv_splits", max_kv_splits, std::max(1, fb.kv_splits));
+    for (const KvCsr& csr : csrs) check_kv_splits(check, *this, csr);
   }
   if (kernel == TritonKernel::extend) {
     std::vector<int64_t> lens(fb.extend_lens.begin(), fb.extend_lens.end());
@@ -150,9 +170,9 @@ void TritonPlan::check_guards() const {
     csr.kv_indptr.check_guards();
     csr.kv_indices.check_guards();
     csr.kv_offsets.check_guards();
+    csr.num_kv_splits.check_guards();
   }
   qo_indptr.check_guards();
-  num_kv_splits.check_guards();
   positions.check_guards();
   mask_indptr.check_guards();
   custom_mask.check_guards();

@@ -19,7 +19,7 @@ void run_decode_kernel(const TritonPlan& p, const KvCsr& csr, LayerContext& ctx)
     for (int32_t r = 0; r < p.rows; ++r) {
       const int64_t start = csr.kv_indptr[r];
       const int64_t kv_len = csr.kv_indptr[r + 1] - start;
-      const SplitRange range = split_range(kv_len, std::max(1, p.num_kv_splits[r]), split);
+      const SplitRange range = split_range(kv_len, std::max(1, csr.num_kv_splits[r]), split);
       if (range.empty()) continue;  // stage 1 stores nothing, stage 2 skips it
       const int64_t token = r;      // one query per kernel row
       attend_row(

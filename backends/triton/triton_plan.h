@@ -38,6 +38,8 @@ struct KvCsr {
   Buffer<int32_t> kv_indptr;       // [rows + 1]
   Buffer<int64_t> kv_indices;      // [capacity]: token slots, row r at kv_indptr[r] ..
   Buffer<int32_t> kv_offsets;      // [rows]: req_to_token column of each row's first key
+  Buffer<int32_t> num_kv_splits;   // [rows]: decode kernel, splits per row (window_num_kv_splits
+                                   // for windows; triton_kv_splits.h)
 
   // Buffer name of `field` in this CSR: "kv_indices", "window_kv_indices(W=4)", ...
   std::string name(const std::string& field) const;
@@ -51,13 +53,12 @@ class TritonPlan final : public Plan {
   int32_t bs = 0, padded_bs = 0;
   int32_t rows = 0;                 // kernel rows: padded_bs, or padded_bs * topk for draft decode
   int32_t queries_per_request = 1;  // decode kernel: topk for draft decode, else 1
-  int32_t max_kv_splits = 1;        // MAX_KV_SPLITS of the decode grid (the scenario's kv_splits)
+  int32_t max_kv_splits = 1;        // MAX_KV_SPLITS: attn_logits' split dimension (the scenario's kv_splits)
   bool use_custom_mask = false;     // TARGET_VERIFY
 
   std::vector<KvCsr> csrs;         // [0] = full, then one per window / chunk
   std::vector<int32_t> layer_csr;  // [layers]: which CSR each layer reads
   Buffer<int32_t> qo_indptr;       // [padded_bs + 1]: extend kernel, query tokens per request
-  Buffer<int32_t> num_kv_splits;   // [rows]: decode kernel
   Buffer<int32_t> positions;       // [num_tokens]: q/k positions of the batch tokens (masks)
   Buffer<int64_t> mask_indptr;     // [padded_bs + 1]: TARGET_VERIFY, D * (seq_len + D) each
   Buffer<uint8_t> custom_mask;     // [capacity]: TARGET_VERIFY tree mask, row-major per request

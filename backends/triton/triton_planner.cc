@@ -7,12 +7,13 @@
 //   window indices  max_num_tokens * (W + 1) (production: * W, one short of the correct window),
 //   chunk indices   max_num_tokens * C,
 // then filled by replay: kv_indptr recomputed over all padded rows (fill value seq_len 1, request
-// row 0), num_kv_splits refilled. Eager batches get exact sizes. All writes go through
-// Buffer::set, so a write past a capacity is a Violation naming the buffer.
+// row 0), num_kv_splits refilled from the padded lengths. Eager batches get exact sizes. All
+// writes go through Buffer::set, so a write past a capacity is a Violation naming the buffer.
 #include "backends/triton/triton_planner.h"
 
 #include <algorithm>
 
+#include "backends/triton/triton_kv_splits.h"
 #include "backends/triton/triton_rows.h"
 
 namespace kvfuzz {
@@ -99,6 +100,25 @@ void build_csr(const PlanInput& in, int32_t rows, KvCsr& csr, const Switches& sw
                          padded_draft ? 0 : to_slot(in, csr, k.request_row, k.column(n, fb)));
     }
   }
+}
+
+// get_num_kv_splits over the lengths production passes: seq_lens for the full CSR (one group of
+// topk rows per request in draft decode), window_kv_lens, the rows' own lengths, for windows.
+// Padded rows are counted with their fill values, as replay does.
+void fill_kv_splits(const PlanInput& in, const TritonPlan& p, KvCsr& csr) {
+  const ForwardBatch& fb = in.batch;
+  const SplitConfig config{p.max_kv_splits, fb.device_sms, in.scenario.model.q_heads, in.scenario.model.kv_heads};
+  std::vector<int32_t> lens;
+  int32_t group = 1;
+  if (csr.kind == LayerKind::full) {
+    lens.assign(fb.seq_lens.begin(), fb.seq_lens.begin() + fb.padded_bs);
+    group = p.queries_per_request;
+  } else {
+    for (int32_t r = 0; r < p.rows; ++r) lens.push_back(csr.kv_indptr[r + 1] - csr.kv_indptr[r]);
+  }
+  const std::vector<int32_t> splits = triton_kv_splits(lens, group, config);
+  csr.num_kv_splits = Buffer<int32_t>(csr.name("num_kv_splits"), p.rows);
+  for (int32_t r = 0; r < p.rows; ++r) csr.num_kv_splits.set(r, splits[static_cast<size_t>(r)]);
 }
 
 // One CSR per (kind, radius): full first, then windows and chunks in layer order.
@@ -188,17 +208,13 @@ std::unique_ptr<TritonPlan> plan_triton(const PlanInput& in) {
                                             : TritonKernel::extend;
 
   assign_csrs(in.scenario, *p);
-  for (KvCsr& csr : p->csrs) build_csr(in, p->rows, csr, sw);
+  for (KvCsr& csr : p->csrs) {
+    build_csr(in, p->rows, csr, sw);
+    if (p->kernel == TritonKernel::decode) fill_kv_splits(in, *p, csr);
+  }
 
   p->positions = Buffer<int32_t>("positions", fb.num_tokens());
   for (int64_t t = 0; t < fb.num_tokens(); ++t) p->positions.set(t, fb.positions[static_cast<size_t>(t)]);
-
-  // Static split mode (SGLANG_TRITON_DECODE_ATTN_STATIC_KV_SPLITS): every row gets max_kv_splits.
-  // The default heuristic get_num_kv_splits_triton depends on the other requests' lengths, head
-  // counts and the SM count; here the split count is an input of the scenario, so the property
-  // "the split count does not change the output" can vary it.
-  p->num_kv_splits =
-      Buffer<int32_t>("num_kv_splits", p->kernel == TritonKernel::decode ? p->rows : 0, p->max_kv_splits);
 
   p->qo_indptr = Buffer<int32_t>("qo_indptr", p->kernel == TritonKernel::extend ? fb.padded_bs + 1 : 0);
   if (p->kernel == TritonKernel::extend) {

@@ -41,6 +41,7 @@ TEST(ScenarioJson, RoundTripsEveryModeAndOp) {
   s.batch.topk = 2;
   s.batch.graph_bs = 4;
   s.batch.kv_splits = 3;
+  s.batch.device_sms = 132;
   s.values = {18446744073709551615ULL, DType::fp8_e4m3, Fill::signature, false};
   validate(s);
   EXPECT_EQ(scenario_from_json(to_json(s)), s);
@@ -82,7 +83,9 @@ TEST(ScenarioJson, RejectsMalformedFilesNamingTheField) {
       {"empty", "", "not valid JSON"},
       {"truncated", ok.substr(0, ok.size() / 2), "not valid JSON"},
       {"not an object", "[1, 2]", "expected an object"},
-      {"wrong version", replace(ok, "\"version\": 1", "\"version\": 9"), "version: 9 is not supported"},
+      {"wrong version", replace(ok, "\"version\": 2", "\"version\": 9"), "version: 9 is not supported"},
+      {"too old", replace(ok, "\"version\": 2", "\"version\": 0"), "version: 0 is not supported"},
+      {"field newer than v1", replace(ok, "\"version\": 2", "\"version\": 1"), "batch.device_sms: unknown field"},
       {"missing model", replace(ok, "\"model\"", "\"modle\""), "model: missing"},
       {"string for int", replace(ok, "\"q_heads\": ", "\"q_heads\": \"4\", \"x\": "), "model.q_heads: expected an integer"},
       {"float for int", replace(ok, "\"page_size\": ", "\"page_size\": 1.5, \"x\": "), "cache.page_size: expected an integer"},
@@ -105,6 +108,17 @@ TEST(ScenarioJson, RejectsMalformedFilesNamingTheField) {
           << c.name << ": message was: " << e.what();
     }
   }
+}
+
+// Version 1 had no batch.device_sms: such files read as static splits, and write back as version 2.
+TEST(ScenarioJson, ReadsVersionOneFilesAsStaticSplits) {
+  Scenario s = generate(5, Profile::tiny);
+  s.batch.device_sms = 0;
+  std::string v1 = replace(to_json(s), "\"version\": 2", "\"version\": 1");
+  v1 = replace(v1, ",\n    \"device_sms\": 0", "");
+  EXPECT_EQ(v1.find("device_sms"), std::string::npos);
+  EXPECT_EQ(scenario_from_json(v1), s);
+  EXPECT_NE(to_json(scenario_from_json(v1)).find("\"version\": 2"), std::string::npos);
 }
 
 }  // namespace

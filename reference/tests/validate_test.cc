@@ -88,6 +88,7 @@ TEST(Validate, RejectsBadCasesNamingFieldAndLimit) {
       {"draft step", [](Scenario& s) { s.batch.mode = Mode::draft_decode; s.batch.draft_steps = 2; s.batch.draft_step = 2; }, "batch.draft_step: 2 is out of range [0, 1]"},
       {"graph too small", [](Scenario& s) { s.batch.graph_bs = 1; }, "batch.graph_bs: 1 is out of range [2, 512]"},
       {"kv splits", [](Scenario& s) { s.batch.kv_splits = 0; }, "batch.kv_splits: 0 is out of range [1, 64]"},
+      {"device sms", [](Scenario& s) { s.batch.device_sms = -1; }, "batch.device_sms: -1 is out of range [0, 1024]"},
       {"batch context", [](Scenario& s) { s.batch.mode = Mode::extend; s.batch.entries = {{0, 60, {}}}; }, "over cache.max_context_len"},
       {"decode empty request", [](Scenario& s) { s.history.push_back({O::admit, 2, 0, {}, {}}); s.batch.entries.push_back({2, 0, {}}); }, "needs a prefilled request"},
       {"oracle work", [](Scenario& s) {
