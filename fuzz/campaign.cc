@@ -166,12 +166,13 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
   out << "campaign: " << s.cases << " cases in " << std::fixed << std::setprecision(1) << s.seconds << " s ("
       << (s.seconds > 0 ? static_cast<double>(s.cases) / s.seconds : 0.0) << " cases/s)\n";
   out << "coverage: " << s.coverage.line() << "\n";
-  out << std::left << std::setw(14) << "backend" << std::right << std::setw(10) << "cases" << std::setw(13) << "unsupported"
+  out << std::left << std::setw(18) << "backend" << std::right << std::setw(10) << "checked" << std::setw(13) << "unsupported"
       << "\n";
   for (const auto& [name, n] : s.backend_runs) {
     const auto it = s.backend_unsupported.find(name);
-    out << std::left << std::setw(14) << name << std::right << std::setw(10) << n << std::setw(13)
-        << (it == s.backend_unsupported.end() ? 0 : it->second) << "\n";
+    const int64_t unsupported = it == s.backend_unsupported.end() ? 0 : it->second;
+    out << std::left << std::setw(18) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
+        << unsupported << "\n";
   }
   if (s.kinds.empty()) {
     out << "no findings\n";

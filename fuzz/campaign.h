@@ -58,7 +58,7 @@ struct CampaignSummary {
   int64_t cases = 0;
   double seconds = 0;
   std::map<std::string, FindingKind> kinds;        // by Finding::signature()
-  std::map<std::string, int64_t> backend_runs;     // cases each backend ran
+  std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
   Coverage coverage;
   int64_t findings() const {

@@ -68,9 +68,10 @@ void add_run(CLI::App& app, int& exit_code) {
     o.stop = &g_stop;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    std::cerr << "kvfuzz run: seed " << seed << ", " << o.backends.size() << " backend(s), " << o.jobs << " job(s), "
-              << (cases > 0 ? std::to_string(cases) + " cases" : std::to_string(seconds) + " s") << ", findings in " << out
-              << "/\n";
+    std::cerr << "kvfuzz run: seed " << seed << ", " << o.backends.size() << " backend(s), " << o.jobs << " job(s), ";
+    if (cases > 0) std::cerr << cases << " cases";
+    else std::cerr << seconds << " s";
+    std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
     print_summary(s, std::cout);
     exit_code = s.findings() > 0 ? 1 : 0;
