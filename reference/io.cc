@@ -21,6 +21,8 @@ std::string read_input(const std::string& path, size_t limit) {
   std::istream* in = &std::cin;
   std::ifstream file;
   if (path != "-") {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) throw InvalidCase(path + ": is a directory, not a case file");
     file.open(path, std::ios::binary);
     if (!file) throw InvalidCase(path + ": cannot open (" + std::strerror(errno) + ")");
     in = &file;

@@ -24,7 +24,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   static int64_t cases = 500;
   static std::string profile = "small";
   static uint64_t seed = 1;
-  backends->add_option("--cases", cases, "Generated cases")->check(CLI::PositiveNumber)->capture_default_str();
+  backends->add_option("--cases", cases, "Generated cases")->check(positive())->capture_default_str();
   backends->add_option("--profile", profile, "Size profile")->check(CLI::IsMember({"tiny", "small", "medium", "large"}))->capture_default_str();
   backends->add_option("--seed", seed, "Seed")->check(seed_check())->capture_default_str();
   backends->callback([&exit_code] {

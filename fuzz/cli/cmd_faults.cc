@@ -22,7 +22,7 @@ void add_faults(CLI::App& app, int& exit_code) {
   static bool list = false;
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
   cmd->add_option("--only", only, "Only these faults");
-  cmd->add_option("--budget", budget, "Cases per fault before it counts as surviving")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--budget", budget, "Cases per fault before it counts as surviving")->check(positive())->capture_default_str();
   cmd->add_option("--seed", seed, "Seed")->check(seed_check())->capture_default_str();
   cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each detecting case")->capture_default_str();
   cmd->add_option("--out", out, "Save each shrunk case here as <backend>__<fault>.json");

@@ -32,8 +32,8 @@ void add_run(CLI::App& app, int& exit_code) {
   static int metamorphic_every = 8;
   static double shrink_seconds = 30;
   static bool no_shrink = false;
-  cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--cases", cases, "Stop after this many cases")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
+  cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
   cmd->add_option("--seed", seed, "Campaign seed: case i is generate(hash(seed, i))")->check(seed_check())->capture_default_str();
   cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));

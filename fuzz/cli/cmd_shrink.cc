@@ -21,7 +21,7 @@ void add_shrink(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", out, "Where to write the shrunk case (default: standard output)");
   cmd->add_option("--backend", backend, "Backend the case fails on, or all (the first failing one)")->capture_default_str();
   cmd->add_option("--fault", faults, "Named planner faults to keep switched on");
-  cmd->add_option("--seconds", seconds, "Time budget")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--seconds", seconds, "Time budget")->check(positive())->capture_default_str();
   cmd->callback([&exit_code] {
     const auto backends = select_backends(backend);
     check_faults(faults, backends);

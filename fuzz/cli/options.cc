@@ -24,6 +24,24 @@ CLI::Validator seed_check() {
       "UINT64");
 }
 
+namespace {
+
+CLI::Validator bounded_below(bool allow_zero) {
+  return CLI::Validator(
+      [allow_zero](std::string& s) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(s, v) || !(allow_zero ? v >= 0 : v > 0))
+          return std::string(allow_zero ? "must be a number >= 0" : "must be a number > 0") + ", got '" + s + "'";
+        return "";
+      },
+      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
+
+}  // namespace
+
+CLI::Validator non_negative() { return bounded_below(true); }
+CLI::Validator positive() { return bounded_below(false); }
+
 void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends) {
   for (const std::string& f : faults) {
     bool known = false;
@@ -31,7 +49,9 @@ void check_faults(const std::vector<std::string>& faults, const std::vector<cons
     for (const Backend* b : backends) {
       for (const FaultInfo& info : b->faults()) {
         known |= info.name == f;
-        names += (names.empty() ? "" : ", ") + info.name;
+        // Backends of one family share fault names: list each once.
+        if ((", " + names + ", ").find(", " + info.name + ", ") == std::string::npos)
+          names += (names.empty() ? "" : ", ") + info.name;
       }
     }
     if (!known) throw InvalidCase("--fault: no selected backend has a fault named '" + f + "' (faults: " + names + ")");

@@ -63,7 +63,10 @@ TEST(Cli, BadInputExitsTwoWithAMessage) {
        "cache.page_size: 0 is out of range"},
       {"check " + temp_file("ok.json", good) + " --backend nosuch", "--backend: unknown backend 'nosuch'"},
       {"check " + temp_file("ok.json", good) + " --fault nosuch", "--fault: no selected backend has a fault named 'nosuch'"},
-      {"run --cases -1", "--cases"},
+      {"oracle " + std::filesystem::temp_directory_path().string(), "is a directory, not a case file"},
+      {"run --cases -1", "--cases: must be a number >= 0, got '-1'"},
+      {"run --seconds soon", "--seconds: must be a number >= 0, got 'soon'"},
+      {"faults --budget 0", "--budget: must be a number > 0, got '0'"},
       {"run --jobs 100000", "--jobs"},
       {"shrink", "case is required"},
   };
