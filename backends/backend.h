@@ -114,8 +114,22 @@ class Backend {
   virtual std::string_view name() const = 0;
   // One paragraph for `kvfuzz backends`: modes, layer kinds, features, metadata style.
   virtual std::string_view summary() const = 0;
+  // The metadata family it plans and executes (backends/contract/families.h).
+  virtual std::string_view family() const = 0;
   virtual Support supports(const Scenario& s) const = 0;
+  // The page size of the metadata it plans (sglang plans FlashInfer at 1 whatever the cache's).
+  virtual int32_t kernel_page_size(const Scenario& s) const { return s.cache.page_size; }
+  // Whether run() records the keys it reads (kvfuzz's checked executors do; an external one is
+  // opaque and its read set is recovered from probe runs, properties/opaque_extent.h).
+  virtual bool records_reads() const { return true; }
+  // Runs several value sets over one plan (probe runs of opaque executors); an external executor
+  // sends them in one round trip.
+  virtual void run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {
+    for (size_t i = 0; i < inputs.size(); ++i) run(plan, inputs[i], outputs[i]);
+  }
   virtual std::vector<FaultInfo> faults() const { return {}; }
+  // Command-line flags a replay line needs to find this backend again ("--adapter CMD").
+  virtual std::vector<std::string> replay_flags() const { return {}; }
   virtual std::unique_ptr<Plan> plan(const PlanInput& in) const = 0;
   virtual void run(const Plan& plan, const RunInput& in, RunOutput& out) const = 0;
 };

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fuzz/case_check.h"
+#include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "reference/io.h"
 #include "reference/rng.h"
@@ -39,13 +40,16 @@ struct Shared {
 };
 
 std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
-                        const std::string& file) {
+                        const std::string& file, const Backend* backend, const std::vector<std::string>& faults) {
   std::ostringstream os;
   const CaseSize size = case_size(s);
   os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
   for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
-  os << "replay: kvfuzz check " << file << " --backend " << (findings.empty() ? "all" : findings.front().backend) << "\n";
+  os << "replay: kvfuzz check " << shell_quote(file) << " "
+     << (backend ? replay_backend_flags(*backend) : "--backend " + shell_quote(findings.empty() ? "all" : findings.front().backend));
+  for (const std::string& f : faults) os << " --fault " << shell_quote(f);
+  os << "\n";
   return os.str();
 }
 
@@ -55,13 +59,14 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   const CampaignOptions& o = sh.options;
   const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index);
   write_file_atomic(base + ".json", to_json(s));
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, base + ".json"));
+  const std::vector<std::string> faults = backend ? faults_for(*backend, o.faults) : std::vector<std::string>{};
+  write_file_atomic(base + ".txt", report_text(s, index, seed, all, base + ".json", backend, faults));
   if (!o.shrink || backend == nullptr) return base + ".json";
-  const ShrinkTarget target{first.signature(), backend, faults_for(*backend, o.faults), metamorphic};
+  const ShrinkTarget target{first.signature(), backend, faults, metamorphic};
   const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
   if (r.finding.property.empty()) return base + ".json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, base + ".min.json"));
+  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, base + ".min.json", backend, faults));
   return base + ".min.json";
 }
 

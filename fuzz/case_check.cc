@@ -26,7 +26,9 @@ CaseReport check_all(const Scenario& s, const std::vector<const Backend*>& backe
       continue;
     }
     ++report.backends_run;
-    std::vector<Finding> found = check_run(ctx, *b, run).findings;
+    CheckResult checked = check_run(ctx, *b, run);
+    std::vector<Finding> found = std::move(checked.findings);
+    for (Finding& n : checked.notes) report.notes.push_back(std::move(n));
     if (options.metamorphic && found.empty()) {
       for (Finding& f : check_metamorphic(ctx, run, *b, faults, options.variant_seed)) found.push_back(std::move(f));
     }

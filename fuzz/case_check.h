@@ -26,6 +26,7 @@ struct CheckOptions {
 
 struct CaseReport {
   std::vector<Finding> findings;
+  std::vector<Finding> notes;  // information, not failures
   std::vector<std::string> unsupported;  // "backend: why"
   int32_t backends_run = 0;
 };

@@ -17,6 +17,7 @@
 //   if (!r.support.ok) ...; for (const Finding& f : r.findings) ...
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +44,7 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
 struct CheckResult {
   Support support;
   std::vector<Finding> findings;
+  std::vector<Finding> notes;  // information, not failures (masked reads of unowned slots)
 };
 
 CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {});
@@ -63,7 +65,10 @@ ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32
 std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int64_t token);
 
 // The read-set and oracle properties on a finished run (used by check_case and metamorphic runs).
-void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
+// `reads_of` gives what each real query read; by default the run's read log.
+using ReadsOf = std::function<ResolvedReads(int32_t layer, int64_t token)>;
+void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings,
+                  const ReadsOf& reads_of = nullptr);
 void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
 
 }  // namespace kvfuzz

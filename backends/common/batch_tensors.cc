@@ -5,6 +5,11 @@
 namespace kvfuzz {
 
 BatchTensors::BatchTensors(const Scenario& s, const ForwardBatch& fb, const ValueSource& values)
+    : BatchTensors(s, fb, [&values](int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head,
+                                    std::span<float> out) { values.fill(layer, t, request, column, head, out); }) {}
+
+BatchTensors::BatchTensors(const Scenario& s, const ForwardBatch& fb,
+                           const std::function<void(int32_t, Tensor, int32_t, int32_t, int32_t, std::span<float>)>& values)
     : num_tokens_(fb.num_tokens()),
       q_heads_(s.model.q_heads),
       kv_heads_(s.model.kv_heads),
@@ -30,10 +35,10 @@ BatchTensors::BatchTensors(const Scenario& s, const ForwardBatch& fb, const Valu
       auto span = [&](std::vector<float>& x, int32_t head, int32_t heads, int32_t dim) {
         return std::span<float>(x.data() + offset(layer, tok, head, heads, dim), static_cast<size_t>(dim));
       };
-      for (int32_t h = 0; h < q_heads_; ++h) values.fill(layer, Tensor::q, request, column, h, span(q_, h, q_heads_, head_dim_));
+      for (int32_t h = 0; h < q_heads_; ++h) values(layer, Tensor::q, request, column, h, span(q_, h, q_heads_, head_dim_));
       for (int32_t h = 0; h < kv_heads_; ++h) {
-        values.fill(layer, Tensor::k, request, column, h, span(k_, h, kv_heads_, head_dim_));
-        values.fill(layer, Tensor::v, request, column, h, span(v_, h, kv_heads_, v_head_dim_));
+        values(layer, Tensor::k, request, column, h, span(k_, h, kv_heads_, head_dim_));
+        values(layer, Tensor::v, request, column, h, span(v_, h, kv_heads_, v_head_dim_));
       }
     }
   }

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "reference/forward_batch.h"
@@ -20,6 +22,9 @@ namespace kvfuzz {
 class BatchTensors {
  public:
   BatchTensors(const Scenario& s, const ForwardBatch& fb, const ValueSource& values);
+  // Values from any function (probe runs): values(layer, tensor, request, column, head, out).
+  BatchTensors(const Scenario& s, const ForwardBatch& fb,
+               const std::function<void(int32_t, Tensor, int32_t, int32_t, int32_t, std::span<float>)>& values);
 
   const float* q(int32_t layer, int64_t token, int32_t head) const { return at(q_, layer, token, head, q_heads_, head_dim_); }
   const float* k(int32_t layer, int64_t token, int32_t head) const { return at(k_, layer, token, head, kv_heads_, head_dim_); }
@@ -27,6 +32,10 @@ class BatchTensors {
     return at(v_, layer, token, head, kv_heads_, v_head_dim_);
   }
   int64_t num_tokens() const { return num_tokens_; }
+  // The raw tensors: [layers][num_tokens][heads][dim].
+  const std::vector<float>& q_data() const { return q_; }
+  const std::vector<float>& k_data() const { return k_; }
+  const std::vector<float>& v_data() const { return v_; }
 
  private:
   size_t offset(int32_t layer, int64_t token, int32_t head, int32_t heads, int32_t dim) const {

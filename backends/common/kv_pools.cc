@@ -21,9 +21,30 @@ void KvPool::write(int64_t slot, int32_t head, const float* k, const float* v, c
   for (int32_t d = 0; d < v_head_dim; ++d) vd[d] = v[d];
 }
 
-KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueSource& values) {
+ValueFn value_fn(const ValueSource& values) {
+  return [&values](int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out) {
+    values.fill(layer, t, request, column, head, out);
+  };
+}
+
+Poison nan_poison() {
+  Poison p;
+  p.k = p.v = std::numeric_limits<float>::quiet_NaN();
+  return p;
+}
+
+Poison finite_poison(DType dtype) {
+  // A power of two well inside the dtype's range: fp16 tops out at 65504, fp8 e4m3 at 448.
+  Poison p;
+  p.v = dtype == DType::fp16 ? 16384.0f : dtype == DType::fp8_e4m3 ? 256.0f : 0x1p60f;
+  return p;
+}
+
+KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueSource& values)
+    : KvPools(s, cache, value_fn(values), s.values.poison ? nan_poison() : Poison{}) {}
+
+KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison) {
   const Model& m = s.model;
-  const float empty = s.values.poison ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
   for (int32_t l = 0; l < static_cast<int32_t>(m.layers.size()); ++l) {
     KvPool p;
     p.kind = pool_of(s, l);
@@ -33,16 +54,22 @@ KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueSource& 
     p.v_head_dim = m.v_head_dim;
     p.mla = m.mla;
     p.content_ = p.kind == PoolKind::swa ? &cache.swa_content : &cache.full_content;
-    p.k_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.head_dim), empty);
-    if (!m.mla) p.v_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.v_head_dim), empty);
+    p.k_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.head_dim), poison.k);
+    if (!m.mla) p.v_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.v_head_dim), poison.v);
+    auto pattern = [&](std::vector<float>& x, const std::vector<float>& row) {
+      if (row.empty()) return;
+      for (size_t at = 0; at + row.size() <= x.size(); at += row.size()) std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(at));
+    };
+    pattern(p.k_, poison.k_row);
+    pattern(p.v_, poison.v_row);
     for (int64_t slot = 0; slot < p.num_slots; ++slot) {
       const SlotContent& c = p.content(slot);
       if (!c.live() || !c.written || c.column < 0) continue;
       for (int32_t h = 0; h < m.kv_heads; ++h) {
         const size_t at = static_cast<size_t>(slot * m.kv_heads + h);
-        values.fill(l, Tensor::k, c.request, c.column, h, {p.k_.data() + at * m.head_dim, static_cast<size_t>(m.head_dim)});
+        values(l, Tensor::k, c.request, c.column, h, {p.k_.data() + at * m.head_dim, static_cast<size_t>(m.head_dim)});
         if (!m.mla)
-          values.fill(l, Tensor::v, c.request, c.column, h, {p.v_.data() + at * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
+          values(l, Tensor::v, c.request, c.column, h, {p.v_.data() + at * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
       }
     }
     pools_.push_back(std::move(p));

@@ -13,6 +13,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +51,10 @@ class KvPool {
   // Writes one token's K/V (set_kv_buffer).
   void write(int64_t slot, int32_t head, const float* k, const float* v, const Where& where);
   const SlotContent& content(int64_t slot) const { return (*content_)[static_cast<size_t>(slot)]; }
+  // The raw pools, for handing to an external executor: [num_slots][kv_heads][head_dim] and
+  // [num_slots][kv_heads][v_head_dim] (empty for MLA, whose V is the first v_head_dim of K).
+  const std::vector<float>& k_data() const { return k_; }
+  const std::vector<float>& v_data() const { return v_; }
 
   void check(int64_t slot, const Where& where) const {
     if (slot < 0 || slot >= num_slots)
@@ -63,9 +69,26 @@ class KvPool {
   const std::vector<SlotContent>* content_ = nullptr;
 };
 
+// Where values come from: (layer, tensor, request, column, head, out[width]). The value source is
+// one; the probe runs of opaque executors (properties/opaque_extent.h) supply others.
+using ValueFn = std::function<void(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out)>;
+ValueFn value_fn(const ValueSource& values);
+
+// What slots no live token owns hold: NaN (a read that reaches the output shows), or finite
+// values a masked read cannot change the answer with (K 0, V huge: a used read must).
+struct Poison {
+  float k = 0, v = 0;
+  // When not empty: the [kv_heads][head_dim] / [kv_heads][v_head_dim] pattern every unowned slot
+  // holds instead (probe runs code "no live token" this way).
+  std::vector<float> k_row, v_row;
+};
+Poison nan_poison();
+Poison finite_poison(DType dtype);
+
 class KvPools {
  public:
   KvPools(const Scenario& s, const CacheState& cache, const ValueSource& values);
+  KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison);
   const KvPool& layer(int32_t l) const { return pools_[static_cast<size_t>(l)]; }
   KvPool& layer(int32_t l) { return pools_[static_cast<size_t>(l)]; }
   int32_t layers() const { return static_cast<int32_t>(pools_.size()); }

@@ -12,6 +12,7 @@ namespace {
 class FaBackend : public Backend {
  public:
   std::string_view name() const override { return "fa"; }
+  std::string_view family() const override { return "page_table"; }
 
   std::string_view summary() const override {
     return "sglang FlashAttentionBackend + flash_attn_with_kvcache: page table = req_to_token strided then divided, "

@@ -11,6 +11,7 @@ class FlashInferBackend final : public Backend {
   explicit FlashInferBackend(bool paged) : paged_(paged) {}
 
   std::string_view name() const override { return paged_ ? "flashinfer_paged" : "flashinfer"; }
+  std::string_view family() const override { return "paged_csr"; }
 
   std::string_view summary() const override {
     if (!paged_)
@@ -27,6 +28,8 @@ class FlashInferBackend final : public Backend {
            "boundary and mask the page head (window_left or custom mask); SWA pages are the translated slot of "
            "each page's first token, divided by ps. GQA, softcap, CUDA-graph replay. No MLA.";
   }
+
+  int32_t kernel_page_size(const Scenario& s) const override { return paged_ ? s.cache.page_size : 1; }
 
   Support supports(const Scenario& s) const override {
     if (s.model.mla) return Support::no("MLA models run on sglang's flashinfer_mla backend, not the MHA FlashInfer one");

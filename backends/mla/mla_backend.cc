@@ -60,6 +60,7 @@ namespace {
 class MlaBackend final : public Backend {
  public:
   std::string_view name() const override { return "mla"; }
+  std::string_view family() const override { return "mla"; }
 
   std::string_view summary() const override {
     return "sglang's MLA backends (FlashMLA / cutlass MLA / AITER MLA) on MLA models only. DECODE, IDLE, "

@@ -13,6 +13,7 @@ namespace {
 class TritonBackend final : public Backend {
  public:
   std::string_view name() const override { return "triton"; }
+  std::string_view family() const override { return "token_csr"; }
 
   std::string_view summary() const override {
     return "sglang TritonAttnBackend: token CSR (kv_indptr / int64 kv_indices of req_to_token slots). Decode "

@@ -8,6 +8,7 @@
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
 #include "fuzz/case_check.h"
+#include "fuzz/replay.h"
 #include "reference/case_error.h"
 #include "reference/scenario_json.h"
 
@@ -19,13 +20,17 @@ void add_check(CLI::App& app, int& exit_code) {
   static std::vector<std::string> faults;
   cmd->add_option("case", path, "Case file (JSON), or - for standard input")->required();
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
+  static AdapterOptions adapters;
+  add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Switch on a named planner fault (see kvfuzz faults --list)");
   cmd->callback([&exit_code] {
+    register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(faults, backends);
     const Scenario s = load_case(path);
     const CaseReport report = check_all(s, backends, {faults, /*metamorphic=*/true, 0});
     for (const std::string& u : report.unsupported) std::cout << "unsupported: " << u << "\n";
+    for (const Finding& n : report.notes) std::cout << n.backend << ": note: " << n.property << ": " << n.message << "\n";
     for (const Backend* b : backends) {
       int n = 0;
       for (const Finding& f : report.findings) {
@@ -38,7 +43,9 @@ void add_check(CLI::App& app, int& exit_code) {
       if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
     }
     if (!report.findings.empty()) {
-      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << path << " --backend " << backend;
+      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << shell_quote(path) << " --backend "
+                << shell_quote(backend);
+      for (const std::string& a : adapters.commands) std::cout << " --adapter " << shell_quote(a);
       for (const std::string& f : faults) std::cout << " --fault " << f;
       std::cout << "\n";
     }

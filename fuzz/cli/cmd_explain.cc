@@ -17,9 +17,12 @@ void add_explain(CLI::App& app, int& exit_code) {
   static std::vector<std::string> faults;
   cmd->add_option("case", path, "Case file (JSON), or - for standard input")->required();
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
+  static AdapterOptions adapters;
+  add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Named planner faults to switch on");
   cmd->add_option("--svg", svg, "Also write the picture to this SVG file");
   cmd->callback([&exit_code] {
+    register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(faults, backends);
     const Scenario s = load_case(path);

@@ -21,6 +21,8 @@ void add_faults(CLI::App& app, int& exit_code) {
   static double shrink_seconds = 30;
   static bool list = false;
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
+  static AdapterOptions adapters;
+  add_adapter_options(cmd, adapters);
   cmd->add_option("--only", only, "Only these faults");
   cmd->add_option("--budget", budget, "Cases per fault before it counts as surviving")->check(positive())->capture_default_str();
   cmd->add_option("--seed", seed, "Seed")->check(seed_check())->capture_default_str();
@@ -28,6 +30,7 @@ void add_faults(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", out, "Save each shrunk case here as <backend>__<fault>.json");
   cmd->add_flag("--list", list, "List the faults and exit");
   cmd->callback([&exit_code] {
+    register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(only, backends);
     if (list) {

@@ -35,6 +35,8 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
+  static AdapterOptions adapters;
+  add_adapter_options(cmd, adapters);
   cmd->add_option("--seed", seed, "Campaign seed: case i is generate(hash(seed, i))")->check(seed_check())->capture_default_str();
   cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));
   cmd->add_option("--out", out, "Folder for findings")->capture_default_str();
@@ -51,6 +53,7 @@ void add_run(CLI::App& app, int& exit_code) {
     CampaignOptions o;
     o.seconds = seconds;
     o.cases = cases;
+    register_adapters(adapters);
     o.backends = select_backends(backend);
     check_faults(faults, o.backends);
     o.faults = faults;

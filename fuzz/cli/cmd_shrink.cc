@@ -20,9 +20,12 @@ void add_shrink(CLI::App& app, int& exit_code) {
   cmd->add_option("case", path, "Failing case file (JSON), or - for standard input")->required();
   cmd->add_option("-o,--output", out, "Where to write the shrunk case (default: standard output)");
   cmd->add_option("--backend", backend, "Backend the case fails on, or all (the first failing one)")->capture_default_str();
+  static AdapterOptions adapters;
+  add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Named planner faults to keep switched on");
   cmd->add_option("--seconds", seconds, "Time budget")->check(positive())->capture_default_str();
   cmd->callback([&exit_code] {
+    register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(faults, backends);
     const Scenario s = load_case(path);

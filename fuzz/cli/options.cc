@@ -8,6 +8,13 @@ namespace kvfuzz::cli {
 std::vector<const Backend*> select_backends(const std::string& name) {
   if (name == "all") return all_backends();
   if (const Backend* b = find_backend(name)) return {b};
+  std::vector<const Backend*> of_adapter;
+  for (const Backend* b : all_backends()) {
+    const std::string n(b->name());
+    const size_t colon = n.find(':');
+    if (colon != std::string::npos && (n.substr(0, colon) == name || n.substr(colon + 1) == name)) of_adapter.push_back(b);
+  }
+  if (!of_adapter.empty()) return of_adapter;
   std::string known;
   for (const Backend* b : all_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
   throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
@@ -41,6 +48,24 @@ CLI::Validator bounded_below(bool allow_zero) {
 
 CLI::Validator non_negative() { return bounded_below(true); }
 CLI::Validator positive() { return bounded_below(false); }
+
+void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
+  cmd->add_option("--adapter", options.commands,
+                   "External planner or executor: a shell command that speaks kvfuzz's worker protocol (repeatable)");
+  cmd->add_option("--adapter-timeout", options.timeout, "Seconds an adapter may take to answer one request")
+      ->check(positive())
+      ->capture_default_str();
+}
+
+void register_adapters(const AdapterOptions& options) {
+  for (const std::string& command : options.commands) {
+    try {
+      register_adapter(command, options.timeout);
+    } catch (const std::exception& e) {
+      throw InvalidCase(std::string("--adapter: ") + e.what());
+    }
+  }
+}
 
 void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends) {
   for (const std::string& f : faults) {

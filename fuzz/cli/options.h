@@ -13,7 +13,19 @@
 
 namespace kvfuzz::cli {
 
+// "all", a backend's name, or an adapter's name (every pair it forms).
 std::vector<const Backend*> select_backends(const std::string& name);
+
+// --adapter CMD (repeatable) and --adapter-timeout: external planners and executors
+// (backends/contract/PROTOCOL.md), registered before backends are selected.
+struct AdapterOptions {
+  std::vector<std::string> commands;
+  double timeout = 120;
+};
+void add_adapter_options(CLI::App* cmd, AdapterOptions& options);
+// Starts each adapter; throws InvalidCase naming the one that does not start or declares nonsense.
+void register_adapters(const AdapterOptions& options);
+
 
 // For --seed: a decimal integer in [0, 2^64), nothing else (CLI11 would wrap "-3").
 CLI::Validator seed_check();

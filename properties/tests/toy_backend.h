@@ -30,6 +30,7 @@ class Toy : public Backend {
  public:
   explicit Toy(ToyBug bug) : bug_(bug) {}
   std::string_view name() const override { return "toy"; }
+  std::string_view family() const override { return "toy"; }
   std::string_view summary() const override { return "test-only"; }
   Support supports(const Scenario& s) const override {
     if (s.batch.mode != Mode::decode && s.batch.mode != Mode::extend) return Support::no("decode and extend only");

@@ -1,0 +1,103 @@
+"""A page_table executor written from scratch with numpy: the reference adapter to copy.
+
+Reads FAMILIES.md's page_table metadata the way flash_attn_with_kvcache does: for each call of the
+layer's group, row b's queries are batch tokens cu_seqlens_q[b] .. cu_seqlens_q[b+1], its keys
+k < cache_seqlens[b] live at slot page_table[b][k // ps] * ps + k % ps, the right edge is the
+bottom-right diagonal (causal or a window) and a window also drops keys below it - window_left;
+the calls of a group are merged by LSE.
+
+    kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table.py"
+
+KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
+drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write.
+"""
+import ctypes
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kvfuzz_adapter as kv  # noqa: E402
+from numpy_attention import attend, merge  # noqa: E402
+
+BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
+
+
+def group_of(case, layer):
+    name = case.plan["layer_group"][layer]
+    if name.startswith("local."):
+        return case.plan["local"][int(name.split(".")[1])], name + "."
+    return case.plan[name], name + "."
+
+
+def run_call(case, call, prefix, layer, window_left, out, lse):
+    cu_q = case.array(prefix + "cu_seqlens_q")
+    seqlens = case.array(prefix + "cache_seqlens")
+    table = case.array(prefix + "page_table")
+    width, ps = call["width"], call["view_page_size"]
+    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    q_all = case.q[layer]
+    for b in range(call["rows"]):
+        q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
+        k_len = int(seqlens[b])
+        if q1 <= q0:
+            continue
+        if BREAK == "drop_last_key" and k_len > 1:
+            k_len -= 1
+        keys = np.arange(k_len)
+        pages = table[b * width + keys // ps].astype(np.int64)
+        if BREAK == "next_page" and k_len > 0:
+            last = (k_len - 1) // ps
+            pages = np.where(keys // ps == last, pages + 1, pages)
+        slots = pages * ps + keys % ps
+        if BREAK == "freed_slot" and k_len > 0:
+            slots[0] = k_pool.shape[0] - 1  # the pool's last slot: past every allocation
+        q_len = q1 - q0
+        last_key = k_len - q_len + np.arange(q_len)[:, None]
+        visible = np.ones((q_len, k_len), dtype=bool)
+        if call["causal"] or window_left >= 0:
+            visible &= keys[None, :] <= last_key
+        if window_left >= 0:
+            visible &= keys[None, :] >= last_key - window_left
+        o, l = attend(q_all[q0:q1], k_pool[slots], v_pool[slots], visible, case.sm_scale, case.softcap)
+        out[q0:q1], lse[q0:q1] = o, l
+
+
+@kv.executor(name="numpy_page_table", family="page_table",
+             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
+                       "non_mla": True},
+             precision={"p_dtype": "fp32", "out_dtype": "fp32"})
+def run(case):
+    """numpy page_table executor (flash_attn_with_kvcache semantics)"""
+    if BREAK == "segfault":
+        ctypes.string_at(0)
+    if BREAK == "hang":
+        time.sleep(3600)
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape)
+    lse = np.full(lse_shape, -np.inf)
+    for layer in range(len(case.layers)):
+        group, prefix = group_of(case, layer)
+        window_left = case.plan["window_left"][layer]
+        merged = None
+        for i, call in enumerate(group["parts"]):
+            o = np.zeros(out_shape[1:])
+            l = np.full(lse_shape[1:], -np.inf)
+            run_call(case, call, f"{prefix}parts.{i}.", layer, window_left, o, l)
+            merged = (o, l) if merged is None else merge(merged[0], merged[1], o, l)
+        if merged is not None:
+            out[layer], lse[layer] = merged
+    if BREAK == "lse_base2":
+        lse = lse / math.log(2.0)
+    if BREAK == "oob_write":
+        q = case.q
+        ctypes.memset(q.ctypes.data + q.nbytes, 0, 64)  # 64 bytes past the end of an input
+    return out.astype(np.float32), lse.astype(np.float32)
+
+
+if __name__ == "__main__":
+    kv.serve(run)

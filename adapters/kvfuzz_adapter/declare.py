@@ -1,0 +1,34 @@
+"""The declaration an adapter sends first: name, role, family, what it supports, its precision."""
+
+FAMILIES = ("page_table", "paged_csr", "token_csr", "mla")
+
+
+def _declare(role, fn, name, family, supports, precision, description):
+    if family not in FAMILIES:
+        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+    fn.kvfuzz_declaration = {
+        "kvfuzz_adapter": 1,
+        "name": name or fn.__name__,
+        "role": role,
+        "family": family,
+        "description": description or (fn.__doc__ or "").strip().split("\n")[0],
+        "supports": dict(supports or {}),
+        "precision": dict(precision or {}),
+    }
+    return fn
+
+
+def executor(name=None, family="page_table", supports=None, precision=None, description=None):
+    """Declares fn(case) -> (out, lse) as an executor of `family`.
+
+    supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
+    "any", "head_dims": [...] or "any", "mla": bool, "hybrid_swa": bool, "cuda_graph": bool,
+    "softcap": bool, "gqa": bool}. precision: {"p_dtype": "cache" | "fp32" | ..., "out_dtype":
+    "fp32" | "bf16" | "fp16"}: how the kernel rounds, for the oracle's error bound.
+    """
+    return lambda fn: _declare("executor", fn, name, family, supports, precision, description)
+
+
+def planner(name=None, family="page_table", supports=None, description=None):
+    """Declares fn(plan_case) -> (meta: dict, arrays: dict[str, np.ndarray]) as a planner of `family`."""
+    return lambda fn: _declare("planner", fn, name, family, supports, None, description)

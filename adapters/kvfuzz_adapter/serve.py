@@ -1,0 +1,96 @@
+"""The worker loop: declare, then answer kvfuzz's requests until it says exit (PROTOCOL.md)."""
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from kvfuzz_adapter.case import Case, PlanCase
+from kvfuzz_adapter.guarded import Guarded
+
+
+def _channels():
+    fds = os.environ.get("KVFUZZ_ADAPTER_FDS")
+    if not fds:
+        sys.stderr.write(
+            "This is a kvfuzz adapter: kvfuzz starts it and talks to it on file descriptors 3 and 4.\n"
+            f"Run it through kvfuzz, e.g.  kvfuzz check case.json --adapter 'python3 {sys.argv[0]}'\n")
+        sys.exit(2)
+    rfd, wfd = (int(x) for x in fds.split(","))
+    return os.fdopen(rfd, "r", buffering=1), os.fdopen(wfd, "w", buffering=1)
+
+
+def _check_output(value, shape, what):
+    arr = np.asarray(value)
+    if tuple(arr.shape) != tuple(shape):
+        raise ValueError(f"{what} has shape {tuple(arr.shape)}, expected {tuple(shape)}")
+    if arr.dtype not in (np.float16, np.float32, np.float64):
+        raise ValueError(f"{what} has dtype {arr.dtype}, expected a float array (bf16: convert to float32)")
+    return np.ascontiguousarray(arr)
+
+
+def _execute(fn, manifest, folder):
+    guarded = Guarded()
+    shared = {}
+    seconds = {}
+    for value_set in manifest["sets"]:
+        case = Case(manifest, folder, value_set, guarded, shared)
+        start = time.perf_counter()
+        result = fn(case)
+        seconds[value_set] = time.perf_counter() - start
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise ValueError(f"the executor returned {type(result).__name__}; it must return (out, lse)")
+        out_shape, lse_shape = case.output_shapes()
+        out = _check_output(result[0], out_shape, "out")
+        lse = _check_output(result[1], lse_shape, "lse")
+        np.save(f"{folder}/{value_set}/out.npy", out)
+        np.save(f"{folder}/{value_set}/lse.npy", lse)
+    return guarded.violations(), seconds
+
+
+def _plan(fn, manifest, folder):
+    guarded = Guarded()
+    case = PlanCase(manifest, folder, guarded)
+    start = time.perf_counter()
+    result = fn(case)
+    elapsed = time.perf_counter() - start
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise ValueError("the planner must return (meta dict, arrays dict)")
+    meta, arrays = result
+    answer = manifest["answer_dir"]
+    for name, arr in arrays.items():
+        np.save(f"{answer}/{name}.npy", np.ascontiguousarray(arr))
+    with open(f"{answer}/plan.json", "w") as f:
+        json.dump(meta, f)
+    return guarded.violations(), {"plan": elapsed}
+
+
+def serve(fn):
+    """Answers kvfuzz's requests with fn, declared by @executor or @planner, until told to exit."""
+    declaration = getattr(fn, "kvfuzz_declaration", None)
+    if declaration is None:
+        raise TypeError("serve() needs a function declared with @kvfuzz_adapter.executor or @kvfuzz_adapter.planner")
+    requests, answers = _channels()
+    answers.write(json.dumps(declaration) + "\n")
+    for line in requests:
+        message = json.loads(line)
+        if message.get("op") == "exit":
+            return
+        answer = {"id": message.get("id")}
+        try:
+            with open(f"{message['dir']}/manifest.json") as f:
+                manifest = json.load(f)
+            work = _plan if message["op"] == "plan" else _execute
+            violations, seconds = work(fn, manifest, message["dir"])
+            answer["seconds"] = seconds
+            if violations:
+                answer.update(ok=False, property="in-bounds", error="; ".join(violations))
+            else:
+                answer["ok"] = True
+        except Exception:  # the user's code failed: a finding, and kvfuzz restarts this worker
+            answer.update(ok=False, error=traceback.format_exc(limit=20))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        answers.write(json.dumps(answer) + "\n")

@@ -1,0 +1,54 @@
+// The metadata families of the backend contract: page_table, paged_csr, token_csr, mla.
+//
+// Where it sits: a backend is a planner (forward batch -> metadata) and an executor (metadata +
+// Q + pools -> output and LSE); backends of one family exchange the same metadata, so any planner
+// of a family pairs with any executor of it (backends/external/pair_backend.h). Each family has
+// a schema — its plan's field list (`*_plan_io.cc`), documented in FAMILIES.md — through which
+// plans cross a process boundary, and a built-in checked executor.
+//
+//   const Family* f = find_family("page_table");
+//   ArraySet set; f->write(plan, set);          // to an external executor
+//   std::unique_ptr<Plan> p = f->read(set);     // from an external planner (throws ContractError)
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "backends/backend.h"
+#include "backends/contract/plan_io.h"
+
+namespace kvfuzz {
+
+inline constexpr int kContractVersion = 1;
+
+struct Family {
+  std::string_view name;
+  std::string_view summary;
+  void (*write)(const Plan& plan, ArraySet& set);
+  std::unique_ptr<Plan> (*read)(const ArraySet& set);
+  const Backend& (*executor)();  // the built-in backend whose run() is the family's checked executor
+};
+
+const std::vector<Family>& families();
+const Family* find_family(std::string_view name);
+
+// Each family's schema (in its backend's folder).
+namespace fa {
+void write_plan(const Plan& plan, ArraySet& set);
+std::unique_ptr<Plan> read_plan(const ArraySet& set);
+}  // namespace fa
+namespace flashinfer {
+void write_plan(const Plan& plan, ArraySet& set);
+std::unique_ptr<Plan> read_plan(const ArraySet& set);
+}  // namespace flashinfer
+namespace triton {
+void write_plan(const Plan& plan, ArraySet& set);
+std::unique_ptr<Plan> read_plan(const ArraySet& set);
+}  // namespace triton
+namespace mla {
+void write_plan(const Plan& plan, ArraySet& set);
+std::unique_ptr<Plan> read_plan(const ArraySet& set);
+}  // namespace mla
+
+}  // namespace kvfuzz

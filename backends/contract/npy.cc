@@ -1,0 +1,159 @@
+#include "backends/contract/npy.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace kvfuzz {
+namespace {
+
+size_t descr_size(std::string_view d) {
+  if (d == "<i4" || d == "<f4") return 4;
+  if (d == "<i8" || d == "<f8") return 8;
+  if (d == "|u1" || d == "<u1" || d == "|b1") return 1;
+  if (d == "<f2") return 2;
+  return 0;
+}
+
+float half_to_float(uint16_t h) {
+  const int sign = h >> 15, exp = (h >> 10) & 0x1f, frac = h & 0x3ff;
+  float v;
+  if (exp == 0) v = std::ldexp(static_cast<float>(frac), -24);
+  else if (exp == 31) v = frac ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  else v = std::ldexp(static_cast<float>(frac | 0x400), exp - 25);
+  return sign ? -v : v;
+}
+
+// The value of 'key': ... in a .npy header dict, up to the next top-level comma or brace.
+std::string header_field(std::string_view header, std::string_view key, std::string_view what) {
+  const std::string quoted = "'" + std::string(key) + "'";
+  const size_t at = header.find(quoted);
+  if (at == std::string_view::npos) throw ContractError(std::string(what) + ": .npy header has no " + quoted);
+  size_t i = header.find(':', at + quoted.size());
+  if (i == std::string_view::npos) throw ContractError(std::string(what) + ": malformed .npy header");
+  ++i;
+  while (i < header.size() && header[i] == ' ') ++i;
+  size_t end = i;
+  int depth = 0;
+  while (end < header.size()) {
+    const char c = header[end];
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (depth == 0 && (c == ',' || c == '}')) break;
+    ++end;
+  }
+  return std::string(header.substr(i, end - i));
+}
+
+}  // namespace
+
+int64_t NpyArray::elements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+size_t NpyArray::item_size() const { return descr_size(descr); }
+
+std::vector<float> NpyArray::as_float(std::string_view what) const {
+  const int64_t n = elements();
+  std::vector<float> v(static_cast<size_t>(n));
+  if (descr == "<f4") {
+    if (n) std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  } else if (descr == "<f8") {
+    for (int64_t i = 0; i < n; ++i) {
+      double d;
+      std::memcpy(&d, bytes.data() + i * 8, 8);
+      v[static_cast<size_t>(i)] = static_cast<float>(d);
+    }
+  } else if (descr == "<f2") {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + i * 2, 2);
+      v[static_cast<size_t>(i)] = half_to_float(h);
+    }
+  } else {
+    throw ContractError(std::string(what) + ": dtype " + descr + ", expected a float array (<f2, <f4 or <f8)");
+  }
+  return v;
+}
+
+std::string encode_npy(const NpyArray& a) {
+  std::ostringstream dict;
+  dict << "{'descr': '" << a.descr << "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < a.shape.size(); ++i) dict << a.shape[i] << (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
+  dict << "), }";
+  std::string header = dict.str();
+  const size_t unpadded = 10 + header.size() + 1;
+  header.append((64 - unpadded % 64) % 64, ' ');
+  header.push_back('\n');
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out.push_back(static_cast<char>(header.size() & 0xff));
+  out.push_back(static_cast<char>(header.size() >> 8));
+  out += header;
+  out.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return out;
+}
+
+NpyArray decode_npy(std::string_view b, std::string_view what) {
+  const std::string w(what);
+  if (b.size() < 10 || b.substr(0, 6) != std::string_view("\x93NUMPY", 6)) throw ContractError(w + ": not a .npy file");
+  const int major = static_cast<unsigned char>(b[6]);
+  size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(b[8]) | static_cast<size_t>(static_cast<unsigned char>(b[9])) << 8;
+    start = 10;
+  } else if (major == 2 || major == 3) {
+    if (b.size() < 12) throw ContractError(w + ": truncated .npy header");
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(b[8 + i])) << (8 * i);
+    start = 12;
+  } else {
+    throw ContractError(w + ": unsupported .npy version " + std::to_string(major));
+  }
+  if (b.size() < start + header_len) throw ContractError(w + ": truncated .npy header");
+  const std::string_view header = b.substr(start, header_len);
+  NpyArray a;
+  std::string descr = header_field(header, "descr", what);
+  if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"')) throw ContractError(w + ": malformed descr");
+  a.descr = descr.substr(1, descr.size() - 2);
+  if (a.descr == "<u1" || a.descr == "|b1") a.descr = "|u1";
+  if (descr_size(a.descr) == 0)
+    throw ContractError(w + ": dtype " + a.descr + " is not one of <i4, <i8, |u1, <f2, <f4, <f8 (little-endian)");
+  if (header_field(header, "fortran_order", what) != "False") throw ContractError(w + ": Fortran-order arrays are not accepted");
+  const std::string shape = header_field(header, "shape", what);
+  if (shape.empty() || shape.front() != '(' || shape.back() != ')') throw ContractError(w + ": malformed shape " + shape);
+  std::string digits;
+  for (char c : shape.substr(1)) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      digits.push_back(c);
+    } else if (!digits.empty()) {
+      if (digits.size() > 12) throw ContractError(w + ": shape " + shape + " is too large");
+      a.shape.push_back(std::stoll(digits));
+      digits.clear();
+    }
+  }
+  const int64_t n = a.elements();
+  const size_t payload = b.size() - start - header_len;
+  if (static_cast<uint64_t>(n) * a.item_size() != payload)
+    throw ContractError(w + ": shape " + shape + " of " + a.descr + " needs " + std::to_string(n * static_cast<int64_t>(a.item_size())) +
+                        " bytes, the file holds " + std::to_string(payload));
+  a.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(start + header_len), b.end());
+  return a;
+}
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  const std::string bytes = encode_npy(a);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+NpyArray read_npy(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw ContractError(path + ": missing");
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return decode_npy(ss.str(), path);
+}
+
+}  // namespace kvfuzz

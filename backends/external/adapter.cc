@@ -1,0 +1,84 @@
+#include "backends/external/adapter.h"
+
+#include <filesystem>
+
+#include "backends/common/backend_failure.h"
+#include "backends/contract/npy.h"
+
+namespace kvfuzz {
+
+std::unique_ptr<AdapterProcess> Adapter::launch(nlohmann::json* hello) {
+  auto p = std::make_unique<AdapterProcess>(command_, make_exchange_dir("adapter"));
+  *hello = p->receive(timeout_);
+  return p;
+}
+
+std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeout) {
+  std::shared_ptr<Adapter> a(new Adapter(command, timeout));
+  nlohmann::json hello;
+  std::unique_ptr<AdapterProcess> p;
+  try {
+    p = a->launch(&hello);
+  } catch (const BackendFailure& e) {
+    throw ContractError("adapter '" + command + "' did not start: " + e.what());
+  }
+  a->spec_ = parse_spec(hello, command);
+  a->idle_.push_back(std::move(p));
+  return a;
+}
+
+void Adapter::call(const std::string& op, const std::function<void(const std::string&)>& write,
+                   const std::function<void(const std::string&)>& read) {
+  std::unique_ptr<AdapterProcess> p;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_.empty()) {
+      p = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!p) {
+    nlohmann::json hello;
+    p = launch(&hello);
+    const AdapterSpec again = parse_spec(hello, command_);
+    if (again.name != spec_.name || again.family != spec_.family || again.role != spec_.role)
+      throw BackendFailure("contract", "adapter '" + command_ + "' declared itself differently on restart");
+  }
+  const int64_t id = next_request_++;
+  const std::string dir = p->dir() + "/r" + std::to_string(id);
+  std::filesystem::create_directories(dir);
+  ++stats_.requests;
+  try {
+    write(dir);
+    p->send({{"op", op}, {"id", id}, {"dir", dir}});
+    const nlohmann::json answer = p->receive(timeout_);
+    if (answer.value("id", int64_t{-1}) != id)
+      throw BackendFailure("contract", "adapter '" + command_ + "' answered request " + answer.value("id", nlohmann::json()).dump() +
+                                           " to request " + std::to_string(id));
+    if (!answer.value("ok", false)) {
+      ++stats_.errors;
+      const std::string error = answer.value("error", std::string("(no error message)"));
+      const std::string property = answer.value("property", std::string("crash"));
+      throw BackendFailure(property == "in-bounds" ? "in-bounds" : "crash",
+                           spec_.name + " failed: " + error);
+    }
+    read(dir);
+  } catch (const BackendFailure& e) {
+    remove_tree(dir);
+    if (e.property() == "hang") ++stats_.hangs;
+    else if (e.property() == "crash" && !p->alive()) ++stats_.crashes;
+    ++stats_.restarts;
+    p.reset();  // discarded: the next request starts a fresh worker
+    throw;
+  } catch (const ContractError& e) {
+    remove_tree(dir);
+    ++stats_.restarts;
+    p.reset();
+    throw BackendFailure("contract", spec_.name + ": " + e.what());
+  }
+  remove_tree(dir);
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_.push_back(std::move(p));
+}
+
+}  // namespace kvfuzz

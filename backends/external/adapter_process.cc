@@ -1,0 +1,202 @@
+#include "backends/external/adapter_process.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <poll.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "backends/common/backend_failure.h"
+
+extern char** environ;
+
+namespace kvfuzz {
+namespace {
+
+// A write to a pipe whose reader died must fail with EPIPE, not kill kvfuzz.
+void ignore_sigpipe() {
+  static std::once_flag once;
+  std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
+}
+
+std::string signal_name(int sig) {
+  const char* s = strsignal(sig);
+  return "signal " + std::to_string(sig) + (s ? std::string(" (") + s + ")" : "");
+}
+
+}  // namespace
+
+std::string make_exchange_dir(const std::string& tag) {
+  namespace fs = std::filesystem;
+  static std::atomic<int> counter{0};
+  std::error_code ec;
+  fs::path base = fs::exists("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+  const std::string name = "kvfuzz-" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++);
+  fs::path dir = base / name;
+  if (!fs::create_directories(dir, ec)) {
+    dir = fs::temp_directory_path() / name;
+    fs::create_directories(dir);
+  }
+  return dir.string();
+}
+
+void remove_tree(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+AdapterProcess::AdapterProcess(std::string command, std::string dir)
+    : command_(std::move(command)), dir_(std::move(dir)), log_path_(dir_ + "/adapter.log") {
+  ignore_sigpipe();
+  int req[2], ans[2];
+  if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ans, O_CLOEXEC) != 0)
+    throw BackendFailure("crash", "cannot create pipes: " + std::string(std::strerror(errno)));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_adddup2(&fa, req[0], 3);
+  posix_spawn_file_actions_adddup2(&fa, ans[1], 4);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<std::string> env_strings = {"KVFUZZ_ADAPTER_FDS=3,4", "KVFUZZ_WORK_DIR=" + dir_};
+  std::vector<char*> envp;
+  for (std::string& e : env_strings) envp.push_back(e.data());
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "KVFUZZ_ADAPTER_FDS=", 19) != 0 && std::strncmp(*e, "KVFUZZ_WORK_DIR=", 16) != 0) envp.push_back(*e);
+  envp.push_back(nullptr);
+  const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
+  const int rc = posix_spawn(&pid_, "/bin/sh", &fa, &attr, const_cast<char**>(argv), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  close(req[0]);
+  close(ans[1]);
+  if (rc != 0) {
+    close(req[1]);
+    close(ans[0]);
+    pid_ = -1;
+    throw BackendFailure("crash", "cannot start '" + command_ + "': " + std::strerror(rc));
+  }
+  to_child_ = req[1];
+  from_child_ = ans[0];
+}
+
+AdapterProcess::~AdapterProcess() {
+  if (pid_ > 0 && to_child_ >= 0) {
+    // Ask politely, then make sure.
+    const std::string bye = "{\"op\":\"exit\"}\n";
+    [[maybe_unused]] ssize_t n = write(to_child_, bye.data(), bye.size());
+  }
+  kill();
+  remove_tree(dir_);
+}
+
+void AdapterProcess::kill() {
+  if (to_child_ >= 0) close(to_child_);
+  if (from_child_ >= 0) close(from_child_);
+  to_child_ = from_child_ = -1;
+  if (pid_ > 0) {
+    ::kill(-pid_, SIGKILL);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+}
+
+std::string AdapterProcess::log_tail(size_t bytes) const {
+  std::ifstream f(log_path_, std::ios::binary);
+  if (!f) return "";
+  f.seekg(0, std::ios::end);
+  const auto size = static_cast<size_t>(f.tellg());
+  const size_t from = size > bytes ? size - bytes : 0;
+  f.seekg(static_cast<std::streamoff>(from));
+  std::string s(size - from, '\0');
+  f.read(s.data(), static_cast<std::streamsize>(s.size()));
+  return (from > 0 ? "..." : "") + s;
+}
+
+std::string AdapterProcess::died_message() {
+  std::string how = "ended";
+  if (pid_ > 0) {
+    int status = 0;
+    // The answer pipe closed: the process is gone or going; give it a moment to be reaped.
+    for (int i = 0; i < 200; ++i) {
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        if (WIFSIGNALED(status)) how = "was killed by " + signal_name(WTERMSIG(status));
+        else if (WIFEXITED(status)) how = "exited with status " + std::to_string(WEXITSTATUS(status));
+        pid_ = -1;
+        break;
+      }
+      usleep(5000);
+    }
+  }
+  kill();
+  std::string tail = log_tail();
+  return "adapter '" + command_ + "' " + how + (tail.empty() ? "" : "; its last output:\n" + tail);
+}
+
+void AdapterProcess::send(const nlohmann::json& message) {
+  if (to_child_ < 0) throw BackendFailure("crash", "adapter '" + command_ + "' is not running");
+  const std::string line = message.dump() + "\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = write(to_child_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw BackendFailure("crash", died_message());
+    done += static_cast<size_t>(n);
+  }
+}
+
+nlohmann::json AdapterProcess::receive(double seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    const size_t nl = pending_.find('\n');
+    if (nl != std::string::npos) {
+      const std::string line = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object())
+        throw BackendFailure("contract", "adapter '" + command_ + "' answered a line that is not a JSON object: " +
+                                             line.substr(0, 200));
+      return j;
+    }
+    if (from_child_ < 0) throw BackendFailure("crash", "adapter '" + command_ + "' is not running");
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      kill();
+      throw BackendFailure("hang", "adapter '" + command_ + "' gave no answer within " + std::to_string(seconds) +
+                                       " s and was killed" + (log_tail().empty() ? "" : "; its last output:\n" + log_tail()));
+    }
+    pollfd p{from_child_, POLLIN, 0};
+    const int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (r < 0 && errno != EINTR) throw BackendFailure("crash", "poll failed: " + std::string(std::strerror(errno)));
+    if (r <= 0) continue;
+    char buf[65536];
+    const ssize_t n = read(from_child_, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw BackendFailure("crash", died_message());
+    pending_.append(buf, static_cast<size_t>(n));
+    if (pending_.size() > (size_t{16} << 20)) throw BackendFailure("contract", "adapter '" + command_ + "' sent a line over 16 MiB");
+  }
+}
+
+}  // namespace kvfuzz

@@ -1,0 +1,56 @@
+// One running adapter: a child process that speaks the worker protocol (PROTOCOL.md) — one JSON
+// line per message on its fd 3 (requests) and fd 4 (answers), its stdout and stderr going to a
+// log file.
+//
+// Where it sits: under the worker pool (worker_pool.h). It knows processes, pipes and time, not
+// attention: start, send, wait for one answer line with a timeout, kill. Anything that goes wrong
+// is a BackendFailure naming the adapter: "crash" when the process died (with its exit status and
+// the tail of its log), "hang" when no answer came in time.
+//
+//   AdapterProcess p("python3 my_adapter.py", "/dev/shm/kvfuzz-1-0");
+//   nlohmann::json hello = p.receive(30);
+//   p.send({{"op", "execute"}, ...});
+//   nlohmann::json answer = p.receive(60);
+#pragma once
+
+#include <string>
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+
+namespace kvfuzz {
+
+class AdapterProcess {
+ public:
+  // Starts `command` with /bin/sh -c in its own process group, in a fresh work folder `dir`.
+  AdapterProcess(std::string command, std::string dir);
+  ~AdapterProcess();
+  AdapterProcess(const AdapterProcess&) = delete;
+  AdapterProcess& operator=(const AdapterProcess&) = delete;
+
+  void send(const nlohmann::json& message);
+  // The next answer line; throws BackendFailure("hang") after `seconds`, ("crash") if the
+  // process ended, ("contract") if the line is not a JSON object.
+  nlohmann::json receive(double seconds);
+  // Kills the whole process group and reaps it.
+  void kill();
+  bool alive() const { return pid_ > 0; }
+
+  const std::string& dir() const { return dir_; }
+  // The last `bytes` of what the adapter printed (stdout and stderr).
+  std::string log_tail(size_t bytes = 2000) const;
+
+ private:
+  std::string died_message();
+
+  std::string command_, dir_, log_path_;
+  pid_t pid_ = -1;
+  int to_child_ = -1, from_child_ = -1;
+  std::string pending_;  // bytes read past the last answer line
+};
+
+// A fresh folder for adapter exchange, in /dev/shm when it is usable (a tmpfs), else $TMPDIR.
+std::string make_exchange_dir(const std::string& tag);
+void remove_tree(const std::string& dir);
+
+}  // namespace kvfuzz

@@ -1,0 +1,49 @@
+// What an adapter says about itself in its first message: its name, whether it plans or executes,
+// its metadata family, what it supports and the precision of its kernel (PROTOCOL.md).
+//
+// Where it sits: parsed once when an adapter starts (worker_pool.h); pair backends ask it whether
+// a case is supported before sending one. A malformed declaration is bad input: ContractError
+// naming the adapter and the field.
+//
+//   AdapterSpec spec = parse_spec(hello_json, "python3 my_adapter.py");
+//   Support s = spec.supports(scenario, /*kernel_page_size=*/1);
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.h"
+
+namespace kvfuzz {
+
+enum class AdapterRole : uint8_t { planner, executor };
+
+struct AdapterSpec {
+  std::string command;
+  std::string name;
+  AdapterRole role = AdapterRole::executor;
+  std::string family;
+  std::string description;
+  // Supported sets; nullopt = any.
+  std::optional<std::set<std::string>> modes, layer_kinds, dtypes;
+  std::optional<std::set<int32_t>> page_sizes, head_dims;
+  bool mla = false, non_mla = true, hybrid_swa = true, cuda_graph = true, softcap = true, gqa = true;
+  // The kernel's precision: P rounded to `p_dtype` before P.V ("cache": the case's dtype), the
+  // output rounded to `out_dtype` (properties/tolerance.h).
+  std::string p_dtype = "cache", out_dtype = "fp32";
+
+  Support supports(const Scenario& s, int32_t kernel_page_size) const;
+  // One line for `kvfuzz backends`.
+  std::string support_line() const;
+};
+
+// Throws ContractError naming the command and the field.
+AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command);
+
+std::string to_string(AdapterRole r);
+
+}  // namespace kvfuzz

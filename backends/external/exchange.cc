@@ -1,0 +1,161 @@
+#include "backends/external/exchange.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "backends/contract/npy.h"
+#include "reference/io.h"
+
+namespace kvfuzz {
+namespace {
+
+nlohmann::json describe(const NpyArray& a) { return {{"dtype", a.descr}, {"shape", a.shape}}; }
+
+void put(const std::string& dir, const std::string& name, const NpyArray& a, nlohmann::json& index) {
+  write_npy(dir + "/" + name + ".npy", a);
+  index[name] = describe(a);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) { write_file_atomic(path, j.dump(1)); }
+
+template <class T>
+NpyArray vec(const std::vector<T>& v) {
+  return NpyArray::of<T>({static_cast<int64_t>(v.size())}, v);
+}
+
+std::vector<float> read_float(const std::string& path, const std::vector<int64_t>& shape) {
+  const NpyArray a = read_npy(path);
+  if (a.shape != shape) {
+    auto str = [](const std::vector<int64_t>& s) {
+      std::string o = "[";
+      for (size_t i = 0; i < s.size(); ++i) o += (i ? ", " : "") + std::to_string(s[i]);
+      return o + "]";
+    };
+    throw ContractError(path + ": shape " + str(a.shape) + ", expected " + str(shape));
+  }
+  return a.as_float(path);
+}
+
+}  // namespace
+
+nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const ForwardBatch& fb) {
+  const Model& m = s.model;
+  nlohmann::json layers = nlohmann::json::array();
+  for (int32_t l = 0; l < static_cast<int32_t>(m.layers.size()); ++l) {
+    const Layer& layer = m.layers[static_cast<size_t>(l)];
+    layers.push_back({{"kind", to_string(layer.kind)},
+                      {"window", layer.window},
+                      {"chunk", layer.chunk},
+                      {"pool", pool_of(s, l) == PoolKind::swa ? "swa" : "full"}});
+  }
+  return {{"contract_version", kContractVersion},
+          {"model",
+           {{"q_heads", m.q_heads},
+            {"kv_heads", m.kv_heads},
+            {"head_dim", m.head_dim},
+            {"v_head_dim", m.v_head_dim},
+            {"mla", m.mla},
+            {"sm_scale", m.sm_scale},
+            {"softcap", m.softcap},
+            {"layers", layers}}},
+          {"dtype", std::string(to_string(s.values.dtype))},
+          {"page_size", s.cache.page_size},
+          {"num_tokens", fb.num_tokens()},
+          {"pools", {{"full_slots", cache.full_slots}, {"swa_slots", cache.swa_slots}}},
+          {"batch",
+           {{"mode", to_string(fb.mode)},
+            {"bs", fb.bs},
+            {"padded_bs", fb.padded_bs},
+            {"captured", fb.captured},
+            {"topk", fb.topk},
+            {"draft_tokens", fb.draft_tokens},
+            {"draft_steps", fb.draft_steps},
+            {"draft_step", fb.draft_step},
+            {"kv_splits", fb.kv_splits},
+            {"device_sms", fb.device_sms},
+            {"seq_lens_sum", fb.seq_lens_sum}}}};
+}
+
+void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names) {
+  const RunInput& first = inputs.front();
+  const Scenario& s = first.scenario;
+  const Model& m = s.model;
+  ArraySet set;
+  family.write(plan, set);
+  nlohmann::json arrays = nlohmann::json::object();
+  for (const auto& [name, a] : set.arrays) put(dir, name, a, arrays);
+  const auto L = static_cast<int64_t>(m.layers.size());
+  const int64_t T = first.batch.num_tokens();
+  nlohmann::json sets = nlohmann::json::object();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const RunInput& in = inputs[i];
+    const std::string sub = dir + "/" + set_names[i];
+    std::filesystem::create_directories(sub);
+    nlohmann::json index = nlohmann::json::object();
+    put(sub, "q", NpyArray::of<float>({L, T, m.q_heads, m.head_dim}, in.tensors.q_data()), index);
+    put(sub, "k_new", NpyArray::of<float>({L, T, m.kv_heads, m.head_dim}, in.tensors.k_data()), index);
+    put(sub, "v_new", NpyArray::of<float>({L, T, m.kv_heads, m.v_head_dim}, in.tensors.v_data()), index);
+    for (int32_t l = 0; l < L; ++l) {
+      const KvPool& p = in.pools.layer(l);
+      put(sub, "k_cache." + std::to_string(l), NpyArray::of<float>({p.num_slots, p.kv_heads, p.head_dim}, p.k_data()), index);
+      if (!m.mla)
+        put(sub, "v_cache." + std::to_string(l), NpyArray::of<float>({p.num_slots, p.kv_heads, p.v_head_dim}, p.v_data()), index);
+    }
+    sets[set_names[i]] = index;
+  }
+  write_json(dir + "/manifest.json", {{"op", "execute"},
+                                      {"family", family.name},
+                                      {"case", case_manifest(s, first.cache, first.batch)},
+                                      {"plan", set.meta},
+                                      {"arrays", arrays},
+                                      {"sets", sets},
+                                      {"outputs",
+                                       {{"out", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads, m.v_head_dim}}}},
+                                        {"lse", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads}}}}}}});
+}
+
+void read_outputs(const std::string& dir, const RunInput& in, RunOutput& out) {
+  const Model& m = in.scenario.model;
+  const auto L = static_cast<int64_t>(m.layers.size());
+  const int64_t T = in.batch.num_tokens();
+  out.out = read_float(dir + "/out.npy", {L, T, m.q_heads, m.v_head_dim});
+  out.lse = read_float(dir + "/lse.npy", {L, T, m.q_heads});
+}
+
+void write_plan_request(const std::string& dir, const PlanInput& in) {
+  const CacheState& c = in.cache;
+  const ForwardBatch& fb = in.batch;
+  nlohmann::json arrays = nlohmann::json::object();
+  put(dir, "req_to_token", NpyArray::of<int32_t>({c.config.max_requests + 1, c.config.max_context_len}, c.req_to_token), arrays);
+  if (c.hybrid) put(dir, "full_to_swa", vec(c.full_to_swa), arrays);
+  put(dir, "req_pool_indices", vec(fb.req_pool_indices), arrays);
+  put(dir, "seq_lens", vec(fb.seq_lens), arrays);
+  put(dir, "extend_prefix_lens", vec(fb.prefix_lens), arrays);
+  put(dir, "extend_seq_lens", vec(fb.extend_lens), arrays);
+  put(dir, "positions", vec(fb.positions), arrays);
+  put(dir, "out_cache_loc", vec(fb.out_cache_loc), arrays);
+  if (!fb.custom_mask.empty()) put(dir, "custom_mask", vec(fb.custom_mask), arrays);
+  nlohmann::json cs = case_manifest(in.scenario, c, fb);
+  cs["cache"] = {{"page_size", c.config.page_size},
+                 {"max_requests", c.config.max_requests},
+                 {"max_context_len", c.config.max_context_len},
+                 {"hybrid", c.hybrid}};
+  write_json(dir + "/manifest.json", {{"op", "plan"}, {"case", cs}, {"arrays", arrays}, {"answer_dir", dir + "/plan"}});
+  std::filesystem::create_directories(dir + "/plan");
+}
+
+std::unique_ptr<Plan> read_plan_answer(const std::string& dir, const Family& family) {
+  ArraySet set;
+  if (!std::filesystem::exists(dir + "/plan.json")) throw ContractError(dir + "/plan.json: missing (the planner wrote no plan)");
+  const std::string text = read_input(dir + "/plan.json", size_t{64} << 20);
+  set.meta = nlohmann::json::parse(text, nullptr, false);
+  if (set.meta.is_discarded() || !set.meta.is_object()) throw ContractError(dir + "/plan.json: not a JSON object");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    if (file.size() > 4 && file.ends_with(".npy")) set.arrays[file.substr(0, file.size() - 4)] = read_npy(entry.path().string());
+  }
+  return family.read(set);
+}
+
+}  // namespace kvfuzz

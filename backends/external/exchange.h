@@ -1,0 +1,40 @@
+// What crosses the process boundary for one request: the files kvfuzz writes into a request
+// folder and the files it reads back (PROTOCOL.md gives the layout; FAMILIES.md the metadata).
+//
+// Where it sits: between the pair backend (pair_backend.h), which decides what to send, and the
+// adapter process, which only moves messages. Writing is plain data; reading validates every
+// array's dtype and shape against the case and throws ContractError naming the file.
+//
+//   write_execute_request(dir, family, plan, inputs, {"main"});
+//   read_outputs(dir + "/main", in, out);                 // after the adapter answered
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/backend.h"
+#include "backends/contract/families.h"
+
+namespace kvfuzz {
+
+// The model, cache and batch facts every request carries (manifest.json "case").
+nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const ForwardBatch& fb);
+
+// An executor request: the family's metadata at the top of `dir`, one sub-folder of Q, new K/V
+// and pools per value set. The pools must already hold the step's new K/V.
+void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names);
+
+// Reads `dir`/out.npy and lse.npy of one value set into `out`.
+void read_outputs(const std::string& dir, const RunInput& in, RunOutput& out);
+
+// A planner request: what a production planner sees (req_to_token, full_to_swa, the forward
+// batch's tensors, the model config).
+void write_plan_request(const std::string& dir, const PlanInput& in);
+
+// The adapter's plan, `dir`/plan.json and its arrays, read through the family's schema.
+std::unique_ptr<Plan> read_plan_answer(const std::string& dir, const Family& family);
+
+}  // namespace kvfuzz

@@ -1,0 +1,86 @@
+#include "backends/external/pair_backend.h"
+
+#include "backends/external/exchange.h"
+#include "backends/kv_store.h"
+
+namespace kvfuzz {
+
+PairBackend::PairBackend(const Backend* planner, std::shared_ptr<Adapter> external_planner, const Backend* executor,
+                         std::shared_ptr<Adapter> external_executor)
+    : planner_(planner),
+      ext_planner_(std::move(external_planner)),
+      executor_(executor),
+      ext_executor_(std::move(external_executor)) {
+  const std::string fam = planner_ ? std::string(planner_->family()) : ext_planner_->spec().family;
+  family_ = find_family(fam);
+  const std::string pname = planner_ ? std::string(planner_->name()) : ext_planner_->spec().name;
+  const std::string ename = executor_ ? std::string(executor_->name()) : ext_executor_->spec().name;
+  name_ = pname + ":" + ename;
+  auto side = [](const Backend* b, const std::shared_ptr<Adapter>& a, const char* role) {
+    if (b) return std::string(role) + " " + std::string(b->name()) + " (built in)";
+    return std::string(role) + " " + a->spec().name + " (adapter '" + a->spec().command + "'" +
+           (a->spec().description.empty() ? "" : ": " + a->spec().description) + "; " + a->spec().support_line() + ")";
+  };
+  summary_ = "family " + std::string(family_->name) + ": " + side(planner_, ext_planner_, "planner") + " + " +
+             side(executor_, ext_executor_, "executor");
+}
+
+int32_t PairBackend::kernel_page_size(const Scenario& s) const {
+  return planner_ ? planner_->kernel_page_size(s) : s.cache.page_size;
+}
+
+Support PairBackend::supports(const Scenario& s) const {
+  const int32_t kps = kernel_page_size(s);
+  for (const Backend* b : {planner_, executor_}) {
+    if (!b) continue;
+    if (Support sup = b->supports(s); !sup.ok) return sup;
+  }
+  for (const auto* a : {ext_planner_.get(), ext_executor_.get()}) {
+    if (!a) continue;
+    if (Support sup = a->spec().supports(s, kps); !sup.ok) return sup;
+  }
+  return {};
+}
+
+std::vector<std::string> PairBackend::replay_flags() const {
+  std::vector<std::string> flags;
+  for (const auto* a : {ext_planner_.get(), ext_executor_.get()})
+    if (a) flags.insert(flags.end(), {"--adapter", a->spec().command});
+  return flags;
+}
+
+std::unique_ptr<Plan> PairBackend::plan(const PlanInput& in) const {
+  if (planner_) return planner_->plan(in);
+  std::unique_ptr<Plan> plan;
+  ext_planner_->call(
+      "plan", [&](const std::string& dir) { write_plan_request(dir, in); },
+      [&](const std::string& dir) { plan = read_plan_answer(dir + "/plan", *family_); });
+  return plan;
+}
+
+void PairBackend::run(const Plan& plan, const RunInput& in, RunOutput& out) const {
+  if (executor_) return executor_->run(plan, in, out);
+  std::vector<RunInput> inputs{in};
+  std::vector<RunOutput> outputs{std::move(out)};
+  run_many(plan, inputs, outputs);
+  out = std::move(outputs[0]);
+}
+
+void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {
+  if (executor_) return Backend::run_many(plan, inputs, outputs);
+  // The kernel sees the pools with the step's new K/V already written (set_kv_buffer).
+  std::vector<std::string> names;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const RunInput& in = inputs[i];
+    const std::vector<int64_t> locs = step_cache_locs(in.batch);
+    for (int32_t l = 0; l < in.pools.layers(); ++l) store_new_kv(l, locs, in);
+    names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
+  }
+  ext_executor_->call(
+      "execute", [&](const std::string& dir) { write_execute_request(dir, *family_, plan, inputs, names); },
+      [&](const std::string& dir) {
+        for (size_t i = 0; i < inputs.size(); ++i) read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
+      });
+}
+
+}  // namespace kvfuzz

@@ -1,0 +1,267 @@
+#include "properties/opaque_extent.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "backends/common/backend_failure.h"
+
+namespace kvfuzz {
+namespace {
+
+// How the probes code owners and columns into channels.
+struct Coding {
+  int32_t channels = 1;  // C = kv_heads * v_head_dim
+  int32_t vd = 1;        // v_head_dim
+  int32_t owners = 0;    // batch rows, then "another request", then "no live token"
+  int32_t owner_probes = 1, column_probes = 1;
+  std::map<int32_t, int32_t> row_of_request;
+
+  int32_t other() const { return owners - 2; }
+  int32_t none() const { return owners - 1; }
+  int32_t owner(int32_t request) const {
+    auto it = row_of_request.find(request);
+    return it == row_of_request.end() ? other() : it->second;
+  }
+  int32_t digit(int32_t owner, int32_t probe) const {
+    for (int32_t i = 0; i < probe; ++i) owner /= channels;
+    return owner % channels;
+  }
+};
+
+Coding make_coding(const CaseContext& ctx) {
+  const Model& m = ctx.scenario().model;
+  const ForwardBatch& fb = ctx.batch();
+  Coding c;
+  c.vd = m.v_head_dim;
+  c.channels = m.kv_heads * m.v_head_dim;
+  for (int32_t i = 0; i < fb.bs; ++i) c.row_of_request.emplace(fb.request_ids[static_cast<size_t>(i)], i);
+  c.owners = fb.bs + 2;
+  int64_t reach = c.channels;
+  while (reach < c.owners) {
+    reach *= c.channels;
+    ++c.owner_probes;
+  }
+  int32_t max_cols = 1;
+  for (const LogicalRow& row : ctx.logical().rows) max_cols = std::max(max_cols, row.kv_cols);
+  // Keys of other requests (foreign reads) may have larger columns; the owner probes catch them.
+  c.column_probes = (max_cols + c.channels - 1) / c.channels;
+  return c;
+}
+
+// One-hot code of `channel` into a head's vector (the V part: the first v_head_dim values).
+void put_code(int32_t channel, const Coding& c, int32_t head, std::span<float> out) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (channel >= 0 && channel / c.vd == head) out[static_cast<size_t>(channel % c.vd)] = 1.0f;
+}
+
+ValueFn probe_values(const Coding& c, bool mla, std::function<int32_t(int32_t request, int32_t column)> channel_of) {
+  return [&c, mla, channel_of](int32_t, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out) {
+    if (t == Tensor::q || (t == Tensor::k && !mla)) {
+      std::fill(out.begin(), out.end(), 0.0f);  // every logit exactly 0
+      return;
+    }
+    put_code(channel_of(request, column), c, head, out);
+  };
+}
+
+Poison probe_poison(const Model& m, const Coding& c, int32_t channel) {
+  Poison p;
+  std::vector<float> row(static_cast<size_t>(m.kv_heads) * (m.mla ? m.head_dim : m.v_head_dim), 0.0f);
+  const int32_t width = m.mla ? m.head_dim : m.v_head_dim;
+  for (int32_t h = 0; h < m.kv_heads; ++h)
+    put_code(channel, c, h, std::span<float>(row.data() + static_cast<size_t>(h) * width, static_cast<size_t>(width)));
+  if (m.mla) p.k_row = row;
+  else p.v_row = row;
+  return p;
+}
+
+struct Counts {
+  int64_t total = 0;            // m, from the LSE
+  std::vector<int64_t> channel;  // [C]
+  std::string problem;          // why the output does not decode
+};
+
+Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t layer, int64_t token) {
+  const Model& m = s.model;
+  Counts k;
+  const int32_t group = m.q_heads / m.kv_heads;
+  const double lse = out.lse_at(layer, token, 0);
+  if (std::isinf(lse) && lse < 0) {
+    k.channel.assign(static_cast<size_t>(c.channels), 0);
+    return k;
+  }
+  const double mf = std::exp(lse);
+  if (!std::isfinite(mf) || std::abs(mf - std::round(mf)) > 0.02 + 1e-4 * mf) {
+    std::ostringstream os;
+    os << "probe LSE " << lse << " is not the log of a whole number of reads (exp = " << mf << ")";
+    k.problem = os.str();
+    return k;
+  }
+  k.total = std::llround(mf);
+  k.channel.assign(static_cast<size_t>(c.channels), 0);
+  for (int32_t ch = 0; ch < c.channels; ++ch) {
+    const double x = static_cast<double>(out.out_at(layer, token, (ch / c.vd) * group)[ch % c.vd]) * static_cast<double>(k.total);
+    if (!std::isfinite(x) || x < -0.25 || std::abs(x - std::round(x)) > 0.25) {
+      std::ostringstream os;
+      os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
+      k.problem = os.str();
+      return k;
+    }
+    k.channel[static_cast<size_t>(ch)] = std::llround(x);
+  }
+  return k;
+}
+
+std::string owner_name(const Coding& c, const ForwardBatch& fb, int32_t owner) {
+  if (owner == c.none()) return "slots no live token holds (free, evicted, the dummy page or past a page's end)";
+  if (owner == c.other()) return "keys of requests outside the batch";
+  return "keys of request " + std::to_string(fb.request_ids[static_cast<size_t>(owner)]) + " (row " + std::to_string(owner) + ")";
+}
+
+bool finite_row(const RunOutput& out, const Model& m, int32_t layer, int64_t token) {
+  for (int32_t h = 0; h < m.q_heads; ++h) {
+    if (std::isnan(out.lse_at(layer, token, h))) return false;
+    const float* o = out.out_at(layer, token, h);
+    for (int32_t d = 0; d < m.v_head_dim; ++d)
+      if (!std::isfinite(o[d])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {
+  const Scenario& s = ctx.scenario();
+  const Model& m = s.model;
+  const Prepared& p = ctx.prepared();
+  const ForwardBatch& fb = p.batch;
+  const Coding c = make_coding(ctx);
+  OpaqueReads result;
+  result.layers = static_cast<int32_t>(m.layers.size());
+  result.num_tokens = fb.num_tokens();
+  result.reads.resize(static_cast<size_t>(result.layers) * static_cast<size_t>(result.num_tokens));
+
+  // The value sets, in one round trip: [NaN poison], owner probes, column probes.
+  std::vector<ValueFn> fns;
+  std::vector<Poison> poisons;
+  const bool nan_run = s.values.poison;
+  if (nan_run) {
+    fns.push_back(value_fn(ctx.values()));
+    poisons.push_back(nan_poison());
+  }
+  for (int32_t o = 0; o < c.owner_probes; ++o) {
+    fns.push_back(probe_values(c, m.mla, [&c, o](int32_t request, int32_t) { return c.digit(c.owner(request), o); }));
+    poisons.push_back(probe_poison(m, c, c.digit(c.none(), o)));
+  }
+  for (int32_t q = 0; q < c.column_probes; ++q) {
+    fns.push_back(probe_values(c, m.mla, [&c, q](int32_t, int32_t column) {
+      return column / c.channels == q ? column % c.channels : -1;
+    }));
+    poisons.push_back(probe_poison(m, c, -1));
+  }
+  std::vector<std::unique_ptr<KvPools>> pools;
+  std::vector<std::unique_ptr<BatchTensors>> tensors;
+  std::vector<RunInput> inputs;
+  std::vector<RunOutput> outputs;
+  for (size_t i = 0; i < fns.size(); ++i) {
+    pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i]));
+    tensors.push_back(std::make_unique<BatchTensors>(s, fb, fns[i]));
+  }
+  for (size_t i = 0; i < fns.size(); ++i) {
+    inputs.push_back(RunInput{s, p.cache, fb, *pools[i], *tensors[i]});
+    outputs.emplace_back(s, fb);
+  }
+  result.probe_runs = static_cast<int32_t>(fns.size());
+  try {
+    backend.run_many(*run.plan, inputs, outputs);
+  } catch (const std::exception& e) {
+    const auto* failure = dynamic_cast<const BackendFailure*>(&e);
+    result.findings.push_back({failure ? failure->property() : "crash", std::string(backend.name()),
+                               std::string("probe runs failed: ") + e.what()});
+    result.reads.clear();
+    return result;
+  }
+  const size_t first_owner = nan_run ? 1 : 0, first_column = first_owner + static_cast<size_t>(c.owner_probes);
+
+  int64_t masked = 0;
+  std::string masked_where;
+  for (int32_t layer = 0; layer < result.layers; ++layer) {
+    for (int64_t token = 0; token < result.num_tokens; ++token) {
+      const int32_t row = ctx.row_of(token);
+      if (row >= fb.bs) continue;
+      const std::string where = "layer " + std::to_string(layer) + ", row " + std::to_string(row) + " (request " +
+                                std::to_string(fb.request_ids[static_cast<size_t>(row)]) + "), query position " +
+                                std::to_string(fb.positions[static_cast<size_t>(token)]);
+      if (nan_run && finite_row(run.out, m, layer, token) && !finite_row(outputs[0], m, layer, token)) {
+        if (masked++ == 0) masked_where = where;
+      }
+      ResolvedReads& r = result.reads[static_cast<size_t>(layer) * static_cast<size_t>(result.num_tokens) + static_cast<size_t>(token)];
+      // Owners: every read must carry the row's own owner digit in every owner probe.
+      int64_t total = -1;
+      std::map<int32_t, int64_t> foreign;  // owner (exact with one owner probe) -> reads
+      int64_t foreign_reads = 0, uncoded = 0;
+      bool decodable = true;
+      for (int32_t o = 0; o < c.owner_probes && decodable; ++o) {
+        const Counts k = decode(s, c, outputs[first_owner + static_cast<size_t>(o)], layer, token);
+        if (!k.problem.empty()) {
+          result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
+          decodable = false;
+          break;
+        }
+        total = k.total;
+        int64_t coded = 0;
+        for (int64_t x : k.channel) coded += x;
+        uncoded = std::max(uncoded, k.total - coded);
+        const int32_t own = c.digit(row, o);
+        foreign_reads = std::max(foreign_reads, coded - k.channel[static_cast<size_t>(own)]);
+        if (c.owner_probes == 1)
+          for (int32_t ch = 0; ch < c.channels; ++ch)
+            if (ch != own && k.channel[static_cast<size_t>(ch)] > 0) foreign[ch] = k.channel[static_cast<size_t>(ch)];
+      }
+      if (!decodable) continue;
+      for (const auto& [owner, n] : foreign)
+        r.foreign.push_back(std::to_string(n) + " read(s) of " + owner_name(c, fb, owner));
+      if (c.owner_probes > 1 && foreign_reads > 0)
+        r.foreign.push_back(std::to_string(foreign_reads) + " read(s) of keys owned by other requests or by no live token");
+      if (uncoded > 0)
+        r.foreign.push_back(std::to_string(uncoded) + " read(s) of slots holding no token's K/V (the dummy page as padded rows wrote it)");
+      // Columns of the row's own request.
+      int64_t own_total = 0;
+      for (int32_t q = 0; q < c.column_probes; ++q) {
+        const Counts k = decode(s, c, outputs[first_column + static_cast<size_t>(q)], layer, token);
+        if (!k.problem.empty()) {
+          result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
+          decodable = false;
+          break;
+        }
+        if (k.total != total) {
+          result.findings.push_back({"cache-extent", "", where + ": the probe runs read " + std::to_string(total) + " and " +
+                                                             std::to_string(k.total) + " keys: the read set depends on the values",
+                                     layer, row, token});
+          decodable = false;
+          break;
+        }
+        for (int32_t ch = 0; ch < c.channels; ++ch)
+          for (int64_t n = 0; n < k.channel[static_cast<size_t>(ch)]; ++n) {
+            r.columns.push_back(int64_t{q} * c.channels + ch);
+            ++own_total;
+          }
+      }
+      if (!decodable) continue;
+      // Foreign keys share column codes with own ones; without foreign reads the counts add up.
+      if (foreign_reads == 0 && uncoded == 0 && own_total != total)
+        r.foreign.push_back(std::to_string(total - own_total) + " read(s) of columns beyond every request's length");
+      std::sort(r.columns.begin(), r.columns.end());
+    }
+  }
+  if (masked > 0)
+    result.notes.push_back({"masked-read", std::string(backend.name()),
+                            masked_where + " and " + std::to_string(masked - 1) +
+                                " more query rows: the kernel loads slots no live token holds and masks them (NaN there makes "
+                                "the output NaN; finite poison leaves it right). Information, not a bug."});
+  return result;
+}
+
+}  // namespace kvfuzz
