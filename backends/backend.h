@@ -122,6 +122,9 @@ class Backend {
   // Whether run() records the keys it reads (kvfuzz's checked executors do; an external one is
   // opaque and its read set is recovered from probe runs, properties/opaque_extent.h).
   virtual bool records_reads() const { return true; }
+  // Significand bits of the outputs it returns (kvfuzz's executors: fp32's 24; a kernel returning
+  // bf16: 8). Probe runs pack their codes to what survives that rounding.
+  virtual int32_t output_bits() const { return 24; }
   // Runs several value sets over one plan (probe runs of opaque executors); an external executor
   // sends them in one round trip.
   virtual void run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {

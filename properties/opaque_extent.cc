@@ -11,11 +11,18 @@ namespace kvfuzz {
 namespace {
 
 // How the probes code owners and columns into channels.
+//   owners: base-B digits of the owner id, B = C (one channel per digit), or B = 2 with one
+//     channel (digit 1 coded, digit 0 not) when C = 1; a channel's count is then exact for any
+//     number of reads.
+//   columns: each channel carries `per_channel` columns as base-4 digits (V = 4^j), so a count
+//     up to 3 per column decodes; per_channel keeps the coded sums below what the executor's
+//     output precision (and fp32 accumulation over merges) holds exactly.
 struct Coding {
   int32_t channels = 1;  // C = kv_heads * v_head_dim
   int32_t vd = 1;        // v_head_dim
+  int32_t base = 2;      // owner digits
   int32_t owners = 0;    // batch rows, then "another request", then "no live token"
-  int32_t owner_probes = 1, column_probes = 1;
+  int32_t owner_probes = 1, column_probes = 1, per_channel = 1;
   std::map<int32_t, int32_t> row_of_request;
 
   int32_t other() const { return owners - 2; }
@@ -25,48 +32,58 @@ struct Coding {
     return it == row_of_request.end() ? other() : it->second;
   }
   int32_t digit(int32_t owner, int32_t probe) const {
-    for (int32_t i = 0; i < probe; ++i) owner /= channels;
-    return owner % channels;
+    for (int32_t i = 0; i < probe; ++i) owner /= base;
+    return owner % base;
   }
+  // The channel a digit is coded on, or -1 (not coded).
+  int32_t digit_channel(int32_t d) const { return channels >= 2 ? d : (d == 1 ? 0 : -1); }
+  int32_t columns_per_probe() const { return channels * per_channel; }
 };
 
-Coding make_coding(const CaseContext& ctx) {
+Coding make_coding(const CaseContext& ctx, int32_t output_bits) {
   const Model& m = ctx.scenario().model;
   const ForwardBatch& fb = ctx.batch();
   Coding c;
   c.vd = m.v_head_dim;
   c.channels = m.kv_heads * m.v_head_dim;
+  c.base = std::max(2, c.channels);
   for (int32_t i = 0; i < fb.bs; ++i) c.row_of_request.emplace(fb.request_ids[static_cast<size_t>(i)], i);
   c.owners = fb.bs + 2;
-  int64_t reach = c.channels;
+  int64_t reach = c.base;
   while (reach < c.owners) {
-    reach *= c.channels;
+    reach *= c.base;
     ++c.owner_probes;
   }
+  c.per_channel = std::max(1, (std::min(output_bits, 18) - 2) / 2);
   int32_t max_cols = 1;
   for (const LogicalRow& row : ctx.logical().rows) max_cols = std::max(max_cols, row.kv_cols);
   // Keys of other requests (foreign reads) may have larger columns; the owner probes catch them.
-  c.column_probes = (max_cols + c.channels - 1) / c.channels;
+  c.column_probes = (max_cols + c.columns_per_probe() - 1) / c.columns_per_probe();
   return c;
 }
 
-// One-hot code of `channel` into a head's vector (the V part: the first v_head_dim values).
-void put_code(int32_t channel, const Coding& c, int32_t head, std::span<float> out) {
+// A code: `weight` on one channel (the V part of a head's vector: its first v_head_dim values).
+struct Code {
+  int32_t channel = -1;  // -1: nothing
+  float weight = 1.0f;
+};
+
+void put_code(Code code, const Coding& c, int32_t head, std::span<float> out) {
   std::fill(out.begin(), out.end(), 0.0f);
-  if (channel >= 0 && channel / c.vd == head) out[static_cast<size_t>(channel % c.vd)] = 1.0f;
+  if (code.channel >= 0 && code.channel / c.vd == head) out[static_cast<size_t>(code.channel % c.vd)] = code.weight;
 }
 
-ValueFn probe_values(const Coding& c, bool mla, std::function<int32_t(int32_t request, int32_t column)> channel_of) {
-  return [&c, mla, channel_of](int32_t, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out) {
+ValueFn probe_values(const Coding& c, bool mla, std::function<Code(int32_t request, int32_t column)> code_of) {
+  return [&c, mla, code_of](int32_t, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out) {
     if (t == Tensor::q || (t == Tensor::k && !mla)) {
       std::fill(out.begin(), out.end(), 0.0f);  // every logit exactly 0
       return;
     }
-    put_code(channel_of(request, column), c, head, out);
+    put_code(code_of(request, column), c, head, out);
   };
 }
 
-Poison probe_poison(const Model& m, const Coding& c, int32_t channel) {
+Poison probe_poison(const Model& m, const Coding& c, Code channel) {
   Poison p;
   std::vector<float> row(static_cast<size_t>(m.kv_heads) * (m.mla ? m.head_dim : m.v_head_dim), 0.0f);
   const int32_t width = m.mla ? m.head_dim : m.v_head_dim;
@@ -83,7 +100,7 @@ struct Counts {
   std::string problem;          // why the output does not decode
 };
 
-Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t layer, int64_t token) {
+Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t layer, int64_t token, bool packed) {
   const Model& m = s.model;
   Counts k;
   const int32_t group = m.q_heads / m.kv_heads;
@@ -99,11 +116,15 @@ Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t 
     k.problem = os.str();
     return k;
   }
+  if (mf > 1e7) {
+    k.problem = "probe LSE " + std::to_string(lse) + " claims more reads than any row has keys";
+    return k;
+  }
   k.total = std::llround(mf);
   k.channel.assign(static_cast<size_t>(c.channels), 0);
   for (int32_t ch = 0; ch < c.channels; ++ch) {
     const double x = static_cast<double>(out.out_at(layer, token, (ch / c.vd) * group)[ch % c.vd]) * static_cast<double>(k.total);
-    if (!std::isfinite(x) || x < -0.25 || std::abs(x - std::round(x)) > 0.25) {
+    if (!std::isfinite(x) || x < -0.25 || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + 0.25 || std::abs(x - std::round(x)) > 0.25) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
       k.problem = os.str();
@@ -137,7 +158,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const Model& m = s.model;
   const Prepared& p = ctx.prepared();
   const ForwardBatch& fb = p.batch;
-  const Coding c = make_coding(ctx);
+  const Coding c = make_coding(ctx, backend.output_bits());
   OpaqueReads result;
   result.layers = static_cast<int32_t>(m.layers.size());
   result.num_tokens = fb.num_tokens();
@@ -152,14 +173,18 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
     poisons.push_back(nan_poison());
   }
   for (int32_t o = 0; o < c.owner_probes; ++o) {
-    fns.push_back(probe_values(c, m.mla, [&c, o](int32_t request, int32_t) { return c.digit(c.owner(request), o); }));
-    poisons.push_back(probe_poison(m, c, c.digit(c.none(), o)));
+    fns.push_back(probe_values(c, m.mla, [&c, o](int32_t request, int32_t) {
+      return Code{c.digit_channel(c.digit(c.owner(request), o))};
+    }));
+    poisons.push_back(probe_poison(m, c, Code{c.digit_channel(c.digit(c.none(), o))}));
   }
   for (int32_t q = 0; q < c.column_probes; ++q) {
     fns.push_back(probe_values(c, m.mla, [&c, q](int32_t, int32_t column) {
-      return column / c.channels == q ? column % c.channels : -1;
+      if (column / c.columns_per_probe() != q) return Code{};
+      const int32_t at = column % c.columns_per_probe();
+      return Code{at / c.per_channel, std::ldexp(1.0f, 2 * (at % c.per_channel))};
     }));
-    poisons.push_back(probe_poison(m, c, -1));
+    poisons.push_back(probe_poison(m, c, Code{}));
   }
   std::vector<std::unique_ptr<KvPools>> pools;
   std::vector<std::unique_ptr<BatchTensors>> tensors;
@@ -204,17 +229,21 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       int64_t foreign_reads = 0, uncoded = 0;
       bool decodable = true;
       for (int32_t o = 0; o < c.owner_probes && decodable; ++o) {
-        const Counts k = decode(s, c, outputs[first_owner + static_cast<size_t>(o)], layer, token);
+        const Counts k = decode(s, c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false);
         if (!k.problem.empty()) {
           result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
           decodable = false;
           break;
         }
         total = k.total;
+        const int32_t own = c.digit_channel(c.digit(row, o));
+        if (c.channels < 2) {  // one channel: it counts the reads whose digit is 1
+          foreign_reads = std::max(foreign_reads, std::abs(k.channel[0] - (own == 0 ? k.total : 0)));
+          continue;
+        }
         int64_t coded = 0;
         for (int64_t x : k.channel) coded += x;
         uncoded = std::max(uncoded, k.total - coded);
-        const int32_t own = c.digit(row, o);
         foreign_reads = std::max(foreign_reads, coded - k.channel[static_cast<size_t>(own)]);
         if (c.owner_probes == 1)
           for (int32_t ch = 0; ch < c.channels; ++ch)
@@ -223,14 +252,15 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       if (!decodable) continue;
       for (const auto& [owner, n] : foreign)
         r.foreign.push_back(std::to_string(n) + " read(s) of " + owner_name(c, fb, owner));
-      if (c.owner_probes > 1 && foreign_reads > 0)
+      if ((c.owner_probes > 1 || c.channels < 2) && foreign_reads > 0)
         r.foreign.push_back(std::to_string(foreign_reads) + " read(s) of keys owned by other requests or by no live token");
       if (uncoded > 0)
         r.foreign.push_back(std::to_string(uncoded) + " read(s) of slots holding no token's K/V (the dummy page as padded rows wrote it)");
       // Columns of the row's own request.
       int64_t own_total = 0;
+      bool overflow = false;
       for (int32_t q = 0; q < c.column_probes; ++q) {
-        const Counts k = decode(s, c, outputs[first_column + static_cast<size_t>(q)], layer, token);
+        const Counts k = decode(s, c, outputs[first_column + static_cast<size_t>(q)], layer, token, true);
         if (!k.problem.empty()) {
           result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
           decodable = false;
@@ -243,15 +273,20 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
           decodable = false;
           break;
         }
-        for (int32_t ch = 0; ch < c.channels; ++ch)
-          for (int64_t n = 0; n < k.channel[static_cast<size_t>(ch)]; ++n) {
-            r.columns.push_back(int64_t{q} * c.channels + ch);
-            ++own_total;
-          }
+        for (int32_t ch = 0; ch < c.channels; ++ch) {
+          int64_t sum = k.channel[static_cast<size_t>(ch)];
+          for (int32_t j = 0; j < c.per_channel; ++j, sum >>= 2)
+            for (int64_t n = 0; n < (sum & 3); ++n) {
+              r.columns.push_back(int64_t{q} * c.columns_per_probe() + int64_t{ch} * c.per_channel + j);
+              ++own_total;
+            }
+          overflow |= sum > 0;  // a column read 4 or more times overflowed its digit
+        }
       }
       if (!decodable) continue;
       // Foreign keys share column codes with own ones; without foreign reads the counts add up.
-      if (foreign_reads == 0 && uncoded == 0 && own_total != total)
+      if (overflow) r.foreign.push_back("a column read 4 or more times (the probe codes cannot say which)");
+      if (foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total)
         r.foreign.push_back(std::to_string(total - own_total) + " read(s) of columns beyond every request's length");
       std::sort(r.columns.begin(), r.columns.end());
     }

@@ -25,6 +25,12 @@ PairBackend::PairBackend(const Backend* planner, std::shared_ptr<Adapter> extern
              side(executor_, ext_executor_, "executor");
 }
 
+int32_t PairBackend::output_bits() const {
+  if (executor_) return executor_->output_bits();
+  const std::string& d = ext_executor_->spec().out_dtype;
+  return d == "bf16" ? 8 : d == "fp16" ? 11 : 24;
+}
+
 int32_t PairBackend::kernel_page_size(const Scenario& s) const {
   return planner_ ? planner_->kernel_page_size(s) : s.cache.page_size;
 }
