@@ -93,7 +93,7 @@ void run_case(Shared& sh, int64_t index) {
     std::lock_guard<std::mutex> lock(sh.mu);
     CampaignSummary& sum = sh.summary;
     sum.coverage.add(s);
-    for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(':'))]++;
+    for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(": "))]++;
     for (const Backend* b : o.backends) sum.backend_runs[std::string(b->name())] += 1;
     std::set<std::string> seen;
     for (const Finding& f : report.findings) {

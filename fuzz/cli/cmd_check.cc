@@ -39,7 +39,7 @@ void add_check(CLI::App& app, int& exit_code) {
         ++n;
       }
       const bool unsupported = std::any_of(report.unsupported.begin(), report.unsupported.end(),
-                                           [&](const std::string& u) { return u.rfind(std::string(b->name()) + ":", 0) == 0; });
+                                           [&](const std::string& u) { return u.rfind(std::string(b->name()) + ": ", 0) == 0; });
       if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
     }
     if (!report.findings.empty()) {
