@@ -1,0 +1,165 @@
+// The backend contract: .npy arrays, every family's schema round trip, adapter declarations.
+#include <gtest/gtest.h>
+
+#include "backends/contract/families.h"
+#include "backends/contract/npy.h"
+#include "backends/external/adapter_spec.h"
+#include "backends/registry.h"
+#include "properties/case_context.h"
+#include "properties/check.h"
+#include "reference/generate.h"
+#include "reference/tests/test_level.h"
+
+namespace kvfuzz {
+namespace {
+
+TEST(Npy, RoundTripsEveryContractDtype) {
+  const std::vector<int32_t> a{1, -2, 3, 2147483647, -2147483647 - 1, 0};
+  const NpyArray x = decode_npy(encode_npy(NpyArray::of<int32_t>({2, 3}, a)), "x");
+  EXPECT_EQ(x.descr, "<i4");
+  EXPECT_EQ(x.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(x.as<int32_t>("x"), a);
+  const std::vector<int64_t> b{int64_t{1} << 40, -5};
+  EXPECT_EQ(decode_npy(encode_npy(NpyArray::of<int64_t>({2}, b)), "b").as<int64_t>("b"), b);
+  const std::vector<uint8_t> c{0, 1, 255};
+  EXPECT_EQ(decode_npy(encode_npy(NpyArray::of<uint8_t>({3}, c)), "c").as<uint8_t>("c"), c);
+  const std::vector<float> d{1.5f, -0.0f, 3e38f};
+  EXPECT_EQ(decode_npy(encode_npy(NpyArray::of<float>({1, 3}, d)), "d").as_float("d"), d);
+  const NpyArray empty = decode_npy(encode_npy(NpyArray::of<int32_t>({0}, std::vector<int32_t>{})), "e");
+  EXPECT_EQ(empty.elements(), 0);
+}
+
+TEST(Npy, ReadsHalfFloats) {
+  // 1.0, -2.0, 0.5 and 65504 in IEEE half precision, as numpy writes float16.
+  NpyArray h{"<f2", {4}, {0x00, 0x3c, 0x00, 0xc0, 0x00, 0x38, 0xff, 0x7b}};
+  EXPECT_EQ(decode_npy(encode_npy(h), "h").as_float("h"), (std::vector<float>{1.0f, -2.0f, 0.5f, 65504.0f}));
+}
+
+TEST(Npy, RejectsWhatIsNotAContractArray) {
+  auto message = [](const std::string& bytes) {
+    try {
+      decode_npy(bytes, "arr.npy");
+    } catch (const ContractError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("not numpy").find("not a .npy file"), std::string::npos);
+  std::string big_endian = encode_npy(NpyArray::of<int32_t>({1}, std::vector<int32_t>{7}));
+  big_endian.replace(big_endian.find("<i4"), 3, ">i4");
+  EXPECT_NE(message(big_endian).find(">i4"), std::string::npos);
+  std::string truncated = encode_npy(NpyArray::of<int32_t>({4}, std::vector<int32_t>{1, 2, 3, 4}));
+  truncated.resize(truncated.size() - 4);
+  EXPECT_NE(message(truncated).find("needs 16 bytes"), std::string::npos);
+  EXPECT_THROW(NpyArray::of<int64_t>({1}, std::vector<int64_t>{1}).as<int32_t>("x"), ContractError);
+}
+
+// Writing a plan and reading it back loses nothing: the re-written arrays and description are
+// identical, and the family's executor gives bitwise the same outputs from the copy.
+TEST(Contract, EveryFamilyRoundTripsItsPlans) {
+  int checked = 0;
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(80)); ++seed) {
+    const CaseContext ctx(generate(seed, seed % 2 ? Profile::small : Profile::tiny));
+    for (const Backend* b : builtin_backends()) {
+      if (!b->supports(ctx.scenario()).ok) continue;
+      const Family& family = *find_family(b->family());
+      const BackendRun run = run_backend(ctx, *b);
+      if (!run.ran) continue;
+      ArraySet first, second;
+      family.write(*run.plan, first);
+      const std::unique_ptr<Plan> copy = family.read(first);
+      family.write(*copy, second);
+      ASSERT_EQ(first.meta, second.meta) << b->name() << " seed " << seed;
+      ASSERT_EQ(first.arrays.size(), second.arrays.size());
+      for (const auto& [name, a] : first.arrays) {
+        ASSERT_TRUE(second.arrays.count(name)) << name;
+        EXPECT_EQ(a.bytes, second.arrays.at(name).bytes) << b->name() << " " << name;
+      }
+      const Prepared& p = ctx.prepared();
+      KvPools pools(ctx.scenario(), p.cache, ctx.values());
+      RunOutput out(ctx.scenario(), p.batch);
+      family.executor().run(*copy, {ctx.scenario(), p.cache, p.batch, pools, ctx.tensors()}, out);
+      EXPECT_EQ(0, std::memcmp(out.out.data(), run.out.out.data(), out.out.size() * sizeof(float)))
+          << b->name() << " seed " << seed;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(Contract, AMissingArrayOrWrongTypeNamesIt) {
+  const CaseContext ctx(generate(3, Profile::small));
+  const Backend& fa = *find_backend("fa");
+  const BackendRun run = run_backend(ctx, fa);
+  ASSERT_TRUE(run.ran);
+  ArraySet set;
+  fa::write_plan(*run.plan, set);
+  ArraySet missing = set;
+  missing.arrays.erase("full.parts.0.page_table");
+  try {
+    fa::read_plan(missing);
+    FAIL() << "a plan without its page table was accepted";
+  } catch (const ContractError& e) {
+    EXPECT_NE(std::string(e.what()).find("full.parts.0.page_table is missing"), std::string::npos) << e.what();
+  }
+  ArraySet wrong = set;
+  wrong.meta["full"]["parts"][0]["rows"] = "three";
+  EXPECT_THROW(fa::read_plan(wrong), ContractError);
+  ArraySet widened = set;
+  widened.arrays["full.parts.0.cache_seqlens"] = NpyArray::of<int64_t>({1}, std::vector<int64_t>{1});
+  try {
+    fa::read_plan(widened);
+    FAIL() << "int64 cache_seqlens accepted";
+  } catch (const ContractError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected <i4"), std::string::npos) << e.what();
+  }
+}
+
+nlohmann::json hello() {
+  return {{"kvfuzz_adapter", 1}, {"name", "k"}, {"role", "executor"}, {"family", "page_table"},
+          {"supports", {{"modes", {"decode"}}, {"page_sizes", {1, 16}}, {"dtypes", {"bf16"}}}}};
+}
+
+TEST(AdapterSpec, ChecksCasesAgainstTheDeclaration) {
+  const AdapterSpec spec = parse_spec(hello(), "cmd");
+  Scenario s = generate(1, Profile::small);
+  s.batch.mode = Mode::extend;
+  s.values.dtype = DType::bf16;
+  EXPECT_NE(spec.supports(s, 16).why.find("mode extend"), std::string::npos);
+  s.batch.mode = Mode::decode;
+  EXPECT_TRUE(spec.supports(s, 16).ok);
+  EXPECT_NE(spec.supports(s, 8).why.find("kernel page size 8"), std::string::npos);
+  s.values.dtype = DType::fp32;
+  EXPECT_NE(spec.supports(s, 1).why.find("dtype fp32"), std::string::npos);
+}
+
+TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {
+  auto why = [](nlohmann::json j) {
+    try {
+      parse_spec(j, "python3 x.py");
+    } catch (const ContractError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  nlohmann::json j = hello();
+  j["family"] = "paged";
+  EXPECT_NE(why(j).find("'family' is \"paged\", not a known family"), std::string::npos);
+  j = hello();
+  j["role"] = "kernel";
+  EXPECT_NE(why(j).find("'role'"), std::string::npos);
+  j = hello();
+  j["supports"]["modes"] = {"decode", "prefill"};
+  EXPECT_NE(why(j).find("\"prefill\""), std::string::npos);
+  j = hello();
+  j["supports"]["page_sizes"] = {0};
+  EXPECT_NE(why(j).find("page_sizes"), std::string::npos);
+  j = hello();
+  j["name"] = "has space";
+  EXPECT_NE(why(j).find("'name'"), std::string::npos);
+  EXPECT_NE(why({{"hello", 1}}).find("first message must be the declaration"), std::string::npos);
+  EXPECT_NE(why(hello()).find("accepted"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kvfuzz
