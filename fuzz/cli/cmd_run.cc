@@ -32,6 +32,7 @@ void add_run(CLI::App& app, int& exit_code) {
   static int metamorphic_every = 8;
   static double shrink_seconds = 30;
   static bool no_shrink = false;
+  static int max_saved = 3;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
@@ -48,6 +49,9 @@ void add_run(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each saved finding")->capture_default_str();
   cmd->add_flag("--no-shrink", no_shrink, "Save findings without shrinking them");
+  cmd->add_option("--max-saved", max_saved, "Findings saved (and shrunk) per kind (property/backend)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   cmd->callback([&exit_code] {
     if (seconds <= 0 && cases <= 0) seconds = 60;
     CampaignOptions o;
@@ -67,6 +71,7 @@ void add_run(CLI::App& app, int& exit_code) {
     o.metamorphic_every = metamorphic_every;
     o.shrink = !no_shrink;
     o.shrink_seconds = shrink_seconds;
+    o.max_saved_per_kind = max_saved;
     o.live_progress = isatty(STDERR_FILENO) != 0;
     o.stop = &g_stop;
     std::signal(SIGINT, on_signal);

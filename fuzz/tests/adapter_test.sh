@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The adapter contract end to end, through the kvfuzz binary: the numpy examples pass clean
+# campaigns; each broken variant is caught with the property that owns it, its shrunk case
+# replays, and the campaign survives crashes and hangs; bad adapters are bad input (exit 2).
+# Usage: adapter_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
+set -uo pipefail
+K=$1 SRC=$2 WORK=$3
+rm -rf "$WORK" && mkdir -p "$WORK"
+EXEC="python3 $SRC/adapters/examples/numpy_page_table.py"
+PLANNER="python3 $SRC/adapters/examples/numpy_page_table_planner.py"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# expect EXIT PATTERN NAME -- command...: the command exits EXIT and its output matches PATTERN.
+expect() {
+  local want=$1 pattern=$2 name=$3
+  shift 4
+  "$@" >"$WORK/$name.out" 2>&1
+  local got=$?
+  if [ "$got" != "$want" ]; then fail "$name: exit $got, expected $want"; tail -20 "$WORK/$name.out"; return; fi
+  grep -qE "$pattern" "$WORK/$name.out" || { fail "$name: output lacks /$pattern/"; tail -20 "$WORK/$name.out"; return; }
+  echo "ok: $name"
+}
+
+campaign() {  # campaign OUT CASES ADAPTER BACKEND [extra flags]
+  local out=$1 cases=$2 adapter=$3 backend=$4
+  shift 4
+  "$K" run --cases "$cases" --profile tiny --profile small --jobs 2 --adapter "$adapter" --backend "$backend" \
+    --out "$WORK/$out" --max-saved 1 "$@"
+}
+
+expect 0 "no findings" clean_executor -- campaign clean 40 "$EXEC" numpy_page_table --no-shrink
+expect 0 "no findings" clean_planner -- campaign planner 100 "$PLANNER" numpy_pt_planner --no-shrink
+# Shrunk (and replayed below): a wrong extent, a crash, a planner bug; the others are only caught.
+for v in "drop_last_key cache-extent 16" "segfault crash 6" "next_page in-bounds 0" "lse_base2 oracle 0" \
+         "freed_slot in-bounds 0" "oob_write in-bounds 0" "hang hang 0"; do
+  set -- $v
+  shrink=(--shrink-seconds "$3")
+  [ "$3" = 0 ] && shrink=(--no-shrink)
+  expect 1 "^$2/fa:numpy_page_table" "broken_$1" -- campaign "$1" 8 "KVFUZZ_EXAMPLE_BREAK=$1 $EXEC" numpy_page_table \
+    --adapter-timeout 2 "${shrink[@]}"
+done
+expect 1 "^stride-divide/numpy_pt_planner:fa" broken_planner -- \
+  campaign token_table 120 "KVFUZZ_EXAMPLE_BREAK=token_table $PLANNER" numpy_pt_planner --shrink-seconds 16
+
+# Every shrunk finding of a broken variant replays with the line its report prints.
+for report in "$WORK"/drop_last_key/*.min.txt "$WORK"/segfault/*.min.txt "$WORK"/token_table/*.min.txt; do
+  [ -f "$report" ] || { fail "no shrunk report in $(dirname "$report")"; continue; }
+  line=$(sed -n 's/^replay: kvfuzz //p' "$report" | head -1)
+  eval "\"$K\" $line" >"$WORK/replay.out" 2>&1
+  rc=$?
+  [ "$rc" = 1 ] && echo "ok: replay of $(basename "$report")" || fail "replay of $report exited $rc: $line"
+done
+
+# Bad adapters: exit 2 before any case, naming the adapter and what is wrong.
+expect 2 "did not start" adapter_missing -- "$K" backends --adapter "/nonexistent/adapter"
+expect 2 "not a known family" adapter_bad_family -- "$K" backends --adapter \
+  "python3 -c 'import os; os.write(4, b\"{\\\"kvfuzz_adapter\\\": 1, \\\"name\\\": \\\"x\\\", \\\"role\\\": \\\"executor\\\", \\\"family\\\": \\\"nope\\\"}\\n\"); import time; time.sleep(5)'"
+expect 2 "first message must be the declaration" adapter_garbage -- "$K" backends --adapter \
+  "python3 -c 'import os; os.write(4, b\"{}\\n\"); import time; time.sleep(5)'"
+expect 0 "fa:numpy_page_table" adapter_listed -- "$K" backends --adapter "$EXEC"
+
+if [ "$failures" -gt 0 ]; then
+  echo "adapter tests: $failures failed"
+  exit 1
+fi
+echo "adapter tests: all passed"
