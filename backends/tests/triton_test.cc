@@ -7,7 +7,7 @@
 
 #include "backends/triton/triton_backend.h"
 #include "backends/triton/triton_kv_splits.h"
-#include "backends/triton/triton_layout.h"
+#include "backends/triton/triton_split_range.h"
 #include "backends/triton/triton_planner.h"
 #include "properties/check.h"
 #include "properties/metamorphic.h"
