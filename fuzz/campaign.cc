@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fuzz/case_check.h"
+#include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "reference/io.h"
 #include "reference/rng.h"
@@ -39,13 +40,13 @@ struct Shared {
 };
 
 std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
-                        const std::string& file) {
+                        const Replay& replay) {
   std::ostringstream os;
   const CaseSize size = case_size(s);
   os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
   for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
-  os << "replay: kvfuzz check " << file << " --backend " << (findings.empty() ? "all" : findings.front().backend) << "\n";
+  os << "replay: " << replay_command(replay) << "\n";
   return os.str();
 }
 
@@ -54,14 +55,19 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
                          const std::vector<Finding>& all, const Backend* backend, bool metamorphic) {
   const CampaignOptions& o = sh.options;
   const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index);
+  // The case ran its variants with `seed` (run_case); a finding that needs them replays with it.
+  const uint64_t variant_seed = metamorphic ? seed : 0;
+  const std::vector<std::string> faults = backend != nullptr ? faults_for(*backend, o.faults) : o.faults;
+  const std::string replay_backend = backend != nullptr ? first.backend : "all";
   write_file_atomic(base + ".json", to_json(s));
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, base + ".json"));
+  write_file_atomic(base + ".txt", report_text(s, index, seed, all, {base + ".json", replay_backend, faults, variant_seed}));
   if (!o.shrink || backend == nullptr) return base + ".json";
-  const ShrinkTarget target{first.signature(), backend, faults_for(*backend, o.faults), metamorphic};
+  const ShrinkTarget target{first.signature(), backend, faults, metamorphic, variant_seed};
   const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
   if (r.finding.property.empty()) return base + ".json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, base + ".min.json"));
+  write_file_atomic(base + ".min.txt",
+                    report_text(r.scenario, index, seed, {r.finding}, {base + ".min.json", first.backend, faults, variant_seed}));
   return base + ".min.json";
 }
 

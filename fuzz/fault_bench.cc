@@ -7,6 +7,7 @@
 
 #include "fuzz/campaign.h"
 #include "fuzz/case_check.h"
+#include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "reference/generate.h"
 #include "reference/io.h"
@@ -79,6 +80,8 @@ void print_fault_table(const std::vector<FaultResult>& results, std::ostream& ou
         << (r.detected ? std::to_string(r.shrunk.max_tokens) : "-") << std::setw(8)
         << (r.detected ? (r.clean_without_fault ? "yes" : "NO") : "-") << "\n";
   }
+  for (const FaultResult& r : results)  // the shrunk cases were checked with variant seed 0
+    if (!r.file.empty()) out << "replay: " << replay_command({r.file, r.backend, {r.fault}, 0}) << "\n";
 }
 
 }  // namespace kvfuzz

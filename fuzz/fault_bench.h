@@ -4,7 +4,8 @@
 // Where it sits: `kvfuzz faults`, run by CI. For every fault of every backend it runs generated
 // cases with the fault switched on until a property fails (at most `budget` cases), confirms the
 // same case passes with the fault off (else the suite, not the fault, is wrong), shrinks it while
-// it fails the same way, and saves the shrunk case (the corpus/regressions/ seeds).
+// it fails the same way, and saves the shrunk case (the corpus/regressions/ seeds) with the
+// command line that replays it.
 //
 //   auto results = run_fault_bench({.budget = 2000, .out_dir = "faults"}, std::cerr);
 #pragma once
