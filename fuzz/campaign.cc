@@ -86,8 +86,14 @@ void run_case(Shared& sh, int64_t index) {
   CaseReport report;
   try {
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
-  } catch (const std::exception& e) {  // a backend that throws anything but a Violation has crashed
-    report.findings.push_back({"crash", "?", std::string("an exception escaped: ") + e.what()});
+  } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
+    const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
+    write_file_atomic(base + ".json", to_json(s));
+    write_file_atomic(base + ".txt", std::string("harness error (a bug in kvfuzz, not in a backend): ") + e.what() +
+                                         "\nreplay: " + replay_command({base + ".json", "all", o.faults, seed}) + "\n");
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
+    return;
   }
   std::vector<std::pair<Finding, bool>> to_save;
   {
@@ -96,6 +102,12 @@ void run_case(Shared& sh, int64_t index) {
     sum.coverage.add(s);
     for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(':'))]++;
     for (const Backend* b : o.backends) sum.backend_runs[std::string(b->name())] += 1;
+    for (const auto& [name, t] : report.variants) {
+      VariantTally& total = sum.variants[name];
+      total.run += t.run;
+      total.invalid += t.invalid;
+      total.unsupported += t.unsupported;
+    }
     std::set<std::string> seen;
     for (const Finding& f : report.findings) {
       FindingKind& k = sum.kinds[f.signature()];
@@ -180,6 +192,16 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << std::left << std::setw(18) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
         << unsupported << "\n";
   }
+  if (!s.variants.empty()) {
+    out << std::left << std::setw(18) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
+        << std::setw(13) << "unsupported" << "   (dropped variants: not compared)\n";
+    for (const auto& [name, t] : s.variants)
+      out << std::left << std::setw(18) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
+          << std::setw(13) << t.unsupported << "\n";
+  }
+  if (s.harness_errors > 0)
+    out << "harness errors: " << s.harness_errors << " (bugs in kvfuzz, not findings); first: " << s.first_harness_error
+        << "\n";
   if (s.kinds.empty()) {
     out << "no findings\n";
     return;

@@ -28,7 +28,8 @@ CaseReport check_all(const Scenario& s, const std::vector<const Backend*>& backe
     ++report.backends_run;
     std::vector<Finding> found = check_run(ctx, *b, run).findings;
     if (options.metamorphic && found.empty()) {
-      for (Finding& f : check_metamorphic(ctx, run, *b, faults, options.variant_seed)) found.push_back(std::move(f));
+      for (Finding& f : check_metamorphic(ctx, run, *b, faults, options.variant_seed, &report.variants))
+        found.push_back(std::move(f));
     }
     for (Finding& f : found) report.findings.push_back(std::move(f));
   }
