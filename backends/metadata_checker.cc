@@ -1,9 +1,16 @@
 #include "backends/metadata_checker.h"
 
+#include "backends/common/harness_error.h"
+
 namespace kvfuzz {
 
 int64_t MetadataChecker::expected_slot(int32_t row, int32_t column, PoolKind pool) const {
-  const int32_t slot = cache_.r2t(fb_.req_pool_indices[static_cast<size_t>(row)], column);
+  int32_t slot = 0;
+  try {
+    slot = cache_.r2t(fb_.req_pool_indices[static_cast<size_t>(row)], column);
+  } catch (const InputOutOfRange& e) {  // the check, not the backend, asked for a missing entry
+    throw HarnessError(std::string("metadata check of row ") + std::to_string(row) + ": " + e.what());
+  }
   if (pool == PoolKind::full) return slot;
   return cache_.full_to_swa[static_cast<size_t>(slot)];
 }

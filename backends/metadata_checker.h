@@ -73,6 +73,31 @@ class MetadataChecker {
     mismatch(table.name(), index, static_cast<int64_t>(table[index]), layer, row, column, r2t_column);
   }
 
+  // The same through a layout descriptor over a gathered buffer (MLA prefill's linear K/V): key
+  // `key` of a row is linear entry descriptor[row_offset + key / block_size] * block_size +
+  // key % block_size, and linear entry e holds the K/V of slot gather[e]; the key is column
+  // `column` of batch row `row`.
+  //   check.gathered_key(linear_kv_indices, linear_kv_indptr[i], block_size, kv_indices, k, layer, i, k);
+  template <class D, class G>
+  void gathered_key(const Buffer<D>& descriptor, int64_t row_offset, int32_t block_size, const Buffer<G>& gather,
+                    int32_t key, int32_t layer, int32_t row, int32_t column) {
+    if (!visible_(layer, row, column)) return;
+    const std::string name = descriptor.name() + " -> " + gather.name();
+    const int64_t index = row_offset + key / block_size;
+    const int64_t entry = index >= 0 && index < descriptor.capacity()
+                              ? static_cast<int64_t>(descriptor[index]) * block_size + key % block_size
+                              : -1;
+    if (entry < 0 || entry >= gather.capacity()) {
+      add("stride-divide", name + ": key column " + std::to_string(column) + " of row " + std::to_string(row) +
+                               " (layer " + std::to_string(layer) + ", block size " + std::to_string(block_size) +
+                               ") maps to " + (entry < 0 ? descriptor.name() + "[" + std::to_string(index) + "]"
+                                                         : "linear entry " + std::to_string(entry)) +
+                               ", outside the buffer; it must resolve to its req_to_token slot");
+      return;
+    }
+    mismatch(name, index, static_cast<int64_t>(gather[entry]), layer, row, column, column);
+  }
+
   // indptr[i+1] - indptr[i] == lens[i] for i < n, and indptr[0] == 0.
   template <class T>
   void prefix_sums(const Buffer<T>& indptr, const std::vector<int64_t>& lens) {

@@ -40,16 +40,13 @@ struct Shared {
 };
 
 std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
-                        const std::string& file, const Backend* backend, const std::vector<std::string>& faults) {
+                        const Replay& replay) {
   std::ostringstream os;
   const CaseSize size = case_size(s);
   os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
   for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
-  os << "replay: kvfuzz check " << shell_quote(file) << " "
-     << (backend ? replay_backend_flags(*backend) : "--backend " + shell_quote(findings.empty() ? "all" : findings.front().backend));
-  for (const std::string& f : faults) os << " --fault " << shell_quote(f);
-  os << "\n";
+  os << "replay: " << replay_command(replay) << "\n";
   return os.str();
 }
 
@@ -58,15 +55,20 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
                          const std::vector<Finding>& all, const Backend* backend, bool metamorphic) {
   const CampaignOptions& o = sh.options;
   const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index);
+  // The case ran its variants with `seed` (run_case); a finding that needs them replays with it.
+  const uint64_t variant_seed = metamorphic ? seed : 0;
+  const std::vector<std::string> faults = backend != nullptr ? faults_for(*backend, o.faults) : o.faults;
+  const std::string replay_backend = backend != nullptr ? first.backend : "all";
+  const std::vector<std::string> flags = backend != nullptr ? backend->replay_flags() : std::vector<std::string>{};
   write_file_atomic(base + ".json", to_json(s));
-  const std::vector<std::string> faults = backend ? faults_for(*backend, o.faults) : std::vector<std::string>{};
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, base + ".json", backend, faults));
+  write_file_atomic(base + ".txt", report_text(s, index, seed, all, {base + ".json", replay_backend, faults, variant_seed, flags}));
   if (!o.shrink || backend == nullptr) return base + ".json";
-  const ShrinkTarget target{first.signature(), backend, faults, metamorphic};
+  const ShrinkTarget target{first.signature(), backend, faults, metamorphic, variant_seed};
   const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
   if (r.finding.property.empty()) return base + ".json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, base + ".min.json", backend, faults));
+  write_file_atomic(base + ".min.txt",
+                    report_text(r.scenario, index, seed, {r.finding}, {base + ".min.json", first.backend, faults, variant_seed, flags}));
   return base + ".min.json";
 }
 
@@ -85,8 +87,14 @@ void run_case(Shared& sh, int64_t index) {
   CaseReport report;
   try {
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
-  } catch (const std::exception& e) {  // a backend that throws anything but a Violation has crashed
-    report.findings.push_back({"crash", "?", std::string("an exception escaped: ") + e.what()});
+  } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
+    const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
+    write_file_atomic(base + ".json", to_json(s));
+    write_file_atomic(base + ".txt", std::string("harness error (a bug in kvfuzz, not in a backend): ") + e.what() +
+                                         "\nreplay: " + replay_command({base + ".json", "all", o.faults, seed, {}}) + "\n");
+    std::lock_guard<std::mutex> lock(sh.mu);
+    if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
+    return;
   }
   std::vector<std::pair<Finding, bool>> to_save;
   {
@@ -95,6 +103,12 @@ void run_case(Shared& sh, int64_t index) {
     sum.coverage.add(s);
     for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(": "))]++;
     for (const Backend* b : o.backends) sum.backend_runs[std::string(b->name())] += 1;
+    for (const auto& [name, t] : report.variants) {
+      VariantTally& total = sum.variants[name];
+      total.run += t.run;
+      total.invalid += t.invalid;
+      total.unsupported += t.unsupported;
+    }
     std::set<std::string> seen;
     for (const Finding& f : report.findings) {
       FindingKind& k = sum.kinds[f.signature()];
@@ -179,6 +193,16 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << std::left << std::setw(18) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
         << unsupported << "\n";
   }
+  if (!s.variants.empty()) {
+    out << std::left << std::setw(18) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
+        << std::setw(13) << "unsupported" << "   (dropped variants: not compared)\n";
+    for (const auto& [name, t] : s.variants)
+      out << std::left << std::setw(18) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
+          << std::setw(13) << t.unsupported << "\n";
+  }
+  if (s.harness_errors > 0)
+    out << "harness errors: " << s.harness_errors << " (bugs in kvfuzz, not findings); first: " << s.first_harness_error
+        << "\n";
   if (s.kinds.empty()) {
     out << "no findings\n";
     return;

@@ -30,7 +30,8 @@ CaseReport check_all(const Scenario& s, const std::vector<const Backend*>& backe
     std::vector<Finding> found = std::move(checked.findings);
     for (Finding& n : checked.notes) report.notes.push_back(std::move(n));
     if (options.metamorphic && found.empty()) {
-      for (Finding& f : check_metamorphic(ctx, run, *b, faults, options.variant_seed)) found.push_back(std::move(f));
+      for (Finding& f : check_metamorphic(ctx, run, *b, faults, options.variant_seed, &report.variants))
+        found.push_back(std::move(f));
     }
     for (Finding& f : found) report.findings.push_back(std::move(f));
   }

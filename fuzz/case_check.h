@@ -14,6 +14,7 @@
 
 #include "backends/backend.h"
 #include "properties/finding.h"
+#include "properties/metamorphic.h"
 #include "reference/scenario.h"
 
 namespace kvfuzz {
@@ -29,6 +30,7 @@ struct CaseReport {
   std::vector<Finding> notes;  // information, not failures
   std::vector<std::string> unsupported;  // "backend: why"
   int32_t backends_run = 0;
+  VariantTallies variants;               // metamorphic variants run and dropped, all backends
 };
 
 // Throws InvalidCase for a scenario that does not validate.

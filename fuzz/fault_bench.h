@@ -2,9 +2,11 @@
 // shrunk case gets.
 //
 // Where it sits: `kvfuzz faults`, run by CI. For every fault of every backend it runs generated
-// cases with the fault switched on until a property fails (at most `budget` cases), confirms the
-// same case passes with the fault off (else the suite, not the fault, is wrong), shrinks it while
-// it fails the same way, and saves the shrunk case (the corpus/regressions/ seeds).
+// cases with the fault switched on until a property fails (at most `budget` cases the backend
+// supports; unsupported ones are counted apart), confirms the same case passes with the fault off
+// (else the suite, not the fault, is wrong), shrinks it while it fails the same way (by a general
+// property where one fails), and saves the shrunk case and that property (the
+// corpus/regressions/ cases, regression_property.h) with the command line that replays it.
 //
 //   auto results = run_fault_bench({.budget = 2000, .out_dir = "faults"}, std::cerr);
 #pragma once
@@ -31,9 +33,11 @@ struct FaultBenchOptions {
 struct FaultResult {
   std::string backend, fault;
   bool detected = false;
-  int64_t cases = 0;      // cases run until the first detection (or the budget)
+  int64_t cases = 0;        // supported cases run until the first detection (or the budget)
+  int64_t unsupported = 0;  // generated cases the backend does not support (not counted)
   double seconds = 0;
-  std::string property;   // the first finding's property
+  std::string property;   // the first general property that failed (regression_property.h), else
+                          // the first finding's
   bool clean_without_fault = false;
   CaseSize shrunk;
   double shrink_seconds = 0;

@@ -1,22 +1,25 @@
 #include "fuzz/replay.h"
 
-#include <vector>
+#include <cctype>
 
 namespace kvfuzz {
 
-std::string shell_quote(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=+@%") == std::string::npos)
-    return word;
-  std::string q = "'";
-  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
+std::string shell_quote(const std::string& s) {
+  bool safe = !s.empty();
+  for (const char c : s)
+    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) || std::string("/._-+=:,@").find(c) != std::string::npos);
+  if (safe) return s;
+  std::string out = "'";
+  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
-std::string replay_backend_flags(const Backend& backend) {
-  std::string flags = "--backend " + shell_quote(std::string(backend.name()));
-  for (const std::string& f : backend.replay_flags()) flags += " " + shell_quote(f);
-  return flags;
+std::string replay_command(const Replay& r) {
+  std::string cmd = "kvfuzz check " + shell_quote(r.file) + " --backend " + shell_quote(r.backend);
+  for (const std::string& f : r.flags) cmd += " " + shell_quote(f);
+  for (const std::string& f : r.faults) cmd += " --fault " + shell_quote(f);
+  if (r.variant_seed != 0) cmd += " --variant-seed " + std::to_string(r.variant_seed);
+  return cmd;
 }
 
 }  // namespace kvfuzz

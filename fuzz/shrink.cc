@@ -13,7 +13,7 @@ std::optional<Finding> fails_as(const Scenario& s, const ShrinkTarget& target) {
   } catch (const InvalidCase&) {
     return std::nullopt;
   }
-  const CaseReport r = check_all(s, {target.backend}, {target.faults, target.metamorphic, 0});
+  const CaseReport r = check_all(s, {target.backend}, {target.faults, target.metamorphic, target.variant_seed});
   for (const Finding& f : r.findings)
     if (f.signature() == target.signature) return f;
   return std::nullopt;

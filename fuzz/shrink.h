@@ -23,6 +23,7 @@ struct ShrinkTarget {
   const Backend* backend = nullptr;
   std::vector<std::string> faults;
   bool metamorphic = false;          // the finding came from a metamorphic variant
+  uint64_t variant_seed = 0;         // the seed its variants were drawn with (CheckOptions)
 };
 
 struct ShrinkOptions {

@@ -6,9 +6,11 @@
 #include <sstream>
 
 #include "backends/common/backend_failure.h"
+#include "backends/common/harness_error.h"
 #include "backends/common/violation.h"
 #include "backends/contract/npy.h"
 #include "properties/opaque_extent.h"
+#include "reference/input_out_of_range.h"
 #include "properties/tolerance.h"
 
 namespace kvfuzz {
@@ -107,12 +109,16 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     run.ran = true;
   } catch (const Violation& v) {
     run.findings.push_back(violation_finding(ctx, backend, v));
-  } catch (const std::out_of_range& e) {  // req_to_token read outside its row
-    run.findings.push_back({"in-bounds", std::string(backend.name()), e.what()});
+  } catch (const InputOutOfRange& e) {  // the backend read one of its inputs past the end
+    run.findings.push_back({"in-bounds", std::string(backend.name()), "read of " + e.input() + ": " + e.what()});
+  } catch (const HarnessError&) {
+    throw;  // kvfuzz's own mistake: not the backend's finding
   } catch (const BackendFailure& e) {  // an external backend crashed, hung or broke the contract
     run.findings.push_back({e.property(), std::string(backend.name()), e.what()});
   } catch (const ContractError& e) {  // an external planner's metadata that does not parse
     run.findings.push_back({"contract", std::string(backend.name()), e.what()});
+  } catch (const std::exception& e) {  // anything else the backend threw: it crashed
+    run.findings.push_back({"crash", std::string(backend.name()), std::string("the backend threw: ") + e.what()});
   }
   return run;
 }

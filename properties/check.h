@@ -9,7 +9,8 @@
 //                   translated) — from the plan's check_metadata;
 //   metadata        the plan's other invariants (extents, maxima, prefix sums);
 //   cache-extent    each query read exactly its visible set: none missing, none extra, none twice;
-//   oracle          outputs and LSEs agree with the oracle within tolerance.h's bound.
+//   oracle          outputs and LSEs agree with the oracle within tolerance.h's bound;
+//   crash           the backend threw something other than a Violation (run_backend).
 // The multi-run properties (metamorphic, replay == eager) are in metamorphic.h.
 //
 //   CaseContext ctx(scenario);
@@ -30,7 +31,7 @@ namespace kvfuzz {
 
 struct BackendRun {
   Support support;
-  bool ran = false;                  // plan and run finished without a Violation
+  bool ran = false;                  // plan and run finished without a Violation or a crash
   std::unique_ptr<Plan> plan;
   RunOutput out;
   std::vector<Finding> findings;     // in-bounds and metadata findings from planning and running
@@ -38,6 +39,9 @@ struct BackendRun {
 
 // Plans and runs `backend` on the case in a fresh copy of the pools. A lenient run (for
 // explanations) records reads outside their pool as in-bounds findings and carries on.
+// Exceptions: a Violation, or a read past the end of one of the backend's inputs
+// (InputOutOfRange), is an in-bounds finding; anything else the backend throws is a "crash"
+// finding; a HarnessError (kvfuzz's own checking code) is rethrown, never filed as a finding.
 BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {},
                        bool lenient = false);
 

@@ -79,11 +79,16 @@ void compare(const CaseContext& ctx, const BackendRun& base, const CaseContext& 
 
 }  // namespace
 
-std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed) {
+std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed, VariantTallies* tallies) {
   Rng rng(seed);
   std::vector<Variant> out;
   auto add = [&](std::string name, Scenario v, bool bitwise) {
-    if (!(v == s) && is_valid(v)) out.push_back({std::move(name), std::move(v), bitwise});
+    if (v == s) return;  // nothing to vary (not a dropped variant)
+    if (!is_valid(v)) {
+      if (tallies != nullptr) ++(*tallies)[name].invalid;
+      return;
+    }
+    out.push_back({std::move(name), std::move(v), bitwise});
   };
   const size_t n = s.batch.entries.size();
   if (n >= 2) {
@@ -130,12 +135,14 @@ std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed) {
 }
 
 std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun& base, const Backend& backend,
-                                       const std::vector<std::string>& faults, uint64_t seed) {
+                                       const std::vector<std::string>& faults, uint64_t seed,
+                                       VariantTallies* tallies) {
   std::vector<Finding> findings;
   if (!base.ran) return findings;
-  for (const Variant& v : metamorphic_variants(ctx.scenario(), seed)) {
+  for (const Variant& v : metamorphic_variants(ctx.scenario(), seed, tallies)) {
     const CaseContext vctx(v.scenario);
     BackendRun var = run_backend(vctx, backend, faults);
+    if (tallies != nullptr) ++(var.support.ok ? (*tallies)[v.name].run : (*tallies)[v.name].unsupported);
     for (Finding& f : var.findings) {
       f.message = v.name + " variant: " + f.message;
       f.variant = v.name;

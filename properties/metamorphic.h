@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,22 @@ struct Variant {
   bool bitwise = true;
 };
 
-// The variants of `s` (only those that validate). `seed` picks shuffles and drops.
-std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed);
+// What became of each kind of variant: run and compared, or dropped because it does not
+// validate (invalid) or the backend does not support it (unsupported). Campaigns show the sums.
+struct VariantTally {
+  int64_t run = 0, invalid = 0, unsupported = 0;
+};
+using VariantTallies = std::map<std::string, VariantTally>;  // by variant name
+
+// The variants of `s` (only those that validate; the others are counted in `tallies`). `seed`
+// picks shuffles and drops.
+std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed, VariantTallies* tallies = nullptr);
 
 // Runs every variant and compares with `base`. Findings are named after the variant ("replay"
-// for the padding one, "metamorphic" otherwise).
+// for the padding one, "metamorphic" otherwise). `tallies`, when given, counts what was run and
+// what was dropped.
 std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun& base, const Backend& backend,
-                                       const std::vector<std::string>& faults, uint64_t seed);
+                                       const std::vector<std::string>& faults, uint64_t seed,
+                                       VariantTallies* tallies = nullptr);
 
 }  // namespace kvfuzz

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "reference/allocator.h"
+#include "reference/input_out_of_range.h"
 #include "reference/scenario.h"
 
 namespace kvfuzz {
@@ -63,10 +64,10 @@ struct CacheState {
     return req_to_token[static_cast<size_t>(row) * config.max_context_len + column];
   }
   // Checked: a planner that reads past a row (into the next request's) is caught, as an index
-  // error would be in production; throws std::out_of_range.
+  // error would be in production; throws InputOutOfRange naming req_to_token.
   int32_t r2t(int32_t row, int32_t column) const {
     if (row < 0 || row > config.max_requests || column < 0 || column >= config.max_context_len)
-      throw std::out_of_range("req_to_token[" + std::to_string(row) + "][" + std::to_string(column) +
+      throw InputOutOfRange("req_to_token", "req_to_token[" + std::to_string(row) + "][" + std::to_string(column) +
                               "] is outside its " + std::to_string(config.max_requests + 1) + " x " +
                               std::to_string(config.max_context_len) + " entries");
     return req_to_token[static_cast<size_t>(row) * config.max_context_len + column];

@@ -20,13 +20,7 @@
 
 #include <cstdint>
 
-#ifndef KVFUZZ_HD  // the same definition as backends/common/paged_view.h
-#if defined(__CUDACC__)
-#define KVFUZZ_HD __host__ __device__ __forceinline__
-#else
-#define KVFUZZ_HD inline
-#endif
-#endif
+#include "reference/host_device.h"
 
 namespace kvfuzz {
 

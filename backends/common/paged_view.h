@@ -13,11 +13,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define KVFUZZ_HD __host__ __device__ __forceinline__
-#else
-#define KVFUZZ_HD inline
-#endif
+#include "reference/host_device.h"
 
 namespace kvfuzz {
 

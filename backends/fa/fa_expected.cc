@@ -61,7 +61,7 @@ std::vector<ExpectedPart> verify_parts(const ForwardBatch& fb, GroupKind kind) {
   return {main, expand};
 }
 
-// The drafting layout of one request (research/fa.md §6, reference/draft_layout.h).
+// The drafting layout of one request (reference/draft_layout.h).
 DraftLayout layout_of(const ForwardBatch& fb, int32_t b) {
   return draft_layout(fb.prefix_lens[at(b)], fb.page_size, fb.topk, fb.draft_steps);
 }

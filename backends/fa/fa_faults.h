@@ -1,8 +1,8 @@
 // The planted planner bugs of the fa backend: each reproduces a real sglang bug and is switched on
 // by name inside the planner (PlanInput::fault), never by a copy of it.
 //
-// Where it sits: fa_backend.cc lists them (Backend::faults); fa_planner.cc, fa_local.cc and
-// fa_spec.cc test them where the production code went wrong.
+// Where it sits: fa_backend.cc lists them (Backend::faults); fa_planner.cc, fa_local.cc,
+// fa_spec_verify.cc and fa_spec_draft.cc test them where the production code went wrong.
 //
 //   if (in.fault(kFaultDraftExtendDouble)) k_len += fb.extend_lens[b];
 #pragma once

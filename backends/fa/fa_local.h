@@ -3,7 +3,7 @@
 //
 // Where it sits: fa planner -> **local virtual batches** -> FaGroup{local}. Formulas of
 // make_local_attention_virtual_batches (sglang flashattention_backend.py, from vLLM;
-// SEMANTICS.md §4, research/fa.md §2): with q = q_len, s = k_len, p = s - q:
+// SEMANTICS.md §4): with q = q_len, s = k_len, p = s - q:
 //   f = min(C - p % C, q), n = 1 + ceil((q - f) / C), t = (s - 1) % C + 1;
 //   virtual batch j (rj = n - 1 - j): q_len f (j = 0) else min(q - f - C (j - 1), C),
 //   k_len C (t for the last), k_start = s - (rj C + t); block row = table[k_start / ps + [0, C / ps)],

@@ -1,7 +1,7 @@
-// The fa planner's entry point and its paged path (research/fa.md §1, §3.2, §4.3): one causal
-// flash_attn_with_kvcache call whose page table is req_to_token[r, :max_seq_len_k] strided and
-// divided (`[:, arange(0, n, ps)] // ps`), plus the SWA pool's table and the chunked layers'
-// virtual batches. See fa_planner.h.
+// The fa planner's entry point and its paged path (sglang flashattention_backend.py
+// init_forward_metadata; SEMANTICS.md §4): one causal flash_attn_with_kvcache call whose page
+// table is req_to_token[r, :max_seq_len_k] strided and divided (`[:, arange(0, n, ps)] // ps`),
+// plus the SWA pool's table and the chunked layers' virtual batches. See fa_planner.h.
 #include "backends/fa/fa_planner.h"
 
 #include <algorithm>
@@ -86,7 +86,7 @@ void add_local_groups(const PlanScope& sc, FaPlan& plan, const FaCall& base, con
 
 namespace {
 
-// Keys each row reads (cache_seqlens) in the paged modes (research/fa.md §1 table, §5).
+// Keys each row reads (cache_seqlens) in the paged modes (SEMANTICS.md §2 table, §4).
 int32_t paged_extent(const PlanScope& sc, int32_t b) {
   const ForwardBatch& fb = sc.fb;
   const int32_t s = sc.seq_len(b);
@@ -141,7 +141,7 @@ void plan_paged(const PlanScope& sc, FaPlan& plan) {
   if (sc.chunks.empty()) return;
 
   // Chunked layers. Production builds local metadata only for DECODE, EXTEND and eager verify
-  // with topk = 1 (research/fa.md §1.3, H3) and falls back to full attention elsewhere; MIXED,
+  // with topk = 1 (flashattention_backend.py, local_attn_metadata) and falls back to full attention elsewhere; MIXED,
   // DRAFT_EXTEND_V2, draft decode and CUDA-graph verify get the same natural virtual batches
   // here, so that chunked layers stay exact in every mode.
   const FaCall& base = plan.full.parts.front();

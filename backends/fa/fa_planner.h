@@ -1,6 +1,6 @@
 // The fa planner: builds, per forward, what sglang's FlashAttentionBackend.init_forward_metadata
 // (eager) or init_forward_metadata_replay_cuda_graph (CUDA graph) builds — for full layers, for
-// sliding-window layers and for chunked layers — following research/fa.md §1–§5.
+// sliding-window layers and for chunked layers — following SEMANTICS.md §4.
 //
 // Where it sits: forward batch + cache state -> **plan_fa** -> FaPlan -> fa executor.
 //   - plan_paged (fa_planner.cc): one causal call over a page table: decode, extend, mixed,

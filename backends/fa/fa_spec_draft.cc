@@ -1,4 +1,4 @@
-// Draft decode (multi-step EAGLE drafting) with topk > 1 (research/fa.md §1.2, §4.3, §6): for
+// Draft decode (multi-step EAGLE drafting) with topk > 1 (flashattention_backend.py; reference/draft_layout.h): for
 // full layers a cascade — main (the row's K branch queries over the prefix, non-causal; at
 // ps > 1 only its whole pages, s - s % ps) and expand (one row per branch over its own slots:
 // at ps = 1 the drafts of steps 0..j, at ps > 1 the branch region's pages, which start with the

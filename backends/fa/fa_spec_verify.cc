@@ -1,4 +1,4 @@
-// TARGET_VERIFY with topk > 1 (research/fa.md §1.1, §3.3): a cascade for full layers — main
+// TARGET_VERIFY with topk > 1 (SEMANTICS.md §4; flashattention_backend.py): a cascade for full layers — main
 // (each draft attends the prefix, non-causal) and expand (one row per draft over its
 // tree-visible drafts, compacted to the front of a [bs*D, D] token-slot table read with a
 // page-size-1 view) merged by LSE — and, for sliding-window and chunked layers, one row per

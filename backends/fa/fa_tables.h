@@ -1,9 +1,10 @@
 // Building blocks of every fa table: allocating a call's buffers, filling its rows, and the
 // req_to_token -> page table step (stride, then divide; SWA: translate the token slot first).
 //
-// Where it sits: used by the fa planner (fa_planner.cc, fa_spec.cc, fa_local.cc) only. Eager
+// Where it sits: used by the fa planner (fa_planner.cc, fa_spec_verify.cc, fa_spec_draft.cc,
+// fa_local.cc) only. Eager
 // batches allocate exact sizes; CUDA-graph batches allocate the capture-time capacity
-// (init_cuda_graph_state, research/fa.md §4.1) and fill the rows of this replay.
+// (flashattention_backend.py init_cuda_graph_state) and fill the rows of this replay.
 //
 //   FaCall c = make_call("decode", "decode.page_table", rows, width, ps, /*causal=*/true);
 //   set_row(c, b, q_begin, q_len, k_len);

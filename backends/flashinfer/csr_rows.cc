@@ -4,7 +4,7 @@
 
 namespace kvfuzz::flashinfer {
 
-int32_t CsrWriter::page_of(const RowKeys& keys, int64_t key0) const {
+int32_t CsrWriter::page_of(const CsrRowKeys& keys, int64_t key0) const {
   int64_t slot = 0;
   if (key0 < keys.branch_start) {
     slot = cache_.r2t(keys.req_row, static_cast<int32_t>(key0));
@@ -18,7 +18,7 @@ int32_t CsrWriter::page_of(const RowKeys& keys, int64_t key0) const {
   return static_cast<int32_t>(slot / ps_);
 }
 
-int64_t CsrWriter::append_row(WrapperDraft& d, const RowKeys& keys, int64_t begin, int64_t end) const {
+int64_t CsrWriter::append_row(WrapperDraft& d, const CsrRowKeys& keys, int64_t begin, int64_t end) const {
   const int64_t first = begin / ps_ * ps_;
   int64_t pages = 0;
   int32_t last = 1;  // sglang's kv_last_page_len buffer is torch.ones; empty rows keep it

@@ -10,7 +10,7 @@
 //
 //   CsrWriter csr(cache, ps, /*translate=*/pool == PoolKind::swa, /*overflow=*/false);
 //   WrapperDraft d;
-//   int64_t first_key = csr.append_row(d, RowKeys{row}, begin, end);
+//   int64_t first_key = csr.append_row(d, CsrRowKeys{row}, begin, end);
 //   WrapperPlan w = commit(std::move(d), "full.paged", std::nullopt);
 #pragma once
 
@@ -27,9 +27,9 @@ namespace kvfuzz::flashinfer {
 
 // The source keys of one CSR row. Source key k is req_to_token column k of the request, except
 // from `branch_start` on, where the keys are a draft branch's region: `branch_tail` copies of the
-// prefix tail (page size > 1 with topk > 1, fa.md §6), then the branch's draft steps, whose slots
+// prefix tail (page size > 1 with topk > 1, reference/draft_layout.h), then the branch's draft steps, whose slots
 // are `branch_slots` (the branch's out_cache_loc, [draft_steps]).
-struct RowKeys {
+struct CsrRowKeys {
   int32_t req_row = 0;
   int64_t branch_start = std::numeric_limits<int64_t>::max();
   int32_t branch_tail = 0;
@@ -64,10 +64,10 @@ class CsrWriter {
   // Appends one row holding source keys [begin, end): begin is rounded down to its page (FlashInfer
   // rows start at a page's first entry; the planner masks the keys before `begin`). Returns the
   // source key of the row's kernel key 0; an empty range gives a row without pages.
-  int64_t append_row(WrapperDraft& d, const RowKeys& keys, int64_t begin, int64_t end) const;
+  int64_t append_row(WrapperDraft& d, const CsrRowKeys& keys, int64_t begin, int64_t end) const;
 
   // The page id holding source key `key0` (the first key of a page) of a row.
-  int32_t page_of(const RowKeys& keys, int64_t key0) const;
+  int32_t page_of(const CsrRowKeys& keys, int64_t key0) const;
 
   int32_t page_size() const { return ps_; }
 
@@ -77,7 +77,8 @@ class CsrWriter {
   bool translate_, overflow_;
 };
 
-// Production capacities of a CUDA-graph capture (others.md §B.1, §D): kv_indices and the custom
+// Production capacities of a CUDA-graph capture (flashinfer_backend.py
+// init_cuda_graph_state): kv_indices and the custom
 // mask hold max_num_tokens * max_context_len entries; indptrs and kv_last_page_len are sized for
 // the captured batch.
 struct GraphCapacity {

@@ -40,7 +40,7 @@ class Planner {
     auto plan = std::make_unique<FlashInferPlan>();
     plan->page_size = ps_;
     // sglang picks FlashInfer's merge_state, or its Triton merge_state fallback, which uses
-    // natural exp/log on FlashInfer's base-2 LSEs (others.md §B.4).
+    // natural exp/log on FlashInfer's base-2 LSEs (reference/CONVENTIONS.md).
     plan->merge = in_.fault(kFaultLseBaseMismatch) ? MergeKernel::natural_exp : MergeKernel::flashinfer_base2;
     std::map<std::tuple<LayerKind, int32_t, int32_t>, int32_t> groups;
     for (const Layer& l : in_.scenario.model.layers) {
@@ -121,7 +121,7 @@ class Planner {
     d.window_left = decode_window_left(l);
     for (int32_t i = 0; i < fb_.padded_bs; ++i) {
       const int64_t end = fb_.seq_lens[static_cast<size_t>(i)];
-      csr.append_row(d, RowKeys{req_row(i)}, decode_begin(l, end), end);
+      csr.append_row(d, CsrRowKeys{req_row(i)}, decode_begin(l, end), end);
       d.add_queries(1);
     }
     return d;
@@ -140,7 +140,7 @@ class Planner {
       // Page-granular rows read the partial last page from the branch's copy (draft_layout.h).
       const DraftLayout drafts = draft_layout(static_cast<int32_t>(s), fb_.page_size, fb_.topk, fb_.draft_steps);
       for (int32_t t = 0; t < fb_.topk; ++t) {
-        RowKeys keys{req_row(i)};
+        CsrRowKeys keys{req_row(i)};
         if (fb_.topk > 1) {
           keys.branch_start = ps_ > 1 ? drafts.base : drafts.seq_len;
           keys.branch_tail = ps_ > 1 ? drafts.tail : 0;
@@ -168,7 +168,7 @@ class Planner {
     for (int32_t i = 0; i < fb_.padded_bs; ++i) {
       const int64_t s = fb_.seq_lens[static_cast<size_t>(i)];
       const int64_t end = s + D;
-      const int64_t first = csr.append_row(d, RowKeys{req_row(i)}, lowest_position(l, s), end);
+      const int64_t first = csr.append_row(d, CsrRowKeys{req_row(i)}, lowest_position(l, s), end);
       const int64_t kv_len = end - first;
       const int32_t* pos = fb_.positions.data() + static_cast<size_t>(i) * D;
       for (int64_t r = 0; r < D; ++r) {
@@ -214,7 +214,7 @@ class Planner {
       const int64_t ext = fb_.extend_lens[static_cast<size_t>(i)];
       const int64_t prefix = fb_.prefix_lens[static_cast<size_t>(i)];
       const int64_t begin = lowest_position(l, prefix);
-      const int64_t first = csr.append_row(d, RowKeys{req_row(i)}, begin, prefix);
+      const int64_t first = csr.append_row(d, CsrRowKeys{req_row(i)}, begin, prefix);
       const int64_t kv_len = begin < prefix ? prefix - first : 0;
       for (int64_t j = 0; j < ext; ++j) {
         const int64_t lo = lowest_position(l, prefix + j);
@@ -246,7 +246,7 @@ class Planner {
       const int64_t ext = fb_.extend_lens[static_cast<size_t>(i)];
       const int64_t first_query = end - ext;  // negative on padded rows with more tokens than keys
       const int64_t begin = lowest_position(l, std::max<int64_t>(0, first_query));
-      const int64_t first = csr.append_row(d, RowKeys{req_row(i)}, begin, end);
+      const int64_t first = csr.append_row(d, CsrRowKeys{req_row(i)}, begin, end);
       if (d.has_mask) append_chunk_mask(d, l, first_query, ext, first, begin < end ? end - first : 0);
       d.add_queries(ext);
     }

@@ -3,7 +3,7 @@
 // Where it sits: forward batch + cache -> **plan_flashinfer** -> FlashInferPlan -> executor.
 // One planner, two kernel page sizes: 1 (what sglang does: kv_indices are token slots,
 // kv_last_page_len all ones) or the cache's page size (FlashInfer's page-granular CSR).
-// Per mode (others.md §B):
+// Per mode (sglang flashinfer_backend.py, FlashInferIndicesUpdater*):
 //   DECODE / IDLE      paged CSR over seq_lens (window layers: the last min(seq_len, W+1) keys;
 //                      chunked layers: from the chunk start);
 //   EXTEND / MIXED     eager: ragged call over the new tokens (causal) + paged call over the

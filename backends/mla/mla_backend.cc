@@ -1,9 +1,10 @@
 // The mla Backend: support matrix, faults, and the plan/run dispatch.
 //
-// Where it sits: registry -> **mla_backend()** -> plan_mla (mla_planner.h) / run_mla (mla_run.cc).
+// Where it sits: registry -> **mla_backend()** -> plan_mla (mla_planner.h) / run_mla (mla_executor.h).
 #include "backends/mla/mla_backend.h"
 
 #include "backends/mla/mla_faults.h"
+#include "backends/mla/mla_executor.h"
 #include "backends/mla/mla_planner.h"
 
 namespace kvfuzz {

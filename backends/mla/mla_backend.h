@@ -3,7 +3,7 @@
 //
 // Where it sits: one entry of backends/registry.cc. Planner: mla_plan_decode.cc (block tables for
 // decode, verify, draft decode) and mla_plan_prefill.cc (gather CSR + linear layout descriptor);
-// executor: mla_run.cc; metadata checks: mla_plan_check.cc.
+// executor: mla_executor.cc; metadata checks: mla_plan_check.cc.
 //
 //   const Backend& b = mla_backend();
 //   if (b.supports(s).ok) b.run(*b.plan({s, cache, batch, faults}), run_input, out);

@@ -2,7 +2,7 @@
 // MLA) hand their kernels.
 //
 // Where it sits: forward batch -> **mla planner** (mla_plan_decode.cc, mla_plan_prefill.cc) ->
-// MlaPlan -> mla executor (mla_run.cc). One of two shapes, by mode:
+// MlaPlan -> mla executor (mla_executor.cc). One of two shapes, by mode:
 //   - latent decode (DECODE, IDLE, TARGET_VERIFY, draft decode): FlashMLA's single-head paged
 //     attention over the latent pool: a page-granular block table per kernel row, cache_seqlens,
 //     the query tokens of each row, and for verify the tree mask;

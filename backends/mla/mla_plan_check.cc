@@ -7,11 +7,11 @@
 //     (page_table_key, reference/draft_layout.h); padded rows' read pages are the dummy page 0;
 //   - cache_seqlens = the mode's written extent; max_seqlen_k = its max; cu_seqlens_q, qo_indptr,
 //     kv_indptr, mask_indptr are prefix sums; the tree mask is the batch's;
-//   - the prefill gather CSR maps each entry back to req_to_token (token_entry), and the linear
-//     layout descriptor has block_size 1 and sends key k of row i to the entry the gather put it in.
+//   - the prefill gather CSR maps each entry back to req_to_token (token_entry), and key k of row
+//     i read through the linear layout descriptor and then the gather is its req_to_token slot
+//     (gathered_key: the stride/divide property); the descriptor's block_size is 1.
 #include <algorithm>
 
-#include "backends/common/paged_view.h"
 #include "backends/mla/mla_plan.h"
 #include "reference/draft_layout.h"
 
@@ -126,28 +126,18 @@ void check_prefill(const MlaPlan& plan, MetadataChecker& check) {
     }
   }
 
-  // The descriptor: key k of row i must be the linear entry the gather wrote it to.
-  check.equal("prefill layout descriptor block_size (linear per-token K/V)", m.block_size, 1);
+  // The descriptor, by the general stride/divide property: key k of row i, read through the
+  // descriptor and then the gather, must be its req_to_token slot (in the layer's pool).
   check.prefix_sums(m.linear_kv_indptr, k_lens);
-  for (int32_t i = 0; i < fb.bs; ++i) {
-    for (int32_t k = 0; k < k_lens[static_cast<size_t>(i)]; ++k) {
-      const int64_t want = int64_t{m.kv_indptr[i]} + k;
-      int64_t got = -1;
-      try {
-        got = paged_csr_slot(m.linear_kv_indices, m.linear_kv_indptr[i], k, m.block_size);
-      } catch (const Violation& v) {
-        check.fail(std::string("prefill layout descriptor: row ") + std::to_string(i) + ", key " + std::to_string(k) +
-                   ": " + v.what());
-        break;
-      }
-      if (got != want) {
-        check.fail("prefill layout descriptor maps row " + std::to_string(i) + " key " + std::to_string(k) +
-                   " to linear K/V entry " + std::to_string(got) + "; the gather put it at entry " +
-                   std::to_string(want));
-        break;
-      }
-    }
+  for (int32_t l = 0; l < static_cast<int32_t>(plan.layer_pools.size()); ++l) {
+    const Buffer<int32_t>& gathered =
+        plan.layer_pools[static_cast<size_t>(l)] == PoolKind::swa ? m.swa_kv_indices : m.kv_indices;
+    for (int32_t i = 0; i < fb.bs; ++i)
+      for (int32_t k = 0; k < k_lens[static_cast<size_t>(i)]; ++k)
+        check.gathered_key(m.linear_kv_indices, m.linear_kv_indptr[i], m.block_size, gathered, k, l, i, k);
   }
+  // Production's own convention, after the general check: linear per-token K/V has block size 1.
+  check.equal("prefill layout descriptor block_size (linear per-token K/V)", m.block_size, 1);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 // draft decode.
 //
 // Where it sits: forward batch -> **plan_latent_decode** -> LatentDecodeMeta -> latent decode
-// executor (mla_run.cc). Production facts (research/others.md §C.1, sglang flashmla_backend.py):
+// executor (mla_executor.cc). Production facts (sglang flashmla_backend.py):
 //   - block_table[i][p] = req_to_token[r_i][p * ps] / ps (create_flashmla_kv_indices_triton:
 //     stride, then divide); SWA pools translate the token slot first, then divide;
 //   - cache_seqlens: DECODE seq_len (counts the new token), TARGET_VERIFY seq_len + D (the drafts

@@ -1,8 +1,8 @@
 // The mla planner for prefill: EXTEND, MIXED and DRAFT_EXTEND_V2.
 //
 // Where it sits: forward batch -> **plan_prefill** -> PrefillMeta -> prefill executor
-// (mla_run.cc). Production MLA prefill runs MHA on linear per-token K/V rather than on the paged
-// latent pool (research/others.md §C.2): each row's prefix and new tokens are gathered from the
+// (mla_executor.cc). Production MLA prefill runs MHA on linear per-token K/V rather than on the paged
+// latent pool (sglang MLA backends, forward_extend): each row's prefix and new tokens are gathered from the
 // pool, one token per entry, into contiguous batch-local tensors, and the prefill kernel is told
 // how that linear buffer is laid out. So two pieces of metadata:
 //   - the gather CSR: kv_indptr = cumsum(seq_lens), kv_indices = req_to_token[r_i][0 .. seq_len)

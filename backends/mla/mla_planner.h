@@ -1,10 +1,9 @@
-// The mla backend's planner and executor entry points (the Backend class in mla_backend.cc
-// dispatches to these).
+// The mla planner's entry points (the Backend class in mla_backend.cc dispatches to plan_mla).
 //
-// Where it sits: PlanInput -> plan_latent_decode / plan_prefill -> MlaPlan -> run_mla.
+// Where it sits: PlanInput -> **plan_mla** -> plan_latent_decode / plan_prefill -> MlaPlan ->
+// run_mla (mla_executor.h).
 //
 //   std::unique_ptr<MlaPlan> p = plan_mla(in);
-//   run_mla(*p, run_input, out);
 #pragma once
 
 #include <memory>
@@ -19,6 +18,5 @@ void plan_latent_decode(const PlanInput& in, MlaPlan& plan);
 void plan_prefill(const PlanInput& in, MlaPlan& plan);
 
 std::unique_ptr<MlaPlan> plan_mla(const PlanInput& in);
-void run_mla(const MlaPlan& plan, const RunInput& in, RunOutput& out);
 
 }  // namespace kvfuzz::mla

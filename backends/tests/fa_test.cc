@@ -7,6 +7,7 @@
 
 #include "backends/fa/fa_backend.h"
 #include "backends/fa/fa_plan.h"
+#include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
 #include "reference/generate.h"
 #include "reference/tests/test_level.h"
@@ -17,10 +18,11 @@ namespace {
 using fa::FaCall;
 using fa::FaPlan;
 
-Op admit(int32_t r) { return {OpKind::admit, r, 0, {}, {}}; }
-Op extend(int32_t r, int32_t n) { return {OpKind::extend, r, n, {}, {}}; }
-Op release(int32_t r) { return {OpKind::free, r, 0, {}, {}}; }
-Op swa_evict(int32_t r) { return {OpKind::swa_evict, r, 0, {}, {}}; }
+using testing::admit;
+using testing::extend;
+using testing::metadata_findings;
+using testing::release;
+using testing::swa_evict;
 
 Scenario make_case(int32_t ps, std::vector<Layer> layers, CacheConfig cache, std::vector<Op> history, Batch batch) {
   Scenario s;
@@ -40,12 +42,7 @@ struct Planned {
         faults_(std::move(faults)),
         plan(fa_backend().plan({ctx.scenario(), ctx.prepared().cache, ctx.batch(), faults_})) {}
   FaPlan& fa() { return static_cast<FaPlan&>(*plan); }
-  std::vector<MetadataChecker::Item> check() {
-    MetadataChecker checker(ctx.scenario(), ctx.prepared().cache, ctx.batch(),
-                            [this](int32_t l, int32_t r, int32_t c) { return ctx.visible_to_row(l, r, c); });
-    plan->check_metadata(checker);
-    return checker.findings();
-  }
+  std::vector<MetadataChecker::Item> check() { return metadata_findings(ctx, *plan); }
   CaseContext ctx;
   std::vector<std::string> faults_;
   std::unique_ptr<Plan> plan;
@@ -53,17 +50,9 @@ struct Planned {
 
 std::vector<int32_t> read(const Buffer<int32_t>& b, int64_t n) { return b.prefix(n); }
 
-std::string describe(const std::vector<Finding>& fs) {
-  std::string s;
-  for (size_t i = 0; i < fs.size() && i < 3; ++i) s += fs[i].property + ": " + fs[i].message + "\n";
-  return s;
-}
+using testing::describe;
 
-void expect_passes(const Scenario& s) {
-  const CheckResult r = check_case(CaseContext(s), fa_backend());
-  ASSERT_TRUE(r.support.ok);
-  EXPECT_TRUE(r.findings.empty()) << describe(r.findings);
-}
+void expect_passes(const Scenario& s) { testing::expect_passes(CaseContext(s), fa_backend()); }
 
 // ------------------------------------------------------------------ hand-checked tables --
 

@@ -9,6 +9,7 @@
 
 #include "backends/flashinfer/flashinfer_backend.h"
 #include "backends/flashinfer/flashinfer_plan.h"
+#include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
 #include "reference/generate.h"
 #include "reference/tests/test_level.h"
@@ -21,9 +22,10 @@ using flashinfer::Role;
 using flashinfer::WrapperPlan;
 using Ints = std::vector<int32_t>;
 
-Op admit(int32_t id) { return {OpKind::admit, id, 0, {}, {}}; }
-Op extend(int32_t id, int32_t len) { return {OpKind::extend, id, len, {}, {}}; }
-Op swa_evict(int32_t id) { return {OpKind::swa_evict, id, 0, {}, {}}; }
+using testing::admit;
+using testing::extend;
+using testing::metadata_findings;
+using testing::swa_evict;
 
 Scenario small_case(int32_t page_size, std::vector<Layer> layers) {
   Scenario s;
@@ -52,12 +54,7 @@ struct Planned {
   const WrapperPlan& call(int32_t layer, size_t c = 0) const {
     return fi().groups[static_cast<size_t>(fi().group_of_layer[static_cast<size_t>(layer)])].calls[c];
   }
-  std::vector<MetadataChecker::Item> check() const {
-    MetadataChecker checker(ctx.scenario(), ctx.prepared().cache, ctx.batch(),
-                            [this](int32_t l, int32_t r, int32_t c) { return ctx.visible_to_row(l, r, c); });
-    plan->check_metadata(checker);
-    return checker.findings();
-  }
+  std::vector<MetadataChecker::Item> check() const { return metadata_findings(ctx, *plan); }
 };
 
 template <class T>
@@ -67,10 +64,7 @@ std::vector<int32_t> all(const Buffer<T>& b) {
   return out;
 }
 
-void expect_clean(const Scenario& s, const Backend& b) {
-  CaseContext ctx(s);
-  for (const Finding& f : check_case(ctx, b).findings) ADD_FAILURE() << f.property << ": " << f.message;
-}
+void expect_clean(const Scenario& s, const Backend& b) { testing::expect_passes(CaseContext(s), b); }
 
 // Request 0 holds columns 0..8 at slots 4..11, 16 (pages 1, 2, 4 of size 4), request 1 columns
 // 0..2 at slots 12..14 (page 3). The decode batch is (request 1, request 0): their new tokens go
@@ -181,10 +175,7 @@ TEST(FlashInferPlanner, RaggedExtendMergesNewTokensWithTheTrimmedPrefix) {
 Scenario verify_case() {
   Scenario s = small_case(1, {kFull, window(1)});
   s.history = {admit(0), extend(0, 3)};
-  s.batch.mode = Mode::target_verify;
-  s.batch.draft_tokens = 3;
-  s.batch.topk = 2;
-  s.batch.entries = {{0, 0, {-1, 0, 0}}};
+  s.batch = testing::tree_verify_batch(2, {-1, 0, 0});
   return s;
 }
 
@@ -209,11 +200,7 @@ TEST(FlashInferPlanner, VerifyReadsPrefixAndDraftsThroughTheTreeMask) {
 Scenario draft_case() {
   Scenario s = small_case(4, {kFull});
   s.history = {admit(0), extend(0, 6)};
-  s.batch.mode = Mode::draft_decode;
-  s.batch.topk = 2;
-  s.batch.draft_steps = 2;
-  s.batch.draft_step = 1;
-  s.batch.entries = {{0, 0, {}}};
+  s.batch = testing::draft_decode_batch(2, 2, 1);
   return s;
 }
 

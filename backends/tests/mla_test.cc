@@ -12,6 +12,7 @@
 #include "backends/mla/mla_backend.h"
 #include "backends/mla/mla_faults.h"
 #include "backends/mla/mla_plan.h"
+#include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
 #include "properties/metamorphic.h"
 #include "reference/generate.h"
@@ -40,9 +41,10 @@ Scenario small_mla(int32_t page_size, int32_t full_pages, int32_t max_requests, 
   return s;
 }
 
-Op admit(int32_t r) { return {OpKind::admit, r, 0, {}, {}}; }
-Op extend(int32_t r, int32_t len) { return {OpKind::extend, r, len, {}, {}}; }
-Op release(int32_t r) { return {OpKind::free, r, 0, {}, {}}; }
+using testing::admit;
+using testing::extend;
+using testing::metadata_findings;
+using testing::release;
 
 // A generated model turned into an MLA one; nullopt when the case no longer validates.
 std::optional<Scenario> as_mla(Scenario s) {
@@ -84,18 +86,7 @@ Planned plan_of(const Scenario& s, const std::vector<std::string>& faults = {}) 
   return p;
 }
 
-std::vector<MetadataChecker::Item> metadata_findings(const CaseContext& ctx, const Plan& plan) {
-  MetadataChecker check(ctx.scenario(), ctx.prepared().cache, ctx.batch(),
-                        [&ctx](int32_t l, int32_t r, int32_t c) { return ctx.visible_to_row(l, r, c); });
-  plan.check_metadata(check);
-  return check.findings();
-}
-
-std::string describe(const CheckResult& r) {
-  std::string out;
-  for (const Finding& f : r.findings) out += "[" + f.property + "] " + f.message + "\n";
-  return out;
-}
+std::string describe(const CheckResult& r) { return testing::describe(r.findings, r.findings.size()); }
 
 // Two decoding requests among a freed one, page size 4, so page 4 is reused (LIFO):
 //   request 0 (row 1): columns 0..5 in pages 1, 2        -> decodes column 6 into slot 10
@@ -148,10 +139,7 @@ TEST(MlaPlan, GraphBlockTableIsPrefilledWithPageOneAndPaddedRowsReadPageZero) {
 Scenario tree_verify() {
   Scenario s = small_mla(1, 16, 1, 12);
   s.history = {admit(0), extend(0, 3)};
-  s.batch.mode = Mode::target_verify;
-  s.batch.draft_tokens = 3;
-  s.batch.topk = 2;
-  s.batch.entries = {{0, 0, {-1, 0, 0}}};
+  s.batch = testing::tree_verify_batch(2, {-1, 0, 0});
   return s;
 }
 
@@ -177,11 +165,7 @@ TEST(MlaPlan, VerifyReadsPrefixPlusDraftsThroughTheTreeMask) {
 Scenario paged_branches() {
   Scenario s = small_mla(4, 8, 1, 16);
   s.history = {admit(0), extend(0, 6)};
-  s.batch.mode = Mode::draft_decode;
-  s.batch.topk = 2;
-  s.batch.draft_steps = 2;
-  s.batch.draft_step = 1;
-  s.batch.entries = {{0, 0, {}}};
+  s.batch = testing::draft_decode_batch(2, 2, 1);
   return s;
 }
 
@@ -286,7 +270,9 @@ TEST(MlaPlan, ChecksPinpointAHandBrokenDescriptorAndGatherEntry) {
   for (const auto& f : findings) all += f.message + "\n";
   EXPECT_NE(all.find("kv_indices[6] maps layer 0, row 1 (request 1), key column 1 to slot 4"), std::string::npos)
       << all;
-  EXPECT_NE(all.find("prefill layout descriptor maps row 0 key 3 to linear K/V entry 2; the gather put it at entry 3"),
+  // Read through the descriptor, then the gather: the general stride-divide property names it.
+  EXPECT_NE(all.find("linear_kv_indices -> kv_indices[3] maps layer 0, row 0 (request 0), key column 3 to slot 4; "
+                     "req_to_token says slot 5"),
             std::string::npos)
       << all;
 }
@@ -397,7 +383,8 @@ TEST(MlaFaults, AreDeclared) {
 TEST(MlaFaults, PrefillBlockSizePageIsDetected) {
   const FaultRate r = fault_rate(mla::kFaultPrefillBlockSizePage, fault_seeds(1000), unchanged);
   EXPECT_GT(r.detected, 0);
-  EXPECT_NE(r.example.find("prefill layout descriptor block_size"), std::string::npos) << r.example;
+  // Caught by the general stride-divide property first (the descriptor read through the gather).
+  EXPECT_NE(r.example.find("linear_kv_indices -> kv_indices: key column 0 of row 1"), std::string::npos) << r.example;
   std::cout << "block size page: " << r.detected << " of " << r.cases << " cases\n";
   // By hand: two prefill rows at page size 2; row 1's key 0 resolves to linear entry 10 of 8.
   CaseContext ctx(two_row_extend());

@@ -7,8 +7,9 @@
 
 #include "backends/triton/triton_backend.h"
 #include "backends/triton/triton_kv_splits.h"
-#include "backends/triton/triton_layout.h"
+#include "backends/triton/triton_split_range.h"
 #include "backends/triton/triton_planner.h"
+#include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
 #include "properties/metamorphic.h"
 #include "reference/generate.h"
@@ -28,19 +29,9 @@ std::unique_ptr<TritonPlan> plan_of(const CaseContext& ctx, const std::vector<st
   return plan_triton({ctx.scenario(), ctx.prepared().cache, ctx.batch(), faults});
 }
 
-std::vector<MetadataChecker::Item> metadata_findings(const CaseContext& ctx, const TritonPlan& plan) {
-  MetadataChecker check(
-      ctx.scenario(), ctx.prepared().cache, ctx.batch(),
-      [&ctx](int32_t layer, int32_t row, int32_t column) { return ctx.visible_to_row(layer, row, column); });
-  plan.check_metadata(check);
-  return check.findings();
-}
+using testing::metadata_findings;
 
-void expect_passes(const CaseContext& ctx) {
-  const CheckResult r = check_case(ctx, triton_backend());
-  ASSERT_TRUE(r.support.ok) << r.support.why;
-  for (const Finding& f : r.findings) ADD_FAILURE() << f.property << ": " << f.message;
-}
+void expect_passes(const CaseContext& ctx) { testing::expect_passes(ctx, triton_backend()); }
 
 // Two requests (9 and 5 committed tokens), page size 4, a full and a window (W = 2) layer.
 Scenario two_request_case(Mode mode) {
@@ -174,10 +165,7 @@ TEST(TritonPlan, VerifyTreeMaskAndPrefixCsrByHand) {
   s.model = {2, 2, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
   s.cache = {1, 32, 0, 2, 16, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 5, {}, {}}};
-  s.batch.mode = Mode::target_verify;
-  s.batch.draft_tokens = 3;
-  s.batch.topk = 2;
-  s.batch.entries = {{0, 0, {-1, 0, 0}}};  // a root with two children
+  s.batch = testing::tree_verify_batch(2, {-1, 0, 0});  // a root with two children
   s.batch.graph_bs = 2;
   const CaseContext ctx(s);
   const auto p = plan_of(ctx);
@@ -202,11 +190,7 @@ TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
   s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}};
   s.cache = {4, 16, 0, 2, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 6, {}, {}}};
-  s.batch.mode = Mode::draft_decode;
-  s.batch.topk = 2;
-  s.batch.draft_steps = 3;
-  s.batch.draft_step = 1;
-  s.batch.entries = {{0, 0, {}}};
+  s.batch = testing::draft_decode_batch(2, 3, 1);
   const CaseContext ctx(s);
   const auto p = plan_of(ctx);
   ASSERT_EQ(p->rows, 2);  // (request 0, branch 0), (request 0, branch 1)

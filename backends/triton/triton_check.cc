@@ -27,8 +27,8 @@ struct Expected {
 };
 
 int32_t lowest(const KvCsr& csr, int32_t position) {
-  if (csr.kind == LayerKind::sliding_window) return std::max(0, position - csr.radius);
-  if (csr.kind == LayerKind::chunked) return position - position % csr.radius;
+  if (csr.kind == LayerKind::sliding_window) return std::max(0, position - csr.window_or_chunk);
+  if (csr.kind == LayerKind::chunked) return position - position % csr.window_or_chunk;
   return 0;
 }
 

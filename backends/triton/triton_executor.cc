@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "backends/triton/triton_layout.h"
+#include "backends/triton/triton_split_range.h"
 
 namespace kvfuzz {
 namespace {
@@ -56,7 +56,7 @@ void run_extend_kernel(const TritonPlan& p, const KvCsr& csr, LayerContext& ctx)
     };
     // Positions: the kernel's q_id / k_id. Production derives them as prefix_len + m (window
     // relative), which equals the position for extends and chains; for tree drafts the position
-    // is prefix + depth, taken here from the batch (others.md §A.4).
+    // is prefix + depth, taken here from the batch (triton_backend.py).
     auto visible = [&](int64_t m, int64_t k) {
       int64_t pos_k;
       if (k < prefix) {
@@ -73,9 +73,9 @@ void run_extend_kernel(const TritonPlan& p, const KvCsr& csr, LayerContext& ctx)
         case LayerKind::full:
           return true;
         case LayerKind::sliding_window:
-          return pos_q - pos_k <= csr.radius;
+          return pos_q - pos_k <= csr.window_or_chunk;
         case LayerKind::chunked:
-          return pos_k >= pos_q / csr.radius * csr.radius;
+          return pos_k >= pos_q / csr.window_or_chunk * csr.window_or_chunk;
       }
       return true;
     };

@@ -3,7 +3,7 @@
 // in triton_ops/metadata.py).
 //
 // Where it sits: triton_planner.cc fills each CSR's num_kv_splits buffer with it; the executor cuts
-// rows into splits with triton_layout.h.
+// rows into splits with triton_split_range.h.
 //
 // Static (SGLANG_TRITON_DECODE_ATTN_STATIC_KV_SPLITS, or no SM count): every row max_kv_splits.
 // Adaptive (production's default), over the lengths of the batch's requests:

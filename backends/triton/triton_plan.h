@@ -32,8 +32,8 @@ enum class TritonKernel : uint8_t { none, decode, extend };
 
 // One token CSR and the rule that chose its keys.
 struct KvCsr {
-  LayerKind kind = LayerKind::full;  // full, sliding_window (radius = W) or chunked (radius = C)
-  int32_t radius = 0;
+  LayerKind kind = LayerKind::full;  // full, sliding_window or chunked
+  int32_t window_or_chunk = 0;       // sliding_window: the radius W; chunked: the chunk C; full: 0
   PoolKind pool = PoolKind::full;  // slots of kv_indices live in this pool
   Buffer<int32_t> kv_indptr;       // [rows + 1]
   Buffer<int64_t> kv_indices;      // [capacity]: token slots, row r at kv_indptr[r] ..

@@ -19,7 +19,7 @@ constexpr EnumNames<Mode, 7> kModeNames{{{Mode::idle, "idle"},
 
 void io_csr(PlanIo& io, KvCsr& c) {
   io.enumeration("kind", c.kind, kLayerKindNames);
-  io.field("radius", c.radius);
+  io.field("window_or_chunk", c.window_or_chunk);
   io.enumeration("pool", c.pool, kPoolKindNames);
   io.buffer("kv_indptr", c.kv_indptr);
   io.buffer("kv_indices", c.kv_indices);

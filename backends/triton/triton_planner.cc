@@ -1,5 +1,5 @@
-// The Triton planner (see triton_planner.h). Capacities follow init_cuda_graph_state (others.md
-// §A.5): CUDA-graph buffers are allocated once for the captured batch with
+// The Triton planner (see triton_planner.h). Capacities follow triton_backend.py
+// init_cuda_graph_state: CUDA-graph buffers are allocated once for the captured batch with
 //   max_num_tokens = padded_bs * tokens per request (1 decode, D verify, topk draft decode, the
 //                    longest extend otherwise),
 //   kv_indices      max_num_tokens * max_context_len (int64),
@@ -37,9 +37,9 @@ int64_t graph_capacity(const ForwardBatch& fb, const CacheConfig& cfg, const KvC
   const int64_t max_num_tokens = int64_t{fb.padded_bs} * tokens_per_request(fb);
   switch (csr.kind) {
     case LayerKind::sliding_window:
-      return max_num_tokens * (csr.radius + 1);
+      return max_num_tokens * (csr.window_or_chunk + 1);
     case LayerKind::chunked:
-      return max_num_tokens * csr.radius;
+      return max_num_tokens * csr.window_or_chunk;
     case LayerKind::full:
       break;
   }
@@ -62,9 +62,9 @@ int64_t to_slot(const PlanInput& in, const KvCsr& csr, int32_t request_row, int3
 
 void build_csr(const PlanInput& in, int32_t rows, KvCsr& csr, const Switches& sw) {
   const ForwardBatch& fb = in.batch;
-  std::vector<RowKeys> keys;
+  std::vector<TritonRowKeys> keys;
   keys.reserve(static_cast<size_t>(rows));
-  for (int32_t r = 0; r < rows; ++r) keys.push_back(row_keys(fb, csr.kind, csr.radius, r, sw.rule));
+  for (int32_t r = 0; r < rows; ++r) keys.push_back(row_keys(fb, csr.kind, csr.window_or_chunk, r, sw.rule));
 
   // kv_indptr[1:] = cumsum(kv_lens) over every kernel row, padded ones included.
   std::vector<int64_t> indptr(static_cast<size_t>(rows) + 1, 0);
@@ -90,7 +90,7 @@ void build_csr(const PlanInput& in, int32_t rows, KvCsr& csr, const Switches& sw
   // create_flashinfer_kv_indices_triton: row r writes its kv_len slots from kv_indptr[r], rows
   // in order (a later row's write wins where ranges overlap).
   for (int32_t r = 0; r < rows; ++r) {
-    const RowKeys& k = keys[static_cast<size_t>(r)];
+    const TritonRowKeys& k = keys[static_cast<size_t>(r)];
     csr.kv_offsets.set(r, k.first);
     for (int32_t n = 0; n < k.len(); ++n) {
       // A padded row's drafts are its out_cache_loc entries, all the dummy slot 0: its draft
@@ -121,21 +121,21 @@ void fill_kv_splits(const PlanInput& in, const TritonPlan& p, KvCsr& csr) {
   for (int32_t r = 0; r < p.rows; ++r) csr.num_kv_splits.set(r, splits[static_cast<size_t>(r)]);
 }
 
-// One CSR per (kind, radius): full first, then windows and chunks in layer order.
+// One CSR per (kind, window_or_chunk): full first, then windows and chunks in layer order.
 void assign_csrs(const Scenario& s, TritonPlan& p) {
   p.csrs.emplace_back();
   for (int32_t l = 0; l < static_cast<int32_t>(s.model.layers.size()); ++l) {
     const Layer& layer = s.model.layers[static_cast<size_t>(l)];
-    const int32_t radius = layer.kind == LayerKind::sliding_window ? layer.window
-                           : layer.kind == LayerKind::chunked      ? layer.chunk
-                                                                   : 0;
+    const int32_t window_or_chunk = layer.kind == LayerKind::sliding_window ? layer.window
+                                    : layer.kind == LayerKind::chunked      ? layer.chunk
+                                                                            : 0;
     size_t c = 0;
-    while (c < p.csrs.size() && !(p.csrs[c].kind == layer.kind && p.csrs[c].radius == radius)) ++c;
+    while (c < p.csrs.size() && !(p.csrs[c].kind == layer.kind && p.csrs[c].window_or_chunk == window_or_chunk)) ++c;
     if (c == p.csrs.size()) {
-      // The layers of one (kind, radius) read one pool; csrs[0]'s full layers the full pool.
+      // The layers of one (kind, window_or_chunk) read one pool; csrs[0]'s full layers the full pool.
       p.csrs.emplace_back();
       p.csrs.back().kind = layer.kind;
-      p.csrs.back().radius = radius;
+      p.csrs.back().window_or_chunk = window_or_chunk;
       p.csrs.back().pool = pool_of(s, l);
     }
     p.layer_csr.push_back(static_cast<int32_t>(c));
@@ -233,9 +233,9 @@ std::string KvCsr::name(const std::string& field) const {
     case LayerKind::full:
       return field;
     case LayerKind::sliding_window:
-      return "window_" + field + "(W=" + std::to_string(radius) + ")";
+      return "window_" + field + "(W=" + std::to_string(window_or_chunk) + ")";
     case LayerKind::chunked:
-      return "chunk_" + field + "(C=" + std::to_string(radius) + ")";
+      return "chunk_" + field + "(C=" + std::to_string(window_or_chunk) + ")";
   }
   return field;
 }

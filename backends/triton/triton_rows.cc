@@ -19,14 +19,14 @@ int32_t request_of_row(const ForwardBatch& fb, int32_t row) {
   return fb.mode == Mode::draft_decode ? row / fb.topk : row;
 }
 
-int32_t lowest_position(LayerKind kind, int32_t radius, int32_t position) {
+int32_t lowest_position(LayerKind kind, int32_t window_or_chunk, int32_t position) {
   switch (kind) {
     case LayerKind::full:
       return 0;
     case LayerKind::sliding_window:
-      return std::max(0, position - radius);
+      return std::max(0, position - window_or_chunk);
     case LayerKind::chunked:
-      return position / radius * radius;
+      return position / window_or_chunk * window_or_chunk;
   }
   return 0;
 }
@@ -44,14 +44,15 @@ int32_t extend_prefix_len(const ForwardBatch& fb, int32_t i, const RowRule& rule
   }
 }
 
-RowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t radius, int32_t row, const RowRule& rule) {
-  RowKeys keys;
+TritonRowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t window_or_chunk, int32_t row,
+                       const RowRule& rule) {
+  TritonRowKeys keys;
   keys.request_row = request_of_row(fb, row);
   const auto at = static_cast<size_t>(keys.request_row);
   if (fb.mode == Mode::draft_decode) {
     const int32_t seq_len = fb.seq_lens[at];
     const int32_t position = seq_len + fb.draft_step;  // every branch's query sits at step j
-    const int32_t lo = lowest_position(kind, radius, position);
+    const int32_t lo = lowest_position(kind, window_or_chunk, position);
     keys.first = std::min(lo, seq_len);
     keys.prefix_end = seq_len;
     keys.branch = row % fb.topk;
@@ -61,22 +62,22 @@ RowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t radius, int32_t
   }
   if (uses_decode_kernel(fb.mode)) {
     const int32_t seq_len = fb.seq_lens[at];
-    int32_t lo = lowest_position(kind, radius, seq_len - 1);
+    int32_t lo = lowest_position(kind, window_or_chunk, seq_len - 1);
     // update_sliding_window_buffer: window_len = min(seq_len, W) drops the oldest in-window key.
     if (kind == LayerKind::sliding_window && rule.decode_window_short && fb.mode == Mode::decode)
-      lo = seq_len - std::min(seq_len, radius);
+      lo = seq_len - std::min(seq_len, window_or_chunk);
     keys.first = lo;
     keys.prefix_end = seq_len;
     return keys;
   }
   const int32_t prefix = extend_prefix_len(fb, keys.request_row, rule);
   // The first new token (a tree's root) sits at position `prefix` and sees the most of the prefix.
-  keys.first = std::min(prefix, lowest_position(kind, radius, prefix));
+  keys.first = std::min(prefix, lowest_position(kind, window_or_chunk, prefix));
   keys.prefix_end = prefix;
   return keys;
 }
 
-int32_t RowKeys::column(int32_t k, const ForwardBatch& fb) const {
+int32_t TritonRowKeys::column(int32_t k, const ForwardBatch& fb) const {
   if (k < prefix_len()) return first + k;
   const int32_t seq_len = fb.seq_lens[static_cast<size_t>(request_row)];
   return draft_layout(seq_len, fb.page_size, fb.topk, fb.draft_steps).column(branch, step_begin + k - prefix_len());

@@ -24,7 +24,7 @@
 //                        tokens; #26651 fixed Triton's use of seq_lens here: the
 //                        triton_draft_extend_v2_prefix fault).
 //
-//   RowKeys keys = row_keys(fb, LayerKind::sliding_window, /*radius=*/W, row, {});
+//   TritonRowKeys keys = row_keys(fb, LayerKind::sliding_window, /*window_or_chunk=*/W, row, {});
 //   for (int32_t k = 0; k < keys.len(); ++k) use(keys.column(k, fb));
 #pragma once
 
@@ -34,7 +34,7 @@
 
 namespace kvfuzz {
 
-struct RowKeys {
+struct TritonRowKeys {
   int32_t request_row = 0;  // batch row whose req_to_token row the keys come from
   int32_t first = 0;        // prefix columns [first, prefix_end)
   int32_t prefix_end = 0;
@@ -69,10 +69,11 @@ int32_t request_of_row(const ForwardBatch& fb, int32_t row);
 // Prefix length the extend kernel's CSRs cover for request row i.
 int32_t extend_prefix_len(const ForwardBatch& fb, int32_t i, const RowRule& rule);
 
-RowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t radius, int32_t row, const RowRule& rule);
+TritonRowKeys row_keys(const ForwardBatch& fb, LayerKind kind, int32_t window_or_chunk, int32_t row,
+                       const RowRule& rule);
 
 // Lowest position a query at `position` sees through a rule (full: 0, window: P - W, chunk:
 // the chunk start).
-int32_t lowest_position(LayerKind kind, int32_t radius, int32_t position);
+int32_t lowest_position(LayerKind kind, int32_t window_or_chunk, int32_t position);
 
 }  // namespace kvfuzz

@@ -1,6 +1,7 @@
 // kvfuzz check: runs every property of one or all backends on one case and reports findings.
 //
 //   kvfuzz check case.json --backend all     # exit 1 on a finding
+//   kvfuzz check case.json --backend fa --fault fa_local_token_table --variant-seed 12
 #include <algorithm>
 #include <iostream>
 
@@ -18,17 +19,21 @@ void add_check(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("check", "Run every property on one case and report what is wrong (exit 1 on a finding)");
   static std::string path, backend = "all";
   static std::vector<std::string> faults;
+  static uint64_t variant_seed = 0;
   cmd->add_option("case", path, "Case file (JSON), or - for standard input")->required();
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
   static AdapterOptions adapters;
   add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Switch on a named planner fault (see kvfuzz faults --list)");
+  cmd->add_option("--variant-seed", variant_seed, "Seed of the metamorphic variants (a campaign report names it)")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->callback([&exit_code] {
     register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(faults, backends);
     const Scenario s = load_case(path);
-    const CaseReport report = check_all(s, backends, {faults, /*metamorphic=*/true, 0});
+    const CaseReport report = check_all(s, backends, {faults, /*metamorphic=*/true, variant_seed});
     for (const std::string& u : report.unsupported) std::cout << "unsupported: " << u << "\n";
     for (const Finding& n : report.notes) std::cout << n.backend << ": note: " << n.property << ": " << n.message << "\n";
     for (const Backend* b : backends) {
@@ -43,11 +48,9 @@ void add_check(CLI::App& app, int& exit_code) {
       if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
     }
     if (!report.findings.empty()) {
-      std::cout << report.findings.size() << " finding(s); replay with: kvfuzz check " << shell_quote(path) << " --backend "
-                << shell_quote(backend);
-      for (const std::string& a : adapters.commands) std::cout << " --adapter " << shell_quote(a);
-      for (const std::string& f : faults) std::cout << " --fault " << f;
-      std::cout << "\n";
+      std::cout << report.findings.size() << " finding(s); replay with: "
+                << replay_command({path == "-" ? "CASE.json" : path, backend, faults, variant_seed, adapter_flags(adapters)}) << "\n";
+      if (path == "-") std::cout << "(the case came from standard input: save it as CASE.json to replay it)\n";
     }
     exit_code = report.findings.empty() ? 0 : 1;
   });

@@ -82,7 +82,7 @@ void add_run(CLI::App& app, int& exit_code) {
     std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
     print_summary(s, std::cout);
-    exit_code = s.findings() > 0 ? 1 : 0;
+    exit_code = s.harness_errors > 0 ? 3 : s.findings() > 0 ? 1 : 0;
   });
 }
 

@@ -1,10 +1,11 @@
 // kvfuzz shrink: reduces a failing case while it fails the same way (same property, backend).
 //
-//   kvfuzz shrink finding.json -o small.json --backend fa
+//   kvfuzz shrink finding.json -o small.json --backend fa    # prints the line that replays small.json
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
+#include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "reference/case_error.h"
 #include "reference/io.h"
@@ -17,6 +18,7 @@ void add_shrink(CLI::App& app, int& exit_code) {
   static std::string path, out, backend = "all";
   static std::vector<std::string> faults;
   static double seconds = 120;
+  static uint64_t variant_seed = 0;
   cmd->add_option("case", path, "Failing case file (JSON), or - for standard input")->required();
   cmd->add_option("-o,--output", out, "Where to write the shrunk case (default: standard output)");
   cmd->add_option("--backend", backend, "Backend the case fails on, or all (the first failing one)")->capture_default_str();
@@ -24,12 +26,15 @@ void add_shrink(CLI::App& app, int& exit_code) {
   add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Named planner faults to keep switched on");
   cmd->add_option("--seconds", seconds, "Time budget")->check(positive())->capture_default_str();
+  cmd->add_option("--variant-seed", variant_seed, "Seed of the metamorphic variants (a campaign report names it)")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->callback([&exit_code] {
     register_adapters(adapters);
     const auto backends = select_backends(backend);
     check_faults(faults, backends);
     const Scenario s = load_case(path);
-    const CaseReport report = check_all(s, backends, {faults, true, 0});
+    const CaseReport report = check_all(s, backends, {faults, true, variant_seed});
     if (report.findings.empty()) {
       std::cerr << "kvfuzz shrink: the case does not fail on " << backend << "; nothing to shrink\n";
       exit_code = 2;
@@ -39,7 +44,9 @@ void add_shrink(CLI::App& app, int& exit_code) {
     const Backend* b = select_backends(first.backend).front();
     const bool meta = first.needs_variants();
     std::cerr << "shrinking while it fails as " << first.signature() << "\n";
-    const ShrinkResult r = shrink(s, {first.signature(), b, faults_for(*b, faults), meta}, {seconds, 100000});
+    const std::vector<std::string> kept = faults_for(*b, faults);
+    const uint64_t seed = meta ? variant_seed : 0;
+    const ShrinkResult r = shrink(s, {first.signature(), b, kept, meta, seed}, {seconds, 100000});
     if (r.finding.property.empty()) {
       std::cerr << "kvfuzz shrink: the finding did not reproduce; the case is unchanged\n";
       exit_code = 2;
@@ -51,8 +58,12 @@ void add_shrink(CLI::App& app, int& exit_code) {
               << after.history_ops << ", layers " << before.layers << " -> " << after.layers << " (" << r.accepted << " of "
               << r.attempts << " reductions kept, " << r.seconds << " s)\n"
               << r.finding.backend << ": " << r.finding.property << ": " << r.finding.message << "\n";
-    if (out.empty()) std::cout << to_json(r.scenario);
-    else write_file_atomic(out, to_json(r.scenario));
+    if (out.empty()) {
+      std::cout << to_json(r.scenario);
+    } else {
+      write_file_atomic(out, to_json(r.scenario));
+      std::cerr << "replay: " << replay_command({out, first.backend, kept, seed, adapter_flags(adapters)}) << "\n";
+    }
     exit_code = 1;  // the shrunk case still fails: a finding
   });
 }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
+#include "backends/common/harness_error.h"
 #include "reference/case_error.h"
 
 int main(int argc, char** argv) {
@@ -39,6 +40,9 @@ int main(int argc, char** argv) {
   } catch (const kvfuzz::InvalidCase& e) {
     std::cerr << "kvfuzz: " << e.what() << "\n";
     return 2;
+  } catch (const kvfuzz::HarnessError& e) {  // a bug in kvfuzz itself, neither a finding nor bad input
+    std::cerr << "kvfuzz: " << e.what() << "\n(a bug in kvfuzz's checking code, not in the backend)\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "kvfuzz: error: " << e.what() << "\n";
     return 2;

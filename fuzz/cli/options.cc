@@ -67,6 +67,12 @@ void register_adapters(const AdapterOptions& options) {
   }
 }
 
+std::vector<std::string> adapter_flags(const AdapterOptions& options) {
+  std::vector<std::string> flags;
+  for (const std::string& c : options.commands) flags.insert(flags.end(), {"--adapter", c});
+  return flags;
+}
+
 void check_faults(const std::vector<std::string>& faults, const std::vector<const Backend*>& backends) {
   for (const std::string& f : faults) {
     bool known = false;

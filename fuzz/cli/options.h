@@ -25,6 +25,8 @@ struct AdapterOptions {
 void add_adapter_options(CLI::App* cmd, AdapterOptions& options);
 // Starts each adapter; throws InvalidCase naming the one that does not start or declares nonsense.
 void register_adapters(const AdapterOptions& options);
+// The --adapter flags that bring the same adapters back, for a replay line.
+std::vector<std::string> adapter_flags(const AdapterOptions& options);
 
 
 // For --seed: a decimal integer in [0, 2^64), nothing else (CLI11 would wrap "-3").

@@ -1,32 +1,18 @@
 // The command line as a user meets it: every bad input gets a message naming what is wrong and
 // exit code 2; a finding exits 1; a clean run exits 0.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "fuzz/tests/run_kvfuzz.h"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr together
-};
+using kvfuzz::test::Result;
 
-Result run(const std::string& args) {
-  const std::string cmd = std::string(KVFUZZ_BIN) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Result run(const std::string& args) { return kvfuzz::test::run_kvfuzz(args); }
 
 std::string temp_file(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() / "kvfuzz_cli_test";

@@ -8,16 +8,32 @@
 #include "backends/kv_store.h"
 
 #include <cmath>
+#include <stdexcept>
+#include <vector>
 
 namespace kvfuzz::testing {
 
-enum class ToyBug { none, short_extent, foreign_row, wrong_table_entry, nan_value, first_row_shift };
+enum class ToyBug {
+  none,
+  short_extent,
+  foreign_row,
+  wrong_table_entry,
+  nan_value,
+  first_row_shift,
+  throws_in_plan,         // the planner throws std::runtime_error: a crash
+  vector_at_in_run,       // the executor's own std::vector::at throws std::out_of_range: a crash
+  reads_past_row,         // the planner reads req_to_token past its row: in-bounds
+  check_asks_past_row,    // the metadata check (harness side) asks for a missing entry: harness error
+  no_graphs,              // does not support CUDA-graph batches (the replay variant is dropped)
+};
 
 // Decode/extend on full layers: a token table straight from req_to_token, causal.
 struct ToyPlan : Plan {
   Buffer<int32_t> table;  // [bs][max_context_len]
   int32_t width = 0;
+  bool check_asks_past_row = false;
   void check_metadata(MetadataChecker& check) const override {
+    if (check_asks_past_row) check.expected_slot(0, check.scenario().cache.max_context_len, PoolKind::full);
     for (int32_t i = 0; i < check.batch().bs; ++i) {
       for (int32_t c = 0; c < check.batch().seq_lens[static_cast<size_t>(i)]; ++c)
         for (int32_t l = 0; l < 1; ++l) check.token_entry(table, int64_t{i} * width + c, l, i, c);
@@ -34,12 +50,16 @@ class Toy : public Backend {
   std::string_view summary() const override { return "test-only"; }
   Support supports(const Scenario& s) const override {
     if (s.batch.mode != Mode::decode && s.batch.mode != Mode::extend) return Support::no("decode and extend only");
+    if (bug_ == ToyBug::no_graphs && s.batch.graph_bs > 0) return Support::no("no CUDA graphs");
     for (const Layer& l : s.model.layers)
       if (l.kind != LayerKind::full) return Support::no("full layers only");
     return {};
   }
   std::unique_ptr<Plan> plan(const PlanInput& in) const override {
+    if (bug_ == ToyBug::throws_in_plan) throw std::runtime_error("toy planner gave up");
     auto p = std::make_unique<ToyPlan>();
+    p->check_asks_past_row = bug_ == ToyBug::check_asks_past_row;
+    if (bug_ == ToyBug::reads_past_row) in.cache.r2t(in.batch.req_pool_indices[0], in.cache.config.max_context_len);
     p->width = in.cache.config.max_context_len;
     p->table = Buffer<int32_t>("toy_table", int64_t{in.batch.padded_bs} * p->width);
     for (int32_t i = 0; i < in.batch.padded_bs; ++i) {
@@ -53,6 +73,7 @@ class Toy : public Backend {
   void run(const Plan& base, const RunInput& in, RunOutput& out) const override {
     const auto& p = static_cast<const ToyPlan&>(base);
     const ForwardBatch& fb = in.batch;
+    if (bug_ == ToyBug::vector_at_in_run) (void)std::vector<int>(2).at(5);
     for (int32_t layer = 0; layer < out.layers; ++layer) {
       store_new_kv(layer, step_cache_locs(fb), in);
       LayerContext ctx(in, layer, out);

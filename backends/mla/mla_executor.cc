@@ -15,7 +15,7 @@
 #include "backends/attend.h"
 #include "backends/common/paged_view.h"
 #include "backends/kv_store.h"
-#include "backends/mla/mla_planner.h"
+#include "backends/mla/mla_executor.h"
 #include "backends/mla/mla_visibility.h"
 
 namespace kvfuzz::mla {

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "backends/common/paged_view.h"
+#include "reference/host_device.h"
 
 namespace kvfuzz {
 

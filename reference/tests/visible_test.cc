@@ -1,0 +1,90 @@
+// The oracle's visibility rule (logical.h `visible`, SEMANTICS.md §3), against sets worked out by
+// hand from the rule's text — not from the code: a window of radius W keeps the W + 1 positions
+// [P - W, P]; a chunk of C keeps [floor(P / C) * C, P]; a spec-tree draft sees the prefix, its
+// ancestors and itself; window and chunk then cut the tree's keys by position.
+#include <gtest/gtest.h>
+
+#include "reference/logical.h"
+#include "reference/validate.h"
+
+namespace kvfuzz {
+namespace {
+
+const Layer kFull{LayerKind::full, 0, 0};
+
+// One request with `committed` tokens, then `batch`; page size 1, room to spare.
+Scenario one_request(int32_t committed, const Batch& batch) {
+  Scenario s;
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {kFull}};
+  s.cache = {1, 64, 0, 2, 32, false};
+  s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}};
+  s.batch = batch;
+  validate(s);
+  return s;
+}
+
+VisibleSet visible_of(const Scenario& s, const Layer& layer, int32_t q) {
+  return visible(layer, derive_logical(s).rows.at(0), q);
+}
+
+int32_t count(const VisibleSet& v) {
+  int32_t n = 0;
+  for (const ColumnRange& r : v) n += r.end - r.begin;
+  return n;
+}
+
+TEST(Visible, AWindowOfRadiusWKeepsWPlusOneKeys) {
+  Batch decode;
+  decode.mode = Mode::decode;
+  decode.entries = {{0, 0, {}}};
+  const Scenario s = one_request(10, decode);  // the query is column 10 at position 10
+  // W = 3 (sliding_window 4): positions 7, 8, 9, 10.
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 3, 0}, 0), (VisibleSet{{7, 11}}));
+  // W = 0: the query alone.
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 0, 0}, 0), (VisibleSet{{10, 11}}));
+  // W at or past the start: everything, 11 keys (not W + 1).
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 10, 0}, 0), (VisibleSet{{0, 11}}));
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 50, 0}, 0), (VisibleSet{{0, 11}}));
+  for (int32_t w = 0; w <= 12; ++w)
+    EXPECT_EQ(count(visible_of(s, {LayerKind::sliding_window, w, 0}, 0)), std::min(w, 10) + 1) << "W = " << w;
+}
+
+TEST(Visible, ExtendIsCausalAndChunksStartAtMultiplesOfC) {
+  Batch extend;
+  extend.mode = Mode::extend;
+  extend.entries = {{0, 3, {}}};
+  const Scenario s = one_request(6, extend);  // queries: columns 6, 7, 8 at positions 6, 7, 8
+  EXPECT_EQ(visible_of(s, kFull, 0), (VisibleSet{{0, 7}}));
+  EXPECT_EQ(visible_of(s, kFull, 2), (VisibleSet{{0, 9}}));
+  const Layer chunk4{LayerKind::chunked, 0, 4};
+  EXPECT_EQ(visible_of(s, chunk4, 0), (VisibleSet{{4, 7}}));  // chunk [4, 8)
+  EXPECT_EQ(visible_of(s, chunk4, 1), (VisibleSet{{4, 8}}));
+  EXPECT_EQ(visible_of(s, chunk4, 2), (VisibleSet{{8, 9}}));  // a new chunk: itself only
+  const Layer chunk3{LayerKind::chunked, 0, 3};
+  EXPECT_EQ(visible_of(s, chunk3, 0), (VisibleSet{{6, 7}}));  // chunk [6, 9)
+  EXPECT_EQ(visible_of(s, chunk3, 2), (VisibleSet{{6, 9}}));
+}
+
+TEST(Visible, TreeDraftsSeeThePrefixTheirAncestorsAndThemselves) {
+  // Prefix of 5 (columns 0..4). Tree: 0 root; 1 and 2 children of 0; 3 child of 1. Drafts are
+  // columns 5..8 at positions 5 + depth: 5, 6, 6, 7.
+  Batch verify;
+  verify.mode = Mode::target_verify;
+  verify.draft_tokens = 4;
+  verify.topk = 2;
+  verify.entries = {{0, 0, {-1, 0, 0, 1}}};
+  const Scenario s = one_request(5, verify);
+  EXPECT_EQ(visible_of(s, kFull, 0), (VisibleSet{{0, 6}}));
+  EXPECT_EQ(visible_of(s, kFull, 1), (VisibleSet{{0, 7}}));
+  EXPECT_EQ(visible_of(s, kFull, 2), (VisibleSet{{0, 6}, {7, 8}}));          // not its sibling 1
+  EXPECT_EQ(visible_of(s, kFull, 3), (VisibleSet{{0, 7}, {8, 9}}));          // 0, 1, itself
+  // Window W = 2 at draft 3 (position 7): positions 5, 6, 7 = drafts 0, 1, 3, no prefix.
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 2, 0}, 3), (VisibleSet{{5, 7}, {8, 9}}));
+  // W = 2 at draft 2 (position 6): prefix position 4, then drafts 0 and 2.
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 2, 0}, 2), (VisibleSet{{4, 6}, {7, 8}}));
+  // Chunk 4 at draft 3 (position 7): positions 4.. = prefix column 4, drafts 0, 1, 3.
+  EXPECT_EQ(visible_of(s, {LayerKind::chunked, 0, 4}, 3), (VisibleSet{{4, 7}, {8, 9}}));
+}
+
+}  // namespace
+}  // namespace kvfuzz
