@@ -48,7 +48,7 @@ OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const V
       const std::span<const RowPlan> chunk(rows.data() + begin, end - begin);
       const std::vector<WorkUnit> units = plan_units(chunk, shape);
       clock.lap(&t.setup_s);
-      materialise(values, layer, lb, chunk, shape, threads, m);
+      materialise(values, layer, lb, chunk, units, shape, threads, KvStorage::stream_read_once, m);
       clock.lap(&t.materialise_s);
       attend(units, chunk, lb, m, r.out.data() + layer * per_layer * static_cast<size_t>(r.v_head_dim),
              r.lse.data() + layer * per_layer, threads);

@@ -27,6 +27,8 @@ struct Scratch {
         v(static_cast<size_t>(kKeyBlock) * sh.dvp),
         s(static_cast<size_t>(round_rows(max_rows)) * kKeyBlock),
         o(static_cast<size_t>(max_rows) * sh.dvp),
+        k_gen(static_cast<size_t>(kKeyBlock) * sh.dp),
+        v_gen(static_cast<size_t>(kKeyBlock) * sh.dvp),
         max(static_cast<size_t>(max_rows)),
         sum(static_cast<size_t>(max_rows)) {}
   static int round_rows(int m) { return (m + tiles::kQkRows - 1) / tiles::kQkRows * tiles::kQkRows; }
@@ -37,6 +39,8 @@ struct Scratch {
   AlignedBuffer<double> v;         // [kKeyBlock][dvp]: V of a block in double
   AlignedBuffer<double> s;         // [M rounded up][kKeyBlock]: logits, then probabilities
   AlignedBuffer<double> o;         // [M][dvp]: unnormalised output
+  AlignedBuffer<float> k_gen;      // [kKeyBlock][dp]: a streamed row's K block, generated here
+  AlignedBuffer<float> v_gen;      // [kKeyBlock][dvp]: its V block
   std::vector<double> max, sum;    // [M]: running max logit and running sum of e^(s - max)
 };
 
@@ -93,12 +97,11 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
   std::fill(w.sum.begin(), w.sum.begin() + rows, 0.0);
   std::fill(w.o.data(), w.o.data() + static_cast<size_t>(rows) * sh.dvp, 0.0);
 
-  const float* k = m.k_at(r, u.kv_head);  // [hull columns][dp]
-  const float* v = m.v_at(r, u.kv_head);  // [hull columns][dvp]
   for (int32_t kb = u.col_lo; kb < u.col_hi; kb += kKeyBlock) {
     const int nb = std::min(kKeyBlock, u.col_hi - kb);
-    const float* kblock = k + static_cast<size_t>(kb - rp.col_lo) * sh.dp;
-    const float* vblock = v + static_cast<size_t>(kb - rp.col_lo) * sh.dvp;
+    const float* kblock = m.k_block(r, u.kv_head, kb, nb, w.k_gen.data());  // [nb][dp]
+    const float* vblock = m.v_block(r, u.kv_head, kb, nb, w.v_gen.data());  // [nb][dvp]
+    const int k_avail = m.streamed[r] ? nb : u.col_hi - kb;                 // rows readable past kblock
     int nbp;
     if (packed) {
       nbp = (nb + tiles::kQkKeys - 1) / tiles::kQkKeys * tiles::kQkKeys;
@@ -107,7 +110,7 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
       tiles::qk_packed(w.q.data(), w.kt.data(), rows, nbp, sh.dp, w.s.data(), kKeyBlock);
     } else {
       nbp = simd::round_up_lanes(nb);
-      tiles::qk_dot(w.q.data(), kblock, u.col_hi - kb, rows, nb, sh.dp, w.s.data(), kKeyBlock, vblock, sh.dvp);
+      tiles::qk_dot(w.q.data(), kblock, k_avail, rows, nb, sh.dp, w.s.data(), kKeyBlock, vblock, sh.dvp);
     }
     for (int i = 0; i < rows; ++i)
       softmax_row(w.s.data() + static_cast<size_t>(i) * kKeyBlock, nbp, kb, nb, rp.ranges_of(u.q_begin + i / g), sh,

@@ -2,6 +2,7 @@
 //
 // Where it sits: third step of run_oracle (oracle.cc), after the plan (oracle_plan.h) and the
 // materialised Q/K/V (oracle_materialise.h). A unit (row, kv head, query block) walks its key hull
+// (K/V of a streamed row are generated into the thread's scratch one block at a time)
 // in blocks of tiles::kKeyBlock keys with an online softmax in double: S = Q K^T, scale, softcap,
 // mask to each query's visible ranges, P = e^(S - running max) with rescaling of the running sum
 // and output, O += P V (oracle_tiles.h). Units run in parallel in any order; each writes only its

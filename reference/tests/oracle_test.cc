@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "reference/oracle_exp.h"
+#include "reference/oracle_kernel.h"
+#include "reference/oracle_materialise.h"
+#include "reference/oracle_plan.h"
 #include "reference/rng.h"
 #include "reference/tests/oracle_quad.h"
 #include "reference/tests/test_level.h"
@@ -327,6 +330,36 @@ TEST(Oracle, IsThreadCountInvariant) {
     const OracleResult one = run_oracle(s, lb, values, 1);
     for (int threads : {2, 3}) EXPECT_TRUE(bitwise_equal(one, run_oracle(s, lb, values, threads))) << threads;
   }
+}
+
+// run_oracle with every row's K/V stored, as the bench's kernel phase runs it.
+OracleResult oracle_storing_all_kv(const Scenario& s, const LogicalBatch& lb, const ValueSource& values) {
+  OracleResult r = run_oracle(s, lb, values);
+  std::fill(r.out.begin(), r.out.end(), -1.0);
+  const OracleShape shape = oracle_shape(s.model);
+  const size_t per_layer = static_cast<size_t>(r.num_queries) * static_cast<size_t>(r.q_heads);
+  Materialised m;
+  for (int32_t layer = 0; layer < r.layers; ++layer) {
+    const std::vector<RowPlan> rows = plan_rows(s.model.layers[static_cast<size_t>(layer)], lb);
+    const std::vector<WorkUnit> units = plan_units(rows, shape);
+    materialise(values, layer, lb, rows, units, shape, 0, KvStorage::store_all, m);
+    attend(units, rows, lb, m, r.out.data() + layer * per_layer * static_cast<size_t>(r.v_head_dim),
+           r.lse.data() + layer * per_layer, 0);
+  }
+  return r;
+}
+
+TEST(Oracle, StreamedKvGivesTheStoredResultBitForBit) {
+  const Scenario s = mixed_scenario();  // rows 3 and 4 (decodes) are streamed, rows 1 and 2 stored
+  const LogicalBatch lb = derive_logical(s);
+  const ValueSource values(s);
+  const OracleShape shape = oracle_shape(s.model);
+  const std::vector<RowPlan> rows = plan_rows(s.model.layers[0], lb);
+  const std::vector<WorkUnit> units = plan_units(rows, shape);
+  Materialised m;
+  materialise(values, 0, lb, rows, units, shape, 0, KvStorage::stream_read_once, m);
+  EXPECT_EQ(m.streamed, (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_TRUE(bitwise_equal(run_oracle(s, lb, values), oracle_storing_all_kv(s, lb, values)));
 }
 
 TEST(Oracle, ResultOfARowIsIndependentOfTheOtherRows) {
