@@ -138,6 +138,7 @@ ShapeRun run_shape(const Scenario& s, int threads, int reps, int e2e_reps, Betwe
   const OracleShape shape = oracle_shape(s.model);
   std::vector<double> out(static_cast<size_t>(lb.q_indptr.back()) * shape.q_heads * shape.v_head_dim);
   std::vector<double> lse(static_cast<size_t>(lb.q_indptr.back()) * shape.q_heads);
+  std::vector<double> abs_out(out.size()), qk_norm(lse.size());
   for (int32_t layer = 0; layer < static_cast<int32_t>(s.model.layers.size()); ++layer) {
     const std::vector<RowPlan> rows = plan_rows(s.model.layers[static_cast<size_t>(layer)], lb);
     for (const RowPlan& r : rows)
@@ -155,7 +156,7 @@ ShapeRun run_shape(const Scenario& s, int threads, int reps, int e2e_reps, Betwe
       for (int rep = 0; rep < reps; ++rep) {
         between();
         t0 = std::chrono::steady_clock::now();
-        attend(units, chunk, lb, m, out.data(), lse.data(), threads);
+        attend(units, chunk, lb, m, {out.data(), lse.data(), abs_out.data(), qk_norm.data()}, threads);
         best = std::min(best, seconds_since(t0));
       }
       run.kernel_s += best;
