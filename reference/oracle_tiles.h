@@ -239,7 +239,7 @@ inline void pv(const double* p, int ldp, int m, int nb, const T* v, int dvp, dou
   }
   for (; i < m; ++i) {
     const size_t at = static_cast<size_t>(i) * dvp;
-    if (oa != nullptr) pv_rows<1, 2 * kPvVecs, true>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, oa + at);
+    if (oa != nullptr) pv_rows<1, kPvVecs, true>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, oa + at);
     else pv_rows<1, 4 * kPvVecs, false>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, nullptr);
   }
 }
