@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -108,6 +109,14 @@ struct RunOutput {
   }
 };
 
+// An executor's arithmetic as it declares it (properties/tolerance.h turns it into a bound).
+struct KernelRounding {
+  std::optional<DType> p_dtype;   // P rounded to this before P.V; nullopt: the case's cache dtype
+  DType out_dtype = DType::fp32;  // the dtype of the outputs it returns
+  int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
+  int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -122,9 +131,9 @@ class Backend {
   // Whether run() records the keys it reads (kvfuzz's checked executors do; an external one is
   // opaque and its read set is recovered from probe runs, properties/opaque_extent.h).
   virtual bool records_reads() const { return true; }
-  // Significand bits of the outputs it returns (kvfuzz's executors: fp32's 24; a kernel returning
-  // bf16: 8). Probe runs pack their codes to what survives that rounding.
-  virtual int32_t output_bits() const { return 24; }
+  // How its executor rounds, for the oracle's error bound (properties/tolerance.h) and the probe
+  // codes (properties/opaque_extent.h). The default is kvfuzz's CPU executors.
+  virtual KernelRounding rounding() const { return {}; }
   // Runs several value sets over one plan (probe runs of opaque executors); an external executor
   // sends them in one round trip.
   virtual void run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {

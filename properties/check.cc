@@ -186,10 +186,11 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
   }
 }
 
-void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings) {
+void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run, std::vector<Finding>& findings) {
   const ForwardBatch& fb = ctx.batch();
   const Scenario& s = ctx.scenario();
   const OracleResult& oracle = ctx.oracle();
+  const PrecisionModel pm = precision_of(backend, s);
   size_t reports = 0;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
     const Layer& l = s.model.layers[static_cast<size_t>(layer)];
@@ -201,15 +202,19 @@ void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<
         for (const ColumnRange& cr : visible(l, lrow, q)) n += cr.end - cr.begin;
         for (int32_t h = 0; h < s.model.q_heads; ++h) {
           const double ref_lse = oracle.lse_at(layer, token, h);
-          const Tolerance tol = tolerance(s, n, ref_lse);
+          const Tolerance tol = tolerance(s, pm, n, oracle.qk_norm_at(layer, token, h), ref_lse);
           const std::span<const double> ref = oracle.out_at(layer, token, h);
+          const std::span<const double> ref_abs = oracle.abs_out_at(layer, token, h);
           const float* got = run.out.out_at(layer, token, h);
-          double worst = 0.0;
+          double worst = 0.0, worst_bound = 0.0;
           int32_t worst_d = -1;
           for (int32_t d = 0; d < s.model.v_head_dim; ++d) {
-            const double err = std::abs(static_cast<double>(got[d]) - ref[static_cast<size_t>(d)]);
-            if (!(err <= tol.out) && (worst_d < 0 || !(err <= worst))) {
+            const auto i = static_cast<size_t>(d);
+            const double err = std::abs(static_cast<double>(got[d]) - ref[i]);
+            const double bound = tol.out(ref_abs[i], ref[i]);
+            if (!(err <= bound) && (worst_d < 0 || !(err - bound <= worst - worst_bound))) {
               worst = err;
+              worst_bound = bound;
               worst_d = d;
             }
           }
@@ -223,7 +228,7 @@ void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<
           os << describe_row(ctx, layer, row, token) << ", q head " << h << " (" << n << " visible keys):";
           if (worst_d >= 0)
             os << "\n  out[" << worst_d << "] = " << got[worst_d] << ", oracle " << ref[static_cast<size_t>(worst_d)]
-               << " (error " << worst << ", bound " << tol.out << ")";
+               << " (error " << worst << ", bound " << worst_bound << ")";
           if (lse_bad) os << "\n  lse = " << got_lse << ", oracle " << ref_lse << " (bound " << tol.lse << ")";
           findings.push_back({"oracle", "", os.str(), layer, row, token});
         }
@@ -237,9 +242,9 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
   if (!run.support.ok) return result;
   if (run.ran && backend.records_reads()) {
     check_extent(ctx, run, result.findings);
-    check_agreement(ctx, run, result.findings);
+    check_agreement(ctx, backend, run, result.findings);
   } else if (run.ran) {
-    check_agreement(ctx, run, result.findings);
+    check_agreement(ctx, backend, run, result.findings);
     OpaqueReads reads = recover_reads(ctx, backend, run);
     for (Finding& f : reads.findings) result.findings.push_back(std::move(f));
     for (Finding& f : reads.notes) result.notes.push_back(std::move(f));

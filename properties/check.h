@@ -73,6 +73,6 @@ std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int
 using ReadsOf = std::function<ResolvedReads(int32_t layer, int64_t token)>;
 void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings,
                   const ReadsOf& reads_of = nullptr);
-void check_agreement(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings);
+void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run, std::vector<Finding>& findings);
 
 }  // namespace kvfuzz

@@ -32,11 +32,14 @@ bool same(float a, float b, double bound) {
 }
 
 // Compares the outputs (and for replay the reads) of every request the variant kept.
-void compare(const CaseContext& ctx, const BackendRun& base, const CaseContext& vctx, const BackendRun& var,
-             const Variant& v, std::vector<Finding>& findings) {
+void compare(const CaseContext& ctx, const Backend& backend, const BackendRun& base, const CaseContext& vctx,
+             const BackendRun& var, const Variant& v, std::vector<Finding>& findings) {
   const auto base_first = first_tokens(ctx.batch());
   const auto var_first = first_tokens(vctx.batch());
   const Scenario& s = ctx.scenario();
+  const OracleResult& oracle = ctx.oracle();
+  const Scenario& vs = vctx.scenario();
+  const PrecisionModel pm = precision_of(backend, s), pm_v = precision_of(backend, vs);
   const std::string property = v.name == "replay" ? "replay" : "metamorphic";
   for (int32_t row = 0; row < ctx.batch().bs; ++row) {
     const int32_t request = ctx.batch().request_ids[static_cast<size_t>(row)];
@@ -50,13 +53,20 @@ void compare(const CaseContext& ctx, const BackendRun& base, const CaseContext& 
         for (const ColumnRange& cr : visible(s.model.layers[static_cast<size_t>(layer)], lrow, q)) n += cr.end - cr.begin;
         for (int32_t h = 0; h < s.model.q_heads; ++h) {
           const float lb = base.out.lse_at(layer, tb, h);
-          const Tolerance tol = tolerance(s, n, lb);
-          const double out_bound = v.bitwise ? 0.0 : 2.0 * tol.out, lse_bound = v.bitwise ? 0.0 : 2.0 * tol.lse;
+          // Each run lies within its bound of the oracle, so within their sum of each other.
+          const double qk = oracle.qk_norm_at(layer, tb, h), ref_lse = oracle.lse_at(layer, tb, h);
+          const Tolerance tol = tolerance(s, pm, n, qk, ref_lse), tol_v = tolerance(vs, pm_v, n, qk, ref_lse);
+          const std::span<const double> ref = oracle.out_at(layer, tb, h), ref_abs = oracle.abs_out_at(layer, tb, h);
+          const double lse_bound = v.bitwise ? 0.0 : tol.lse + tol_v.lse;
+          double out_bound = 0.0;
           const float* ob = base.out.out_at(layer, tb, h);
           const float* ov = var.out.out_at(layer, tv, h);
           int32_t bad = -1;
-          for (int32_t d = 0; d < s.model.v_head_dim && bad < 0; ++d)
+          for (int32_t d = 0; d < s.model.v_head_dim && bad < 0; ++d) {
+            const auto i = static_cast<size_t>(d);
+            out_bound = v.bitwise ? 0.0 : tol.out(ref_abs[i], ref[i]) + tol_v.out(ref_abs[i], ref[i]);
             if (!same(ob[d], ov[d], out_bound)) bad = d;
+          }
           const bool lse_bad = !same(lb, var.out.lse_at(layer, tv, h), lse_bound);
           const bool reads_bad = v.name == "replay" && h == 0 &&
                                  resolve_reads(ctx, base, layer, tb).columns != resolve_reads(vctx, var, layer, tv).columns;
@@ -148,7 +158,7 @@ std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun&
       f.variant = v.name;
       findings.push_back(std::move(f));
     }
-    if (var.ran) compare(ctx, base, vctx, var, v, findings);
+    if (var.ran) compare(ctx, backend, base, vctx, var, v, findings);
   }
   for (Finding& f : findings) f.backend = std::string(backend.name());
   return findings;

@@ -158,7 +158,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const Model& m = s.model;
   const Prepared& p = ctx.prepared();
   const ForwardBatch& fb = p.batch;
-  const Coding c = make_coding(ctx, backend.output_bits());
+  const Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype));
   OpaqueReads result;
   result.layers = static_cast<int32_t>(m.layers.size());
   result.num_tokens = fb.num_tokens();

@@ -1,5 +1,7 @@
+// The per-element agreement bound (tolerance.h), step by step as derived there.
 #include "properties/tolerance.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "backends/common/attention_math.h"
@@ -8,31 +10,91 @@
 namespace kvfuzz {
 namespace {
 
-constexpr double kU = 0x1p-24;
+constexpr double kU = 0x1p-24;           // fp32 unit roundoff
+constexpr double kExp = 8.0 * kU;        // relative error of one exp
+constexpr double kOracleError = 1e-12;   // the oracle's own, far above its measured 1e-13 normwise
 
-double gamma(double n) { return n * kU / (1.0 - n * kU); }
+double gamma(double m) { return m * kU / (1.0 - m * kU); }
+
+// Absolute error of rounding a p in [0, 1] to d below its normal range: half the subnormal spacing
+// (fp32 P is not rounded; 2^-126 then covers an fp32 exp that underflows).
+double subnormal_error(DType d) {
+  switch (d) {
+    case DType::fp32: return 0x1p-126;
+    case DType::fp16: return 0x1p-25;
+    case DType::bf16: return 0x1p-134;
+    case DType::fp8_e4m3: return 0x1p-10;
+  }
+  return 1.0;
+}
 
 }  // namespace
 
-Tolerance tolerance(const Scenario& s, int64_t visible_keys, double oracle_lse) {
-  const Model& m = s.model;
-  const bool signature = s.values.fill == Fill::signature;
-  // Bounds of the value source: random values lie in (-2, 2); signatures have q = 0 and digits
-  // below the radix.
-  const double qk = signature ? 0.0 : 4.0;
-  const double v = signature ? static_cast<double>(ValueSource(s).signature_radix()) : 2.0;
-  const double d = m.head_dim;
-  const double n = static_cast<double>(visible_keys);
-  const double tiles = std::ceil(n / kTile);
-  const double u_p = s.values.dtype == DType::fp32 ? 0.0 : unit_roundoff(s.values.dtype);
-  const double merges = s.batch.kv_splits + 4.0;
+PrecisionModel cpu_precision(const Scenario& s) {
+  return {s.values.dtype, DType::fp32, s.batch.kv_splits + 4, kTile};
+}
 
-  const double ds = m.sm_scale * (gamma(d) * d * qk + kU * d * qk) + 2.0 * kU * m.softcap;
-  const double e_p = 2.0 * ds + 3.0 * kU + u_p + 3.0 * kU * tiles;
-  const double e_s = gamma(kTile + 2.0 * tiles);
-  const double e_lse = 2.0 * ds + e_s + 3.0 * kU * tiles + kU * std::abs(oracle_lse);
-  const double e_merge = merges * (2.0 * e_lse + 4.0 * kU);
-  return {2.0 * (2.0 * e_p + 2.0 * e_s + e_merge) * v, 2.0 * (e_lse + e_merge)};
+PrecisionModel precision_of(const Backend& backend, const Scenario& s) {
+  PrecisionModel pm = cpu_precision(s);
+  const KernelRounding r = backend.rounding();
+  if (r.p_dtype) pm.p_dtype = *r.p_dtype;
+  pm.out_dtype = r.out_dtype;
+  pm.max_merges += r.extra_merges;
+  if (r.tile_keys > 0) pm.tile_keys = r.tile_keys;
+  return pm;
+}
+
+double Tolerance::out(double s, double o) const { return s_coef * s + o_coef * std::abs(o) + abs; }
+
+Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, double qk_norm, double oracle_lse) {
+  const Model& m = s.model;
+  const double cap = m.softcap;
+  const double keys = static_cast<double>(std::max<int64_t>(n, 1));
+  const double merges = std::max(pm.max_merges, 0);
+  const double u_p = pm.p_dtype == DType::fp32 ? 0.0 : unit_roundoff(pm.p_dtype);
+  const double u_out = unit_roundoff(pm.out_dtype);
+
+  // Logits: magnitude, error and range.
+  double a = m.sm_scale * qk_norm;
+  if (cap > 0) a = std::min(a, cap);
+  const double delta = m.sm_scale * gamma(m.head_dim + 2.0) * qk_norm + (cap > 0 ? 6.0 * kU * cap : 0.0);
+  const double range = 2.0 * a + 2.0 * delta;
+  const double eps_x = 2.0 * kU * (range + a + delta);
+
+  // Weights and sums.
+  const double tiles = std::ceil(keys / std::max(pm.tile_keys, 1)) + merges;
+  const double beta = std::exp(delta + (tiles + 1.0) * eps_x) * std::pow(1.0 + kExp, tiles + 1.0) - 1.0;
+  const double alpha = (1.0 + beta) * (1.0 + u_p) - 1.0;
+  const double g = gamma(keys + tiles + 1.0);
+  const double nu = alpha + g * (1.0 + alpha);
+  const double lam = beta + g * (1.0 + beta);
+
+  // LSE of a partial, and what merging adds.
+  const double magnitudes = a + delta + std::log(keys) + range + 1.0;
+  const double eps_lse = -std::log1p(-lam) + 4.0 * kU * magnitudes;
+  const double kappa = 2.0 * kExp + 8.0 * kU * magnitudes;
+
+  // P below the P dtype's normal range: an absolute error per key, against a row sum >= 1 (the
+  // key of the final max has p = 1), over at most n keys of |v| < v_max.
+  const double v_max = s.values.fill == Fill::signature ? ValueSource(s).signature_radix() : 2.0;
+  const double subnormal = subnormal_error(pm.p_dtype) * (1.0 + beta) * keys * v_max / (1.0 - lam);
+
+  // Ratio (and merges): err <= c_s S + c_o |o| + c_abs.
+  double c_s = nu / (1.0 - lam), c_o = lam / (1.0 - lam), c_abs = subnormal;
+  if (merges > 0) {
+    const double omega = std::expm1(eps_lse + merges * kappa);
+    c_s = ((nu + lam) / (1.0 - lam) + omega) / (1.0 - omega);
+    c_o = omega / (1.0 - omega);
+    c_abs = subnormal / (1.0 - omega);
+  }
+  // Divisions and merge arithmetic, then the output rounding, then the oracle's own error.
+  const double g_fin = gamma(3.0 * merges + 2.0);
+  Tolerance t;
+  t.s_coef = (1.0 + u_out) * ((1.0 + g_fin) * c_s + g_fin) + kOracleError;
+  t.o_coef = (1.0 + u_out) * (1.0 + g_fin) * c_o + u_out;
+  t.abs = (1.0 + u_out) * (1.0 + g_fin) * c_abs + kOracleError;
+  t.lse = eps_lse + merges * kappa + kOracleError * (1.0 + std::abs(std::isinf(oracle_lse) ? 0.0 : oracle_lse));
+  return t;
 }
 
 }  // namespace kvfuzz

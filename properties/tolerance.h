@@ -1,38 +1,95 @@
-// How far a backend's output may be from the oracle's without a bug: a bound derived from the
-// dtype and the reduction length of the executors' precision model (attention_math.h).
+// How far a backend's output may be from the oracle's without a bug: a worst-case bound per
+// output element, from the executor's declared precision model and quantities the oracle computes
+// alongside its result (reference/oracle.h: abs_out, qk_norm).
 //
-// Derivation (u = 2^-24, fp32's unit roundoff; gamma(n) = n u / (1 - n u); d = head_dim;
-// n = visible keys; T = ceil(n / kTile) tiles; u_p = the dtype's unit roundoff when P is rounded
-// to it, else 0; Q, K, V = bounds on |q|, |k|, |v| of the value source):
-//   logit error        ds   = sm_scale (gamma(d) d Q K + u d Q K) + 2 u softcap
-//   weight error       e_p  = 2 ds + 3 u + u_p + 3 u T           (exp, P rounding, per-tile rescale)
-//   summation error    e_s  = gamma(kTile + 2 T)                  (within a tile, then across tiles)
-//   merges (cascade, split-KV, ragged + paged): each adds 2 e_lse + 4 u; at most M of them
-//   |out - oracle| <= 2 (2 e_p + 2 e_s + M (2 e_lse + 4 u)) V
-//   |lse - oracle| <= 2 (2 ds + e_s + 3 u T + u |lse| + M (2 e_lse + 4 u))
-// Every term is a worst-case bound of a rounding the executor performs (standard floating-point
-// error analysis: Higham, Accuracy and Stability of Numerical Algorithms, ch. 3), and the factor
-// 2 covers second-order terms, so a correct executor cannot exceed it: no false alarm. It is
-// loose for long rows; a wrong key with softmax weight w changes the output by about w |v - o|,
-// so the value check catches a single wrong key whenever w |v - o| exceeds the bound (with bf16
-// and 16 visible keys, w ~ 1/16: caught), and the cache-extent property catches every wrong key
-// exactly, whatever its weight.
+// The precision model (PrecisionModel) covers FlashAttention/FlashInfer/Triton-style GPU kernels
+// as well as kvfuzz's CPU executors (backends/common/attention_math.h, cpu_precision below):
+// inputs are exact in fp32 (the value source makes them so); logits s = sm_scale q.k are computed
+// in fp32 in any summation order, then soft-capped; keys are taken in tiles of at least tile_keys
+// with a running max (any reference value: shifts common to all keys cancel), each weight
+// p = exp(s - m) evaluated in fp32 and rescaled by exp(m_old - m_new) at every later tile; p is
+// rounded to p_dtype before P.V (the row sum keeps fp32 p); sums in fp32, any order; partial
+// results over disjoint key sets are merged by log-sum-exp at most max_merges times; the output
+// is divided by the row sum in fp32 and rounded to out_dtype.
 //
-//   Tolerance t = tolerance(scenario, /*visible_keys=*/n);
-//   bool ok = std::abs(out - ref) <= t.out;
+// Derivation (Higham, Accuracy and Stability of Numerical Algorithms, ch. 3: a sum of m terms in
+// any order has error <= gamma(m) sum |terms|, gamma(m) = m u / (1 - m u); u = 2^-24). Per
+// (query, head): n visible keys, exact logits s_k, weights w_k = e^(s_k) / sum_j e^(s_j), output
+// o_d = sum_k w_k v_kd and S_d = sum_k w_k |v_kd| (abs_out); N = ||q|| max_k ||k|| (qk_norm).
+//   logits     |s_k| <= A = sm_scale N (Cauchy-Schwarz; min(A, cap) with a soft cap)
+//              |s^_k - s_k| <= delta = sm_scale gamma(d + 2) N (+ 6 u cap)   (dot, scale, cap)
+//              every computed logit and running max lies in a range R = 2 A + 2 delta
+//   exp        relative error e_exp = 8 u (covers glibc expf and the GPU ex2.approx, 2^-22);
+//              its argument, a difference of two logits, is off by at most
+//              eps_x = 2 u (R + A + delta) (>= u R on the CPU; >= u (R + 2 A + 2 delta) when the
+//              scale is folded into exp2's argument with an FMA, FlashAttention style)
+//   weights    a key's computed weight, relative to the exact e^(s_k - max) times a factor common
+//              to all keys, is off by at most beta = e^(delta + (T+1) eps_x) (1 + e_exp)^(T+1) - 1,
+//              T = ceil(n / tile_keys) + max_merges tiles (its own exp and at most T rescales);
+//              in the numerator also by the P rounding: alpha = (1 + beta)(1 + u_p) - 1
+//   sums       numerator and row sum: gamma(n + T + 1) relative to the sums of |terms|, so
+//              |N^_d - N_d| <= nu S_d L, nu = alpha + g (1 + alpha); |L^ - L| <= lam L, likewise
+//   ratio      |N^/L^ - N/L| = |dN - o dL| / L^ <= (nu S_d + lam |o_d|) / (1 - lam)
+//   subnormal  a p rounded below p_dtype's normal range (fp8, fp16) is off by up to half the
+//              subnormal spacing eta, absolutely: + eta (1 + beta) n v_max / (1 - lam), as the
+//              row sum is >= 1 (the final max's key has p = 1) and |v| < v_max (2; signatures:
+//              their radix)
+//   merges     a partial's LSE is off by eps_lse = -ln(1 - lam) + 4 u (A + delta + ln n + R + 1);
+//              a merge reweights partials by exp(lse_i - m), which adds only rounding,
+//              kappa = 2 e_exp + 8 u (A + delta + ln n + R + 1), not compounding (a merged LSE
+//              encodes the merged weights it used); so the partials' weights are off by
+//              omega = e^(eps_lse + M kappa) - 1 and, with sum_i W_i |o_i,d| <= S_d,
+//              err <= ((nu + lam) S_d / (1 - lam) + omega (S_d + |o_d|)) / (1 - omega)
+//   finish     + gamma(3 M + 2) (S_d + err) (divisions, merge products and sums)
+//              + u_out (|o_d| + err) (output rounding) + 1e-12 (S_d + 1) (the oracle's own error)
+//   LSE        eps_lse + M kappa + 1e-12 (1 + |lse|)
+// Every step is a worst-case bound, in exact exponential form (no first-order truncation), so
+// an executor following the model cannot exceed it: no false alarm. It is tight where it matters:
+// at head_dim 128, sm_scale 1/sqrt(128), 256 keys (S_d about 1, |o_d| about 0.125) it is about
+// 8e-4 in fp32, where one wrong key is caught in 40 of 40 seeds; with P in bf16 its floor is the
+// P rounding, u_p S_d = 2^-8 S_d: about 4.7e-3, 4% of a typical |o_d|, and one wrong key is caught
+// in 37 of 40 seeds (properties/tests/tolerance_test.cc measures both). The old bound, from
+// global constants, caught it in 1 of 20 seeds in fp32.
+//
+//   const PrecisionModel pm = cpu_precision(scenario);
+//   const Tolerance t = tolerance(scenario, pm, n, oracle.qk_norm_at(l, q, h), oracle.lse_at(l, q, h));
+//   bool ok = std::abs(out[d] - ref[d]) <= t.out(oracle.abs_out_at(l, q, h)[d], ref[d]);
 #pragma once
 
 #include <cstdint>
 
+#include "backends/backend.h"
+#include "reference/dtype.h"
 #include "reference/scenario.h"
 
 namespace kvfuzz {
 
-struct Tolerance {
-  double out = 0;  // absolute, per output element
-  double lse = 0;  // absolute
+// What an executor declares about its arithmetic (the model above).
+struct PrecisionModel {
+  DType p_dtype = DType::fp32;    // P rounded to this before P.V; fp32: not rounded
+  DType out_dtype = DType::fp32;  // the output's dtype (real kernels: bf16 or fp16)
+  int32_t max_merges = 0;         // LSE merges a result may pass through (split-KV, cascades)
+  int32_t tile_keys = 1;          // fewest keys per softmax tile; 1 assumes nothing
 };
 
-Tolerance tolerance(const Scenario& s, int64_t visible_keys, double oracle_lse);
+// kvfuzz's CPU executors: P in the cache dtype, fp32 output, tiles of kTile keys, and up to
+// kv_splits + 4 merges (split-KV, cascade, ragged + paged).
+PrecisionModel cpu_precision(const Scenario& s);
+
+// What `backend` declares (Backend::rounding), on top of cpu_precision.
+PrecisionModel precision_of(const Backend& backend, const Scenario& s);
+
+struct Tolerance {
+  double s_coef = 0;  // per output element: s_coef S_d + o_coef |o_d| + abs
+  double o_coef = 0;
+  double abs = 0;
+  double lse = 0;  // absolute
+
+  // The bound of an element with oracle output o and abs_out s.
+  double out(double s, double o) const;
+};
+
+// n: the query's visible keys; qk_norm, lse: the oracle's for this (layer, query, head).
+Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, double qk_norm, double oracle_lse);
 
 }  // namespace kvfuzz

@@ -40,6 +40,8 @@ OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const V
   const size_t per_layer = static_cast<size_t>(r.num_queries) * static_cast<size_t>(r.q_heads);
   r.out.assign(static_cast<size_t>(r.layers) * per_layer * static_cast<size_t>(r.v_head_dim), 0.0);
   r.lse.assign(static_cast<size_t>(r.layers) * per_layer, -std::numeric_limits<double>::infinity());
+  r.abs_out.assign(r.out.size(), 0.0);
+  r.qk_norm.assign(r.lse.size(), 0.0);
 
   Materialised m;  // reused by every chunk of every layer
   for (int32_t layer = 0; layer < r.layers; ++layer) {
@@ -48,10 +50,11 @@ OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const V
       const std::span<const RowPlan> chunk(rows.data() + begin, end - begin);
       const std::vector<WorkUnit> units = plan_units(chunk, shape);
       clock.lap(&t.setup_s);
-      materialise(values, layer, lb, chunk, shape, threads, m);
+      materialise(values, layer, lb, chunk, units, shape, threads, KvStorage::stream_read_once, m);
       clock.lap(&t.materialise_s);
-      attend(units, chunk, lb, m, r.out.data() + layer * per_layer * static_cast<size_t>(r.v_head_dim),
-             r.lse.data() + layer * per_layer, threads);
+      const size_t out_at = layer * per_layer * static_cast<size_t>(r.v_head_dim), lse_at = layer * per_layer;
+      attend(units, chunk, lb, m, {r.out.data() + out_at, r.lse.data() + lse_at, r.abs_out.data() + out_at,
+                                   r.qk_norm.data() + lse_at}, threads);
       clock.lap(&t.kernel_s);
     }
   }

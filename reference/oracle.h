@@ -7,7 +7,8 @@
 // softmax attention over exactly the visible columns, in double: output and natural-log LSE.
 // A query that sees nothing gets output 0 and LSE -inf. GQA maps q head h to kv head
 // h / (q_heads / kv_heads); MLA reads V as the first v_head_dim values of the single K head;
-// softcap applies cap * tanh(s / cap) to the scaled logit s.
+// softcap applies cap * tanh(s / cap) to the scaled logit s. Alongside, for error bounds: the
+// softmax average of |V| and the norms that bound each query's logits.
 //
 // Work is split over independent (layer, row, head, query block) units with OpenMP; each unit is
 // computed in a fixed order, so the result is bitwise the same for any thread count.
@@ -32,15 +33,26 @@ struct OracleResult {
   int64_t num_queries = 0;  // over all rows of the batch (LogicalBatch::q_indptr.back())
   int32_t q_heads = 0;
   int32_t v_head_dim = 0;
-  std::vector<double> out;  // [layers][num_queries][q_heads][v_head_dim]
-  std::vector<double> lse;  // [layers][num_queries][q_heads], natural log
+  std::vector<double> out;      // [layers][num_queries][q_heads][v_head_dim]
+  std::vector<double> lse;      // [layers][num_queries][q_heads], natural log
+  // What an error bound needs (properties/tolerance.h), computed alongside:
+  std::vector<double> abs_out;  // [layers][num_queries][q_heads][v_head_dim]: sum_k w_k |v_kd|
+  std::vector<double> qk_norm;  // [layers][num_queries][q_heads]: ||q|| * max ||k|| (2-norms), the max
+                                // over a superset of the visible keys; 0 when none is visible
 
   std::span<const double> out_at(int32_t layer, int64_t query, int32_t head) const {
     const size_t i = ((static_cast<size_t>(layer) * num_queries + query) * q_heads + head) * v_head_dim;
     return {out.data() + i, static_cast<size_t>(v_head_dim)};
   }
+  std::span<const double> abs_out_at(int32_t layer, int64_t query, int32_t head) const {
+    const size_t i = ((static_cast<size_t>(layer) * num_queries + query) * q_heads + head) * v_head_dim;
+    return {abs_out.data() + i, static_cast<size_t>(v_head_dim)};
+  }
   double lse_at(int32_t layer, int64_t query, int32_t head) const {
     return lse[(static_cast<size_t>(layer) * num_queries + query) * q_heads + head];
+  }
+  double qk_norm_at(int32_t layer, int64_t query, int32_t head) const {
+    return qk_norm[(static_cast<size_t>(layer) * num_queries + query) * q_heads + head];
   }
 };
 

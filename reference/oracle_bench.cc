@@ -124,20 +124,21 @@ struct ShapeRun {
   double kv_bytes = 0;       // K and V bytes the kernel reads: each unit's key hull, once
   double kernel_s = 0;       // attention on materialised arrays: best repetition, summed over chunks
   double materialise_s = 0;  // reading values into those arrays
-  double e2e_s = 0;          // run_oracle, all phases
-  OracleTimes e2e;           // run_oracle's phases
+  double e2e_s = 0;          // run_oracle, all phases: best run
+  OracleTimes e2e;           // that run's phases
 };
 
 // Runs the oracle's phases on `s` by hand (the kernel `reps` times on the same materialised
-// arrays, calling `between` before each), then run_oracle end to end.
+// arrays, calling `between` before each), then run_oracle end to end, best of `e2e_reps` runs.
 template <typename Between>
-ShapeRun run_shape(const Scenario& s, int threads, int reps, Between between) {
+ShapeRun run_shape(const Scenario& s, int threads, int reps, int e2e_reps, Between between) {
   ShapeRun run;
   const LogicalBatch lb = derive_logical(s);
   const ValueSource values(s);
   const OracleShape shape = oracle_shape(s.model);
   std::vector<double> out(static_cast<size_t>(lb.q_indptr.back()) * shape.q_heads * shape.v_head_dim);
   std::vector<double> lse(static_cast<size_t>(lb.q_indptr.back()) * shape.q_heads);
+  std::vector<double> abs_out(out.size()), qk_norm(lse.size());
   for (int32_t layer = 0; layer < static_cast<int32_t>(s.model.layers.size()); ++layer) {
     const std::vector<RowPlan> rows = plan_rows(s.model.layers[static_cast<size_t>(layer)], lb);
     for (const RowPlan& r : rows)
@@ -149,21 +150,26 @@ ShapeRun run_shape(const Scenario& s, int threads, int reps, Between between) {
         run.kv_bytes += 4.0 * (u.col_hi - u.col_lo) * (shape.head_dim + shape.v_head_dim);
       auto t0 = std::chrono::steady_clock::now();
       Materialised m;
-      materialise(values, layer, lb, chunk, shape, threads, m);
+      materialise(values, layer, lb, chunk, units, shape, threads, KvStorage::store_all, m);
       run.materialise_s += seconds_since(t0);
       double best = 1e300;
       for (int rep = 0; rep < reps; ++rep) {
         between();
         t0 = std::chrono::steady_clock::now();
-        attend(units, chunk, lb, m, out.data(), lse.data(), threads);
+        attend(units, chunk, lb, m, {out.data(), lse.data(), abs_out.data(), qk_norm.data()}, threads);
         best = std::min(best, seconds_since(t0));
       }
       run.kernel_s += best;
     }
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  run_oracle_timed(s, lb, values, threads, &run.e2e);
-  run.e2e_s = seconds_since(t0);
+  run.e2e_s = 1e300;
+  for (int rep = 0; rep < e2e_reps; ++rep) {
+    OracleTimes t;
+    const auto t0 = std::chrono::steady_clock::now();
+    run_oracle_timed(s, lb, values, threads, &t);
+    const double e2e = seconds_since(t0);
+    if (e2e < run.e2e_s) run.e2e_s = e2e, run.e2e = t;
+  }
   return run;
 }
 
@@ -184,16 +190,18 @@ int run_oracle_bench(std::ostream& out, int threads) {
       << "the oracle computes in fp64 with fused multiply-adds (no fast-math)\n"
       << "FLOPs: 2 (head_dim + v_head_dim) per visible (query, key, q head). Kernel phase: attention on\n"
       << "K/V already materialised as float; end to end: run_oracle, which also reads every value from\n"
-      << "the value source (a hash per element). Peaks: best seen during the whole run.\n"
+      << "the value source (a 32-bit hash per element; K/V read once are generated inside the kernel,\n"
+      << "block by block, so its kernel time includes them). Peaks: best seen during the whole run;\n"
+      << "times: best repetition (kernel phase: of 2 prefill, 15 decode; decode end to end: of 5).\n"
       << std::flush;
   for (int i = 0; i < 3; ++i) mc.measure_fma();
   for (int i = 0; i < 3; ++i) mc.measure_read();
 
   constexpr int32_t kPrefillTokens = 4096;
   const ShapeRun prefill =
-      run_shape(bench_scenario(32, 8, 1, 0, kPrefillTokens), mc.threads, 2, [&] { mc.measure_fma(); });
+      run_shape(bench_scenario(32, 8, 1, 0, kPrefillTokens), mc.threads, 2, 1, [&] { mc.measure_fma(); });
   constexpr int32_t kDecodeRequests = 8, kDecodeCached = 1900;
-  const ShapeRun decode = run_shape(bench_scenario(32, 32, kDecodeRequests, kDecodeCached, 1), mc.threads, 15,
+  const ShapeRun decode = run_shape(bench_scenario(32, 32, kDecodeRequests, kDecodeCached, 1), mc.threads, 15, 5,
                                     [&] { mc.measure_read(); });
   mc.measure_fma();
 
@@ -223,8 +231,11 @@ int run_oracle_bench(std::ostream& out, int threads) {
       << "   [target >= 50%: " << verdict(decode_rate / mc.read_bytes, 0.50) << "]\n";
   out << format("                                   %8.1f GFLOP/s\n", decode.flops / decode.kernel_s / 1e9);
   out << format("  materialise phase    %8.3f s\n", decode.materialise_s);
-  out << format("  end to end           %8.3f s  %8.1f GB/s of K/V, %.1f GFLOP/s  ", decode.e2e_s,
-                decode.kv_bytes / decode.e2e_s / 1e9, decode.flops / decode.e2e_s / 1e9)
+  const double decode_e2e_rate = decode.kv_bytes / decode.e2e_s;
+  out << format("  end to end           %8.4f s  %8.1f GB/s = %5.1f%% of read bandwidth", decode.e2e_s,
+                decode_e2e_rate / 1e9, 100 * decode_e2e_rate / mc.read_bytes)
+      << "   [target >= 50%: " << verdict(decode_e2e_rate / mc.read_bytes, 0.50) << "]\n";
+  out << format("                                   %8.1f GFLOP/s  ", decode.flops / decode.e2e_s / 1e9)
       << phases(decode) << "\n";
   return 0;
 }

@@ -27,6 +27,9 @@ struct Scratch {
         v(static_cast<size_t>(kKeyBlock) * sh.dvp),
         s(static_cast<size_t>(round_rows(max_rows)) * kKeyBlock),
         o(static_cast<size_t>(max_rows) * sh.dvp),
+        oa(static_cast<size_t>(max_rows) * sh.dvp),
+        k_gen(static_cast<size_t>(kKeyBlock) * sh.dp),
+        v_gen(static_cast<size_t>(kKeyBlock) * sh.dvp),
         max(static_cast<size_t>(max_rows)),
         sum(static_cast<size_t>(max_rows)) {}
   static int round_rows(int m) { return (m + tiles::kQkRows - 1) / tiles::kQkRows * tiles::kQkRows; }
@@ -37,6 +40,9 @@ struct Scratch {
   AlignedBuffer<double> v;         // [kKeyBlock][dvp]: V of a block in double
   AlignedBuffer<double> s;         // [M rounded up][kKeyBlock]: logits, then probabilities
   AlignedBuffer<double> o;         // [M][dvp]: unnormalised output
+  AlignedBuffer<double> oa;        // [M][dvp]: unnormalised sum of p |v|
+  AlignedBuffer<float> k_gen;      // [kKeyBlock][dp]: a streamed row's K block, generated here
+  AlignedBuffer<float> v_gen;      // [kKeyBlock][dvp]: its V block
   std::vector<double> max, sum;    // [M]: running max logit and running sum of e^(s - max)
 };
 
@@ -57,7 +63,7 @@ void mask_row(double* s, int nbp, int32_t kb, int nb, std::span<const ColumnRang
 // One online-softmax step of one row over a key block: turns its raw dot products s[0 .. nbp)
 // into probabilities e^(logit - new max), and rescales the row's running sum and output.
 void softmax_row(double* s, int nbp, int32_t kb, int nb, std::span<const ColumnRange> ranges,
-                 const OracleShape& sh, double& max, double& sum, double* o) {
+                 const OracleShape& sh, double& max, double& sum, double* o, double* oa) {
   using namespace simd;
   for (int j = 0; j < nbp; j += kLanes) store(s + j, load(s + j) * splat(sh.sm_scale));
   if (sh.softcap > 0.0)
@@ -77,11 +83,14 @@ void softmax_row(double* s, int nbp, int32_t kb, int nb, std::span<const ColumnR
   sum = sum * alpha + hsum(vsum);
   max = new_max;
   if (alpha != 1.0)
-    for (int c = 0; c < sh.dvp; c += kLanes) store(o + c, load(o + c) * splat(alpha));
+    for (int c = 0; c < sh.dvp; c += kLanes) {
+      store(o + c, load(o + c) * splat(alpha));
+      store(oa + c, load(oa + c) * splat(alpha));
+    }
 }
 
 void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materialised& m, int64_t query_base,
-                 double* out_layer, double* lse_layer, Scratch& w) {
+                 const LayerOut& out_layer, Scratch& w) {
   const OracleShape& sh = m.shape;
   const int g = sh.group;
   const int rows = (u.q_end - u.q_begin) * g;
@@ -92,45 +101,53 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
   std::fill(w.max.begin(), w.max.begin() + rows, kNegInf);
   std::fill(w.sum.begin(), w.sum.begin() + rows, 0.0);
   std::fill(w.o.data(), w.o.data() + static_cast<size_t>(rows) * sh.dvp, 0.0);
+  std::fill(w.oa.data(), w.oa.data() + static_cast<size_t>(rows) * sh.dvp, 0.0);
+  double k_norm2 = 0.0;  // largest ||k||^2 of the hull
 
-  const float* k = m.k_at(r, u.kv_head);  // [hull columns][dp]
-  const float* v = m.v_at(r, u.kv_head);  // [hull columns][dvp]
   for (int32_t kb = u.col_lo; kb < u.col_hi; kb += kKeyBlock) {
     const int nb = std::min(kKeyBlock, u.col_hi - kb);
-    const float* kblock = k + static_cast<size_t>(kb - rp.col_lo) * sh.dp;
-    const float* vblock = v + static_cast<size_t>(kb - rp.col_lo) * sh.dvp;
+    const float* kblock = m.k_block(r, u.kv_head, kb, nb, w.k_gen.data());  // [nb][dp]
+    const float* vblock = m.v_block(r, u.kv_head, kb, nb, w.v_gen.data());  // [nb][dvp]
+    const int k_avail = m.streamed[r] ? nb : u.col_hi - kb;                 // rows readable past kblock
     int nbp;
     if (packed) {
       nbp = (nb + tiles::kQkKeys - 1) / tiles::kQkKeys * tiles::kQkKeys;
       tiles::pack_kt(kblock, nb, nbp, sh.dp, w.kt.data());
       tiles::pack_v(vblock, nb, sh.dvp, w.v.data());
+      k_norm2 = std::max(k_norm2, tiles::max_norm2(kblock, nb, sh.dp));
       tiles::qk_packed(w.q.data(), w.kt.data(), rows, nbp, sh.dp, w.s.data(), kKeyBlock);
     } else {
       nbp = simd::round_up_lanes(nb);
-      tiles::qk_dot(w.q.data(), kblock, u.col_hi - kb, rows, nb, sh.dp, w.s.data(), kKeyBlock, vblock, sh.dvp);
+      tiles::qk_dot(w.q.data(), kblock, k_avail, rows, nb, sh.dp, w.s.data(), kKeyBlock, vblock, sh.dvp, &k_norm2);
     }
     for (int i = 0; i < rows; ++i)
       softmax_row(w.s.data() + static_cast<size_t>(i) * kKeyBlock, nbp, kb, nb, rp.ranges_of(u.q_begin + i / g), sh,
-                  w.max[static_cast<size_t>(i)], w.sum[static_cast<size_t>(i)], w.o.data() + static_cast<size_t>(i) * sh.dvp);
-    if (packed) tiles::pv(w.s.data(), kKeyBlock, rows, nb, w.v.data(), sh.dvp, w.o.data());
-    else tiles::pv(w.s.data(), kKeyBlock, rows, nb, vblock, sh.dvp, w.o.data());
+                  w.max[static_cast<size_t>(i)], w.sum[static_cast<size_t>(i)], w.o.data() + static_cast<size_t>(i) * sh.dvp,
+                  w.oa.data() + static_cast<size_t>(i) * sh.dvp);
+    if (packed) tiles::pv(w.s.data(), kKeyBlock, rows, nb, w.v.data(), sh.dvp, w.o.data(), w.oa.data());
+    else tiles::pv(w.s.data(), kKeyBlock, rows, nb, vblock, sh.dvp, w.o.data(), w.oa.data());
   }
 
   for (int i = 0; i < rows; ++i) {
     const int64_t query = query_base + u.q_begin + i / g;
     const int64_t head = u.kv_head * g + i % g;
-    double* out = out_layer + (query * sh.q_heads + head) * sh.v_head_dim;
+    double* out = out_layer.out + (query * sh.q_heads + head) * sh.v_head_dim;
+    double* abs_out = out_layer.abs_out + (query * sh.q_heads + head) * sh.v_head_dim;
     const double* o = w.o.data() + static_cast<size_t>(i) * sh.dvp;
+    const double* oa = w.oa.data() + static_cast<size_t>(i) * sh.dvp;
     const double sum = w.sum[static_cast<size_t>(i)];
     for (int c = 0; c < sh.v_head_dim; ++c) out[c] = sum > 0.0 ? o[c] / sum : 0.0;
-    lse_layer[query * sh.q_heads + head] = sum > 0.0 ? w.max[static_cast<size_t>(i)] + std::log(sum) : kNegInf;
+    for (int c = 0; c < sh.v_head_dim; ++c) abs_out[c] = sum > 0.0 ? oa[c] / sum : 0.0;
+    out_layer.lse[query * sh.q_heads + head] = sum > 0.0 ? w.max[static_cast<size_t>(i)] + std::log(sum) : kNegInf;
+    out_layer.qk_norm[query * sh.q_heads + head] =
+        sum > 0.0 ? std::sqrt(tiles::max_norm2(w.rows[static_cast<size_t>(i)], 1, sh.dp) * k_norm2) : 0.0;
   }
 }
 
 }  // namespace
 
 void attend(std::span<const WorkUnit> units, std::span<const RowPlan> rows, const LogicalBatch& lb,
-            const Materialised& m, double* out_layer, double* lse_layer, int threads) {
+            const Materialised& m, const LayerOut& layer, int threads) {
   int max_rows = 1;
   for (const WorkUnit& u : units) max_rows = std::max(max_rows, (u.q_end - u.q_begin) * m.shape.group);
   const int nt = threads > 0 ? threads : omp_get_max_threads();
@@ -142,7 +159,7 @@ void attend(std::span<const WorkUnit> units, std::span<const RowPlan> rows, cons
     for (int64_t i = 0; i < n; ++i) {
       const WorkUnit& u = units[static_cast<size_t>(i)];
       const auto r = static_cast<size_t>(u.row_plan);
-      attend_unit(u, rows[r], r, m, lb.q_indptr[static_cast<size_t>(rows[r].row)], out_layer, lse_layer, w);
+      attend_unit(u, rows[r], r, m, lb.q_indptr[static_cast<size_t>(rows[r].row)], layer, w);
     }
   }
 }

@@ -2,12 +2,14 @@
 //
 // Where it sits: third step of run_oracle (oracle.cc), after the plan (oracle_plan.h) and the
 // materialised Q/K/V (oracle_materialise.h). A unit (row, kv head, query block) walks its key hull
-// in blocks of tiles::kKeyBlock keys with an online softmax in double: S = Q K^T, scale, softcap,
+// in blocks of tiles::kKeyBlock keys (a streamed row's K/V generated into the thread's scratch,
+// block by block) with an online softmax in double: S = Q K^T, scale, softcap,
 // mask to each query's visible ranges, P = e^(S - running max) with rescaling of the running sum
-// and output, O += P V (oracle_tiles.h). Units run in parallel in any order; each writes only its
+// and output, O += P V (oracle_tiles.h); alongside, the same average of |V| and the largest key
+// norm (what properties/tolerance.h bounds errors with). Units run in parallel in any order; each writes only its
 // own queries and heads, in a fixed order, so the result is bitwise the same for every thread count.
 //
-//   attend(units, rows, lb, materialised, out_layer, lse_layer, threads);
+//   attend(units, rows, lb, materialised, {out, lse, abs_out, qk_norm}, threads);
 #pragma once
 
 #include <span>
@@ -18,9 +20,16 @@
 
 namespace kvfuzz {
 
-// out_layer: [num_queries][q_heads][v_head_dim], lse_layer: [num_queries][q_heads] of one layer;
-// only the queries of `rows` are written. threads = 0 uses OpenMP's default.
+// One layer's results (OracleResult's arrays at that layer).
+struct LayerOut {
+  double* out;      // [num_queries][q_heads][v_head_dim]
+  double* lse;      // [num_queries][q_heads]
+  double* abs_out;  // [num_queries][q_heads][v_head_dim]: sum_k w_k |v_kd|
+  double* qk_norm;  // [num_queries][q_heads]: ||q|| * max ||k|| over the unit's key hull
+};
+
+// Writes only the queries of `rows`. threads = 0 uses OpenMP's default.
 void attend(std::span<const WorkUnit> units, std::span<const RowPlan> rows, const LogicalBatch& lb,
-            const Materialised& m, double* out_layer, double* lse_layer, int threads);
+            const Materialised& m, const LayerOut& layer, int threads);
 
 }  // namespace kvfuzz

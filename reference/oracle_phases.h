@@ -14,8 +14,8 @@ namespace kvfuzz {
 
 struct OracleTimes {
   double setup_s = 0;        // output allocation, visible ranges, chunks, work units
-  double materialise_s = 0;  // reading Q/K/V from the value source
-  double kernel_s = 0;       // attention on the materialised arrays
+  double materialise_s = 0;  // reading Q and stored K/V from the value source
+  double kernel_s = 0;       // attention, with the K/V of streamed rows generated block by block
 };
 
 OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const ValueSource& values, int threads,

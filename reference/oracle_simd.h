@@ -40,6 +40,7 @@ inline vd load(const float* p) { return _mm512_cvtps_pd(_mm256_loadu_ps(p)); }
 inline void store(double* p, vd v) { _mm512_storeu_pd(p, v); }
 inline vd fma(vd a, vd b, vd c) { return _mm512_fmadd_pd(a, b, c); }
 inline vd max(vd a, vd b) { return _mm512_max_pd(a, b); }
+inline vd abs(vd a) { return _mm512_abs_pd(a); }
 inline vd round_nearest(vd x) { return _mm512_roundscale_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 // p * 2^k for integral k >= -1100, rounded once (to a subnormal or 0 where it must).
 inline vd scale_pow2(vd p, vd k) { return _mm512_scalef_pd(p, k); }
@@ -55,6 +56,7 @@ inline vd load(const float* p) { return _mm256_cvtps_pd(_mm_loadu_ps(p)); }
 inline void store(double* p, vd v) { _mm256_storeu_pd(p, v); }
 inline vd fma(vd a, vd b, vd c) { return _mm256_fmadd_pd(a, b, c); }
 inline vd max(vd a, vd b) { return _mm256_max_pd(a, b); }
+inline vd abs(vd a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
 inline vd round_nearest(vd x) { return _mm256_round_pd(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 // p * 2^k1 * 2^k2 with k1 + k2 = k and both factors normal: the first product is exact, the
 // second rounds once.
@@ -78,6 +80,7 @@ inline vd load(const float* p) { return vd{p[0], p[1]}; }
 inline void store(double* p, vd v) { std::memcpy(p, &v, sizeof v); }
 inline vd fma(vd a, vd b, vd c) { return vd{std::fma(a[0], b[0], c[0]), std::fma(a[1], b[1], c[1])}; }
 inline vd max(vd a, vd b) { return vd{a[0] > b[0] ? a[0] : b[0], a[1] > b[1] ? a[1] : b[1]}; }
+inline vd abs(vd a) { return vd{std::abs(a[0]), std::abs(a[1])}; }
 inline vd round_nearest(vd x) { return vd{std::nearbyint(x[0]), std::nearbyint(x[1])}; }
 inline vd scale_pow2(vd p, vd k) {
   return vd{std::ldexp(p[0], static_cast<int>(k[0])), std::ldexp(p[1], static_cast<int>(k[1]))};

@@ -8,7 +8,8 @@
 // - dot (M small: decode, verify): each S value is a dot product of a Q row with a K row read
 //   straight from the materialised floats, so a memory-bound decode reads K once.
 // O += P V broadcasts one P value and multiply-adds it across vectors of V's row, for V in double
-// (packed) or float (read in place). Each output element is summed in a fixed order.
+// (packed) or float (read in place), and the same with |V| when asked. Each output element is
+// summed in a fixed order.
 //
 //   pack_kt(k_rows, nb, nbp, dp, kt);
 //   qk_packed(q_panels, kt, m, nbp, dp, s, kKeyBlock);    // or qk_dot(...) for few rows
@@ -109,27 +110,37 @@ inline void qk_packed(const double* q_panels, const double* kt, int m, int nbp, 
   }
 }
 
-// s[t] = q . k[t] for NK keys; q: [dp] doubles, k: NK rows of dp floats, stride ldk.
-template <int NK>
-inline void qk_dot_tile(const double* q, const float* k, int ldk, int dp, double* s) {
-  vd acc[NK];
+// s[t] = q . k[t] for NK keys; q: [dp] doubles, k: NK rows of dp floats, stride ldk. With kNorm,
+// also *norm2 = max(*norm2, ||k[t]||^2) from the same loads.
+template <int NK, bool kNorm = false>
+inline void qk_dot_tile(const double* q, const float* k, int ldk, int dp, double* s, double* norm2 = nullptr) {
+  vd acc[NK], nacc[kNorm ? NK : 1];
 #pragma GCC unroll 8
   for (int t = 0; t < NK; ++t) acc[t] = simd::splat(0.0);
+  if constexpr (kNorm)
+    for (int t = 0; t < NK; ++t) nacc[t] = simd::splat(0.0);
   for (int d = 0; d < dp; d += kLanes) {
     const vd a = simd::load(q + d);
 #pragma GCC unroll 8
-    for (int t = 0; t < NK; ++t) acc[t] = simd::fma(a, simd::load(k + t * ldk + d), acc[t]);
+    for (int t = 0; t < NK; ++t) {
+      const vd b = simd::load(k + t * ldk + d);
+      acc[t] = simd::fma(a, b, acc[t]);
+      if constexpr (kNorm) nacc[t] = simd::fma(b, b, nacc[t]);
+    }
   }
 #pragma GCC unroll 8
   for (int t = 0; t < NK; ++t) s[t] = simd::hsum(acc[t]);
+  if constexpr (kNorm)
+    for (int t = 0; t < NK; ++t) *norm2 = std::max(*norm2, simd::hsum(nacc[t]));
 }
 
-// s: [m][lds] = Q K^T over nb keys. q: [m][dp] doubles, k: [k_avail >= nb][dp] floats.
+// s: [m][lds] = Q K^T over nb keys. q: [m][dp] doubles, k: [k_avail >= nb][dp] floats;
+// *norm2 = max(*norm2, the largest ||k||^2), taken with row 0's products.
 // A decode reads each K and V row once, from memory: while it walks K it prefetches K
 // kPrefetchKeys rows ahead into L1 and this block's V rows (v: [nb][dvp] floats) into L2, so both
 // streams stay in flight and the O += PV step that follows reads V from cache.
 inline void qk_dot(const double* q, const float* k, int k_avail, int m, int nb, int dp, double* s, int lds,
-                   const float* v, int dvp) {
+                   const float* v, int dvp, double* norm2) {
   constexpr int kKeys = 4, kPrefetchKeys = 8;
   constexpr int kFloatsPerLine = 16;
   int j = 0;
@@ -138,60 +149,99 @@ inline void qk_dot(const double* q, const float* k, int k_avail, int m, int nb, 
       for (int t = 0; t < kKeys * dp; t += kFloatsPerLine)
         __builtin_prefetch(k + static_cast<size_t>(j + kPrefetchKeys) * dp + t, 0, 3);
     for (int t = 0; t < kKeys * dvp; t += kFloatsPerLine) __builtin_prefetch(v + static_cast<size_t>(j) * dvp + t, 0, 2);
-    for (int i = 0; i < m; ++i)
+    qk_dot_tile<kKeys, true>(q, k + static_cast<size_t>(j) * dp, dp, dp, s + j, norm2);
+    for (int i = 1; i < m; ++i)
       qk_dot_tile<kKeys>(q + static_cast<size_t>(i) * dp, k + static_cast<size_t>(j) * dp, dp, dp,
                          s + static_cast<size_t>(i) * lds + j);
   }
-  for (; j < nb; ++j)
-    for (int i = 0; i < m; ++i)
+  for (; j < nb; ++j) {
+    qk_dot_tile<1, true>(q, k + static_cast<size_t>(j) * dp, dp, dp, s + j, norm2);
+    for (int i = 1; i < m; ++i)
       qk_dot_tile<1>(q + static_cast<size_t>(i) * dp, k + static_cast<size_t>(j) * dp, dp, dp,
                      s + static_cast<size_t>(i) * lds + j);
+  }
+}
+
+// The largest ||k||^2 of nb rows of dp floats (zero padded), each summed in double in a fixed order.
+inline double max_norm2(const float* k, int nb, int dp) {
+  double best = 0.0;
+  for (int j = 0; j < nb; ++j) {
+    vd acc = simd::splat(0.0);
+    for (int d = 0; d < dp; d += kLanes) {
+      const vd x = simd::load(k + static_cast<size_t>(j) * dp + d);
+      acc = simd::fma(x, x, acc);
+    }
+    best = std::max(best, simd::hsum(acc));
+  }
+  return best;
 }
 
 // ---------------------------------------------------------------------------------- O += PV --
 
-// o[i][c .. c + NV * kLanes) += sum_j p[i][j] * v[j][c ..] for MR rows, keys j in [0, nb).
-// p: rows of stride ldp, v: rows of stride ldv (double or float), o: rows of stride ldo.
-template <int MR, int NV, typename T>
-inline void pv_tile(const double* p, int ldp, const T* v, int ldv, int nb, double* o, int ldo) {
-  vd acc[MR][NV];
+// o[i][c .. c + NV * kLanes) += sum_j p[i][j] * v[j][c ..] for MR rows, keys j in [0, nb), and
+// with kAbs also oa[i][c ..] += sum_j p[i][j] * |v[j][c ..]| from the same loads.
+// p: rows of stride ldp, v: rows of stride ldv (double or float), o and oa: rows of stride ldo.
+template <int MR, int NV, bool kAbs, typename T>
+inline void pv_tile(const double* p, int ldp, const T* v, int ldv, int nb, double* o, double* oa, int ldo) {
+  vd acc[MR][NV], acca[kAbs ? MR : 1][kAbs ? NV : 1];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-    for (int r = 0; r < NV; ++r) acc[i][r] = simd::load(o + i * ldo + r * kLanes);
+    for (int r = 0; r < NV; ++r) {
+      acc[i][r] = simd::load(o + i * ldo + r * kLanes);
+      if constexpr (kAbs) acca[i][r] = simd::load(oa + i * ldo + r * kLanes);
+    }
   for (int j = 0; j < nb; ++j) {
-    vd b[NV];
+    vd b[NV], ba[kAbs ? NV : 1];
 #pragma GCC unroll 16
-    for (int r = 0; r < NV; ++r) b[r] = simd::load(v + static_cast<size_t>(j) * ldv + r * kLanes);
+    for (int r = 0; r < NV; ++r) {
+      b[r] = simd::load(v + static_cast<size_t>(j) * ldv + r * kLanes);
+      if constexpr (kAbs) ba[r] = simd::abs(b[r]);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
       const vd a = simd::splat(p[i * ldp + j]);
 #pragma GCC unroll 16
-      for (int r = 0; r < NV; ++r) acc[i][r] = simd::fma(a, b[r], acc[i][r]);
+      for (int r = 0; r < NV; ++r) {
+        acc[i][r] = simd::fma(a, b[r], acc[i][r]);
+        if constexpr (kAbs) acca[i][r] = simd::fma(a, ba[r], acca[i][r]);
+      }
     }
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 16
-    for (int r = 0; r < NV; ++r) simd::store(o + i * ldo + r * kLanes, acc[i][r]);
+    for (int r = 0; r < NV; ++r) {
+      simd::store(o + i * ldo + r * kLanes, acc[i][r]);
+      if constexpr (kAbs) simd::store(oa + i * ldo + r * kLanes, acca[i][r]);
+    }
 }
 
 // MR rows across all dvp columns: chunks of NV vectors, then single vectors.
-template <int MR, int NV, typename T>
-inline void pv_rows(const double* p, int ldp, const T* v, int nb, int dvp, double* o) {
+template <int MR, int NV, bool kAbs, typename T>
+inline void pv_rows(const double* p, int ldp, const T* v, int nb, int dvp, double* o, double* oa) {
   int c = 0;
-  for (; c + NV * kLanes <= dvp; c += NV * kLanes) pv_tile<MR, NV>(p, ldp, v + c, dvp, nb, o + c, dvp);
-  for (; c < dvp; c += kLanes) pv_tile<MR, 1>(p, ldp, v + c, dvp, nb, o + c, dvp);
+  for (; c + NV * kLanes <= dvp; c += NV * kLanes)
+    pv_tile<MR, NV, kAbs>(p, ldp, v + c, dvp, nb, o + c, kAbs ? oa + c : nullptr, dvp);
+  for (; c < dvp; c += kLanes) pv_tile<MR, 1, kAbs>(p, ldp, v + c, dvp, nb, o + c, kAbs ? oa + c : nullptr, dvp);
 }
 
-// o: [m][dvp] += p: [m][ldp] (keys [0, nb)) times v: [nb][dvp].
+// o: [m][dvp] += p: [m][ldp] (keys [0, nb)) times v: [nb][dvp]; when oa is not null, also
+// oa: [m][dvp] += p times |v| (half as many vectors per tile: twice the accumulators).
 template <typename T>
-inline void pv(const double* p, int ldp, int m, int nb, const T* v, int dvp, double* o) {
+inline void pv(const double* p, int ldp, int m, int nb, const T* v, int dvp, double* o, double* oa = nullptr) {
+  constexpr int kAbsVecs = kPvVecs / 2 > 0 ? kPvVecs / 2 : 1;
   int i = 0;
-  for (; i + kPvRows <= m; i += kPvRows)
-    pv_rows<kPvRows, kPvVecs>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + static_cast<size_t>(i) * dvp);
-  for (; i < m; ++i)
-    pv_rows<1, 4 * kPvVecs>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + static_cast<size_t>(i) * dvp);
+  for (; i + kPvRows <= m; i += kPvRows) {
+    const size_t at = static_cast<size_t>(i) * dvp;
+    if (oa != nullptr) pv_rows<kPvRows, kAbsVecs, true>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, oa + at);
+    else pv_rows<kPvRows, kPvVecs, false>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, nullptr);
+  }
+  for (; i < m; ++i) {
+    const size_t at = static_cast<size_t>(i) * dvp;
+    if (oa != nullptr) pv_rows<1, kPvVecs, true>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, oa + at);
+    else pv_rows<1, 4 * kPvVecs, false>(p + static_cast<size_t>(i) * ldp, ldp, v, nb, dvp, o + at, nullptr);
+  }
 }
 
 }  // namespace kvfuzz::tiles

@@ -1,57 +1,92 @@
 #include "reference/values.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "reference/rng.h"
 
 namespace kvfuzz {
+namespace {
+
+constexpr uint64_t kColumnStep = 0x9e3779b97f4a7c15ULL;  // SplitMix64's counter step
+constexpr uint32_t kElementStep = 0x9e3779b9U;          // its 32-bit counterpart
+
+// n values of the column whose key is `key`, for a dtype of p significand bits (4 <= p <= 24)
+// and scale = 2^-(p-1). Integer hashing decides every bit: the top p + 1 bits of the hash, as a
+// signed integer in [-2^p, 2^p - 1], move up by one when negative, giving m in [-(2^p - 1), 2^p - 1]
+// (zero twice as likely as any other value). The one float operation, m * 2^-(p-1) with
+// |m| < 2^p <= 2^24, is exact. The loop is branch-free, so the compiler vectorises it.
+void fill_random(uint64_t key, int32_t p, float scale, size_t n, float* out) {
+  const auto lo = static_cast<uint32_t>(key), hi = static_cast<uint32_t>(key >> 32);
+  const auto shift = static_cast<uint32_t>(31 - p);
+  // counter = lo + d * kElementStep (mod 2^32), kept as a 32-bit induction variable so every lane
+  // stays 32 bits wide and the step is an add.
+  uint32_t counter = lo;
+  for (size_t d = 0; d < n; ++d, counter += kElementStep) {
+    const auto x = static_cast<int32_t>(lowbias32(counter ^ hi));
+    const int32_t top = x >> shift;  // arithmetic shift (C++20): floor(x / 2^shift)
+    out[d] = static_cast<float>(top - (top >> 31)) * scale;
+  }
+}
+
+}  // namespace
 
 ValueSource::ValueSource(const Scenario& s)
     : cfg_(s.values),
       head_dim_(s.model.head_dim),
       v_head_dim_(s.model.v_head_dim),
       mla_(s.model.mla),
-      significand_(significand_bits(s.values.dtype)) {}
+      significand_(significand_bits(s.values.dtype)),
+      scale_(std::ldexp(1.0f, 1 - significand_)) {}
 
 int32_t ValueSource::width(Tensor t) const { return t == Tensor::v ? v_head_dim_ : head_dim_; }
 
 int32_t ValueSource::signature_radix() const { return 1 << std::min(significand_, 12); }
 
+uint64_t ValueSource::stream_key(int32_t layer, Tensor t, int32_t request, int32_t head) const {
+  return hash_words(cfg_.seed, (static_cast<uint64_t>(layer) << 8) | static_cast<uint64_t>(t),
+                    static_cast<uint64_t>(static_cast<uint32_t>(request)),
+                    static_cast<uint64_t>(static_cast<uint32_t>(head)));
+}
+
+void ValueSource::fill_signature(Tensor t, int32_t request, int32_t column, size_t n, float* out) const {
+  // Q = 0, so attention averages V over the keys read: the output names them. K and V carry
+  // (request + 1, column) as base-R digits: [request+1, column / R^2, column / R, column] mod R.
+  const int32_t r = signature_radix();
+  for (size_t d = 0; d < n; ++d) {
+    int32_t digit = 0;
+    switch (d % 4) {
+      case 0: digit = (request + 1) % r; break;
+      case 1: digit = column / r / r % r; break;
+      case 2: digit = column / r % r; break;
+      case 3: digit = column % r; break;
+    }
+    out[d] = t == Tensor::q ? 0.0f : static_cast<float>(digit);
+  }
+}
+
 void ValueSource::fill(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head,
                        std::span<float> out) const {
   if (mla_ && t == Tensor::v) t = Tensor::k;  // the latent: V is a prefix of K
   const auto n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), width(t)));
+  if (cfg_.fill == Fill::signature) return fill_signature(t, request, column, n, out.data());
+  const uint64_t stream = stream_key(layer, t, request, head);
+  fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(column) + 1ULL) * kColumnStep),
+              significand_, scale_, n, out.data());
+}
 
-  if (cfg_.fill == Fill::signature) {
-    // Q = 0, so attention averages V over the keys read: the output names them. K and V carry
-    // (request + 1, column) as base-R digits: [request+1, column / R^2, column / R, column] mod R.
-    const int32_t r = signature_radix();
-    for (size_t d = 0; d < n; ++d) {
-      int32_t digit = 0;
-      switch (d % 4) {
-        case 0: digit = (request + 1) % r; break;
-        case 1: digit = column / r / r % r; break;
-        case 2: digit = column / r % r; break;
-        case 3: digit = column % r; break;
-      }
-      out[d] = t == Tensor::q ? 0.0f : static_cast<float>(digit);
-    }
-    return;
-  }
-
-  // Random: m * 2^-(p-1) with m a uniform integer in [-(2^p - 1), 2^p - 1] and p the dtype's
-  // significand bits, so |value| < 2 and every value is exact in the dtype.
-  const uint64_t base = hash_words(cfg_.seed, (static_cast<uint64_t>(layer) << 8) | static_cast<uint64_t>(t),
-                                   static_cast<uint64_t>(static_cast<uint32_t>(request)),
-                                   static_cast<uint64_t>(static_cast<uint32_t>(column)),
-                                   static_cast<uint64_t>(static_cast<uint32_t>(head)));
-  const uint64_t span = (uint64_t{1} << (significand_ + 1)) - 1;  // 2^(p+1) - 1 integers
-  const int64_t offset = (int64_t{1} << significand_) - 1;
-  const float scale = std::ldexp(1.0f, 1 - significand_);
-  for (size_t d = 0; d < n; ++d) {
-    const uint64_t h = mix64(base + (d + 1) * 0x9e3779b97f4a7c15ULL);
-    const int64_t m = static_cast<int64_t>(h % span) - offset;
-    out[d] = static_cast<float>(m) * scale;
+void ValueSource::fill_columns(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t count,
+                               int32_t head, float* out, int32_t stride) const {
+  const auto n = static_cast<size_t>(width(t));
+  if (mla_ && t == Tensor::v) t = Tensor::k;
+  const uint64_t stream = stream_key(layer, t, request, head);
+  for (int32_t i = 0; i < count; ++i) {
+    float* o = out + static_cast<size_t>(i) * static_cast<size_t>(stride);
+    const int32_t c = column + i;
+    if (cfg_.fill == Fill::signature) fill_signature(t, request, c, n, o);
+    else fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(c) + 1ULL) * kColumnStep),
+                     significand_, scale_, n, o);
+    std::fill(o + n, o + stride, 0.0f);
   }
 }
 

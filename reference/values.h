@@ -6,9 +6,18 @@
 // the case's dtype, so fp32 storage holds them bit for bit and any backend precision sees the same
 // inputs.
 //
+// Random fill, by integer hashing only (the same bits on every machine and compiler): a stream
+// key per (layer, tensor, request, head) from hash_words, a 64-bit key per column from the
+// SplitMix64 counter mix of the stream key, then one 32-bit hash per element, vectorisable:
+// x = lowbias32(((lo + d * 0x9e3779b9) mod 2^32) xor hi), with lo, hi the halves of the column key.
+// The top p + 1 bits of x (p = the dtype's significand bits) read as a signed integer t in
+// [-2^p, 2^p - 1]; m = t + 1 when t < 0, else t; the value is m * 2^-(p-1): |value| < 2, exact in
+// the dtype.
+//
 //   ValueSource src(scenario);
 //   std::vector<float> k(model.head_dim);
 //   src.fill(layer, Tensor::k, request, column, kv_head, k);
+//   src.fill_columns(layer, Tensor::k, request, column, 128, kv_head, kblock, /*stride=*/dp);
 #pragma once
 
 #include <cstdint>
@@ -19,6 +28,16 @@
 namespace kvfuzz {
 
 enum class Tensor : uint8_t { q, k, v };
+
+// Chris Wellons' lowbias32: a bijection on 32-bit words with low bias, two multiplies.
+constexpr uint32_t lowbias32(uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352dU;
+  x ^= x >> 15;
+  x *= 0x846ca68bU;
+  x ^= x >> 16;
+  return x;
+}
 
 class ValueSource {
  public:
@@ -31,14 +50,23 @@ class ValueSource {
   // For an MLA model, V is the first v_head_dim values of K.
   void fill(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head, std::span<float> out) const;
 
+  // The head vectors of columns [column, column + count): vector i at out + i * stride, its
+  // width(t) values followed by zeros up to stride (>= width(t)). The same values as fill.
+  void fill_columns(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t count, int32_t head,
+                    float* out, int32_t stride) const;
+
   // The radix of signature digits: the largest power of two whose digits the dtype holds exactly.
   int32_t signature_radix() const;
 
  private:
+  uint64_t stream_key(int32_t layer, Tensor t, int32_t request, int32_t head) const;
+  void fill_signature(Tensor t, int32_t request, int32_t column, size_t n, float* out) const;
+
   ValueConfig cfg_;
   int32_t head_dim_, v_head_dim_;
   bool mla_;
   int32_t significand_;
+  float scale_;  // 2^-(significand_ - 1)
 };
 
 }  // namespace kvfuzz

@@ -113,6 +113,12 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   spec.p_dtype = q.text("p_dtype", "cache");
   spec.out_dtype = q.text("out_dtype", "fp32");
   if (!kPrecisionDtypes.count(spec.p_dtype)) q.fail("p_dtype", "must be one of " + join(kPrecisionDtypes));
+  if (prec.contains("max_merges")) {
+    if (!prec["max_merges"].is_number_integer() || prec["max_merges"].get<int64_t>() < 0 ||
+        prec["max_merges"].get<int64_t>() > 4096)
+      q.fail("max_merges", "must be an integer in [0, 4096]");
+    spec.max_merges = prec["max_merges"].get<int32_t>();
+  }
   if (!kPrecisionDtypes.count(spec.out_dtype) || spec.out_dtype == "cache")
     q.fail("out_dtype", "must be one of fp32, fp16, bf16");
   return spec;

@@ -35,6 +35,7 @@ struct AdapterSpec {
   // The kernel's precision: P rounded to `p_dtype` before P.V ("cache": the case's dtype), the
   // output rounded to `out_dtype` (properties/tolerance.h).
   std::string p_dtype = "cache", out_dtype = "fp32";
+  int32_t max_merges = 64;  // LSE merges of its own (split-KV, cascades) the bound must allow
 
   Support supports(const Scenario& s, int32_t kernel_page_size) const;
   // One line for `kvfuzz backends`.

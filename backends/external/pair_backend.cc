@@ -25,10 +25,15 @@ PairBackend::PairBackend(const Backend* planner, std::shared_ptr<Adapter> extern
              side(executor_, ext_executor_, "executor");
 }
 
-int32_t PairBackend::output_bits() const {
-  if (executor_) return executor_->output_bits();
-  const std::string& d = ext_executor_->spec().out_dtype;
-  return d == "bf16" ? 8 : d == "fp16" ? 11 : 24;
+KernelRounding PairBackend::rounding() const {
+  if (executor_) return executor_->rounding();
+  const AdapterSpec& spec = ext_executor_->spec();
+  KernelRounding r;
+  if (spec.p_dtype != "cache") r.p_dtype = *parse_dtype(spec.p_dtype);
+  r.out_dtype = *parse_dtype(spec.out_dtype);
+  r.extra_merges = spec.max_merges;
+  r.tile_keys = 1;  // nothing is known of its tiling
+  return r;
 }
 
 int32_t PairBackend::kernel_page_size(const Scenario& s) const {

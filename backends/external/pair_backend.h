@@ -31,7 +31,7 @@ class PairBackend final : public Backend {
   Support supports(const Scenario& s) const override;
   int32_t kernel_page_size(const Scenario& s) const override;
   bool records_reads() const override { return executor_ != nullptr; }
-  int32_t output_bits() const override;
+  KernelRounding rounding() const override;
   std::vector<FaultInfo> faults() const override { return planner_ ? planner_->faults() : std::vector<FaultInfo>{}; }
   std::vector<std::string> replay_flags() const override;
   std::unique_ptr<Plan> plan(const PlanInput& in) const override;

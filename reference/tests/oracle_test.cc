@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "reference/oracle_exp.h"
+#include "reference/oracle_kernel.h"
+#include "reference/oracle_materialise.h"
+#include "reference/oracle_plan.h"
 #include "reference/rng.h"
 #include "reference/tests/oracle_quad.h"
 #include "reference/tests/test_level.h"
@@ -287,7 +290,18 @@ TEST(Oracle, GivesZeroAndMinusInfinityToAQueryThatSeesNothing) {
     for (double o : r.out_at(0, 0, h)) EXPECT_EQ(o, 0.0);
     values.fill(0, Tensor::v, 1, 0, 0, v);  // one key: the output is its V exactly
     for (int d = 0; d < 8; ++d) EXPECT_EQ(r.out_at(0, 1, h)[static_cast<size_t>(d)], v[static_cast<size_t>(d)]);
+    for (int d = 0; d < 8; ++d) EXPECT_EQ(r.abs_out_at(0, 1, h)[static_cast<size_t>(d)], std::abs(v[static_cast<size_t>(d)]));
     EXPECT_TRUE(std::isfinite(r.lse_at(0, 1, h)));
+    EXPECT_EQ(r.qk_norm_at(0, 0, h), 0.0);
+  }
+  // The hull of the unit holding both queries is column 0 alone: qk_norm = ||q|| ||k of column 0||.
+  std::vector<float> q(8), k(8);
+  values.fill(0, Tensor::k, 1, 0, 0, k);
+  for (int32_t h = 0; h < 2; ++h) {
+    values.fill(0, Tensor::q, 1, 1, h, q);
+    double qq = 0, kk = 0;
+    for (int d = 0; d < 8; ++d) qq += double(q[size_t(d)]) * q[size_t(d)], kk += double(k[size_t(d)]) * k[size_t(d)];
+    EXPECT_NEAR(r.qk_norm_at(0, 1, h), std::sqrt(qq * kk), 1e-14 * std::sqrt(qq * kk));
   }
 }
 
@@ -308,10 +322,13 @@ Scenario mixed_scenario() {
                        extend_batch({{1, 90}, {2, 130}, {3, 1}, {4, 3}}, Mode::mixed), 99);
 }
 
+bool bitwise_equal(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
 bool bitwise_equal(const OracleResult& a, const OracleResult& b) {
-  return a.out.size() == b.out.size() && a.lse.size() == b.lse.size() &&
-         std::memcmp(a.out.data(), b.out.data(), a.out.size() * sizeof(double)) == 0 &&
-         std::memcmp(a.lse.data(), b.lse.data(), a.lse.size() * sizeof(double)) == 0;
+  return bitwise_equal(a.out, b.out) && bitwise_equal(a.lse, b.lse) && bitwise_equal(a.abs_out, b.abs_out) &&
+         bitwise_equal(a.qk_norm, b.qk_norm);
 }
 
 TEST(Oracle, IsThreadCountInvariant) {
@@ -327,6 +344,38 @@ TEST(Oracle, IsThreadCountInvariant) {
     const OracleResult one = run_oracle(s, lb, values, 1);
     for (int threads : {2, 3}) EXPECT_TRUE(bitwise_equal(one, run_oracle(s, lb, values, threads))) << threads;
   }
+}
+
+// run_oracle with every row's K/V stored, as the bench's kernel phase runs it.
+OracleResult oracle_storing_all_kv(const Scenario& s, const LogicalBatch& lb, const ValueSource& values) {
+  OracleResult r = run_oracle(s, lb, values);
+  std::fill(r.out.begin(), r.out.end(), -1.0);
+  std::fill(r.abs_out.begin(), r.abs_out.end(), -1.0);
+  const OracleShape shape = oracle_shape(s.model);
+  const size_t per_layer = static_cast<size_t>(r.num_queries) * static_cast<size_t>(r.q_heads);
+  Materialised m;
+  for (int32_t layer = 0; layer < r.layers; ++layer) {
+    const std::vector<RowPlan> rows = plan_rows(s.model.layers[static_cast<size_t>(layer)], lb);
+    const std::vector<WorkUnit> units = plan_units(rows, shape);
+    materialise(values, layer, lb, rows, units, shape, 0, KvStorage::store_all, m);
+    const size_t out_at = layer * per_layer * static_cast<size_t>(r.v_head_dim), lse_at = layer * per_layer;
+    attend(units, rows, lb, m, {r.out.data() + out_at, r.lse.data() + lse_at, r.abs_out.data() + out_at,
+                                r.qk_norm.data() + lse_at}, 0);
+  }
+  return r;
+}
+
+TEST(Oracle, StreamedKvGivesTheStoredResultBitForBit) {
+  const Scenario s = mixed_scenario();  // rows 3 and 4 (decodes) are streamed, rows 1 and 2 stored
+  const LogicalBatch lb = derive_logical(s);
+  const ValueSource values(s);
+  const OracleShape shape = oracle_shape(s.model);
+  const std::vector<RowPlan> rows = plan_rows(s.model.layers[0], lb);
+  const std::vector<WorkUnit> units = plan_units(rows, shape);
+  Materialised m;
+  materialise(values, 0, lb, rows, units, shape, 0, KvStorage::stream_read_once, m);
+  EXPECT_EQ(m.streamed, (std::vector<uint8_t>{0, 0, 1, 1}));
+  EXPECT_TRUE(bitwise_equal(run_oracle(s, lb, values), oracle_storing_all_kv(s, lb, values)));
 }
 
 TEST(Oracle, ResultOfARowIsIndependentOfTheOtherRows) {

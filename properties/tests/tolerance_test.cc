@@ -1,0 +1,124 @@
+// The agreement bound (properties/tolerance.h) at generator shapes: head_dim 128, sm_scale
+// 1/sqrt(128), 256 visible keys. Outputs computed the way kvfuzz's CPU executors compute them
+// (backends/common/attention_math.h) pass it, split or not; the same output with ONE key
+// replaced by another request's key fails it, in fp32 and in bf16.
+#include "properties/tolerance.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <vector>
+
+#include "backends/common/attention_math.h"
+#include "reference/logical.h"
+#include "reference/oracle.h"
+#include "reference/rng.h"
+#include "reference/values.h"
+
+namespace kvfuzz {
+namespace {
+
+constexpr int32_t kDim = 128, kKeys = 256, kSeeds = 40;
+
+// Request 1 decodes its 256th token (256 visible keys); request 2 holds other keys.
+Scenario decode_case(DType dtype, uint64_t seed) {
+  Scenario s;
+  s.model.q_heads = 1;
+  s.model.kv_heads = 1;
+  s.model.head_dim = kDim;
+  s.model.v_head_dim = kDim;
+  s.model.sm_scale = 1.0 / std::sqrt(double{kDim});
+  s.model.layers = {Layer{LayerKind::full, 0, 0}};
+  s.values = {seed, dtype, Fill::random, true};
+  s.batch.mode = Mode::decode;
+  for (int32_t r : {1, 2}) {
+    s.history.push_back(Op{OpKind::admit, r, 0, {}, {}});
+    s.history.push_back(Op{OpKind::extend, r, kKeys - 1, {}, {}});
+    s.batch.entries.push_back(BatchEntry{r, 1, {}});
+  }
+  return s;
+}
+
+struct Attended {
+  std::vector<float> out = std::vector<float>(kDim);
+  float lse = 0;
+};
+
+// Request 1's query over its keys 0 .. 255 in the CPU precision model, in `splits` parts merged
+// by LSE; key `wrong` (if >= 0) is read from request 2 instead.
+Attended cpu_attention(const Scenario& s, int32_t splits, int32_t wrong) {
+  const ValueSource values(s);
+  std::vector<float> q(kDim);
+  values.fill(0, Tensor::q, 1, kKeys - 1, 0, q);
+  std::vector<std::vector<float>> k(kKeys, std::vector<float>(kDim)), v = k;
+  for (int32_t c = 0; c < kKeys; ++c) {
+    const int32_t request = c == wrong ? 2 : 1;
+    values.fill(0, Tensor::k, request, c, 0, k[size_t(c)]);
+    values.fill(0, Tensor::v, request, c, 0, v[size_t(c)]);
+  }
+  Attended a;
+  a.lse = -INFINITY;
+  SoftmaxAccumulator acc(kDim, s.values.dtype);
+  Attended part;
+  for (int32_t p = 0; p < splits; ++p) {
+    acc.reset();
+    for (int32_t c = p * kKeys / splits; c < (p + 1) * kKeys / splits; ++c)
+      acc.add(logit(q.data(), k[size_t(c)].data(), kDim, float(s.model.sm_scale), 0.0f), v[size_t(c)].data());
+    acc.finish(part.out.data(), &part.lse);
+    merge_states(a.out.data(), a.lse, part.out.data(), part.lse, kDim, a.out.data(), &a.lse);
+  }
+  return a;
+}
+
+struct Verdict {
+  bool out_ok = true, lse_ok = true;
+  double bound_sum = 0, abs_o_sum = 0;  // over the elements: the bound, |o|
+  double worst = 0;                     // largest error / bound
+};
+
+Verdict judge(const Scenario& s, const OracleResult& oracle, const Attended& a) {
+  const int64_t query = 0;  // request 1's decode token
+  const Tolerance t = tolerance(s, cpu_precision(s), kKeys, oracle.qk_norm_at(0, query, 0), oracle.lse_at(0, query, 0));
+  Verdict v;
+  const auto ref = oracle.out_at(0, query, 0), ref_abs = oracle.abs_out_at(0, query, 0);
+  for (size_t d = 0; d < kDim; ++d) {
+    const double bound = t.out(ref_abs[d], ref[d]);
+    v.out_ok = v.out_ok && std::abs(double(a.out[d]) - ref[d]) <= bound;
+    v.worst = std::max(v.worst, std::abs(double(a.out[d]) - ref[d]) / bound);
+    v.bound_sum += bound;
+    v.abs_o_sum += std::abs(ref[d]);
+  }
+  v.lse_ok = std::abs(double(a.lse) - oracle.lse_at(0, query, 0)) <= t.lse;
+  return v;
+}
+
+TEST(Tolerance, PassesTheRightKeysAndCatchesOneWrongKeyAtGeneratorShapes) {
+  for (DType dtype : {DType::fp32, DType::bf16}) {
+    int caught = 0;
+    double bound_sum = 0, abs_o_sum = 0, worst_right = 0;
+    for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+      const Scenario s = decode_case(dtype, seed);
+      const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
+      for (int32_t splits : {1, 4}) {
+        const Verdict right = judge(s, oracle, cpu_attention(s, splits, -1));
+        EXPECT_TRUE(right.out_ok && right.lse_ok) << to_string(dtype) << " seed " << seed << " splits " << splits;
+        if (splits == 1) bound_sum += right.bound_sum, abs_o_sum += right.abs_o_sum;
+        worst_right = std::max(worst_right, right.worst);
+      }
+      Rng rng(seed);
+      const auto wrong_key = static_cast<int32_t>(rng.below(kKeys));
+      const Verdict wrong = judge(s, oracle, cpu_attention(s, 1, wrong_key));
+      caught += !(wrong.out_ok && wrong.lse_ok);
+    }
+    std::printf("[ %s ] one wrong key of %d caught in %d of %d seeds; bound %.3g = %.1f%% of the mean |o| %.3g;"
+                " right keys: error <= %.2f x bound\n",
+                std::string(to_string(dtype)).c_str(), kKeys, caught, kSeeds, bound_sum / (kSeeds * kDim),
+                100 * bound_sum / abs_o_sum, abs_o_sum / (kSeeds * kDim), worst_right);
+    EXPECT_GE(caught, kSeeds * 9 / 10) << to_string(dtype);
+  }
+}
+
+}  // namespace
+}  // namespace kvfuzz
