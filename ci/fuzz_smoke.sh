@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and runs each for a bounded
-# time on its corpus. Usage: bash ci/fuzz_smoke.sh [seconds per target, default 60]
+# time on its corpus. Usage: bash ci/fuzz_smoke.sh [seconds per target, default 30]
 # A crash leaves its input in build-fuzz/crashes/<target>/ and fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+seconds=${1:-30}
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DKVFUZZ_FUZZ=ON -DKVFUZZ_TESTS=OFF \
   -DKVFUZZ_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build-fuzz case_parser_fuzzer backends_fuzzer planners_fuzzer
-for target in case_parser backends planners; do
+targets="case_parser backends planners fa flashinfer triton mla"
+# shellcheck disable=SC2086  # a list of targets
+ninja -C build-fuzz ${targets// /_fuzzer }_fuzzer
+for target in $targets; do
   work=build-fuzz/corpus/$target crashes=build-fuzz/crashes/$target
   rm -rf "$crashes"
   mkdir -p "$work" "$crashes"

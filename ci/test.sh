@@ -4,7 +4,7 @@
 #   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan);
 #   3. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
 # KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
-# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 45).
+# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -12,6 +12,6 @@ bash ci/build.sh
 echo "== fault benchmark"
 ./build/fuzz/kvfuzz faults --shrink-seconds 20
 echo "== fuzz smoke"
-bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-45}"
+bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-30}"
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"
