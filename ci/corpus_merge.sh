@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Merges new inputs into a target's corpus, keeping only those that add coverage (libFuzzer
-# -merge=1). Usage: bash ci/corpus_merge.sh TARGET DIR...   (TARGET: case_parser, backends, planners)
+# -merge=1). Usage: bash ci/corpus_merge.sh TARGET DIR...   (TARGET: case_parser, backends, planners,
+# fa, flashinfer, triton, mla)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${1:?usage: ci/corpus_merge.sh TARGET DIR...}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Minimizes a target's corpus to the smallest set of inputs with the same coverage (libFuzzer
 # -merge=1 into an empty folder), then swaps it in. Usage: bash ci/corpus_minimize.sh TARGET
+# (TARGET: case_parser, backends, planners, fa, flashinfer, triton, mla)
 # Regression cases (corpus/regressions/) are shrunk with `kvfuzz shrink`, not here.
 #
 # Safe: the merge goes into a temporary folder beside the corpus (same file system); only a merge

@@ -1,23 +1,62 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang, ASan + UBSan) into build-fuzz/ and runs each for a bounded
-# time on its corpus. Usage: bash ci/fuzz_smoke.sh [seconds per target, default 60]
-# A crash leaves its input in build-fuzz/crashes/<target>/ and fails the script.
+# time on its corpus. Usage: bash ci/fuzz_smoke.sh [SECONDS per target, default 30] [TARGET...]
+# SECONDS 0 only builds; the default targets are all of them (`failing`, a target that fails on
+# purpose for fuzz/tests/fuzz_smoke_test.sh, only when named).
+# A target fails the smoke when its fuzzer exits non-zero, runs no input
+# (stat::number_of_executed_units), or leaves a crash-, leak-, timeout- or oom- file in
+# build-fuzz/crashes/<target>/; the script then exits 1. Each log is build-fuzz/logs/<target>.log.
+#   KVFUZZ_FUZZ_TIMEOUT  seconds one input may take before it is a timeout (default 60)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-60}
+all="case_parser backends planners fa flashinfer triton mla"
+seconds=${1:-30}
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz smoke: SECONDS must be a whole number, got '$seconds'" >&2; exit 2; }
+timeout_s=${KVFUZZ_FUZZ_TIMEOUT:-60}
+[[ $timeout_s =~ ^[1-9][0-9]*$ ]] || { echo "fuzz smoke: KVFUZZ_FUZZ_TIMEOUT must be a positive whole number, got '$timeout_s'" >&2; exit 2; }
+shift $(($# > 0 ? 1 : 0))
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || read -ra targets <<<"$all"
+for target in "${targets[@]}"; do
+  case " $all failing " in
+    *" $target "*) ;;
+    *) echo "fuzz smoke: unknown target '$target' (targets: $all, failing)" >&2; exit 2 ;;
+  esac
+done
+
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DKVFUZZ_FUZZ=ON -DKVFUZZ_TESTS=OFF \
   -DKVFUZZ_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-ninja -C build-fuzz case_parser_fuzzer backends_fuzzer planners_fuzzer
-for target in case_parser backends planners; do
-  work=build-fuzz/corpus/$target crashes=build-fuzz/crashes/$target
+ninja -C build-fuzz "${targets[@]/%/_fuzzer}"
+[ "$seconds" -gt 0 ] || exit 0
+
+failed=()
+for target in "${targets[@]}"; do
+  work=build-fuzz/corpus/$target crashes=build-fuzz/crashes/$target log=build-fuzz/logs/$target.log
   rm -rf "$crashes"
-  mkdir -p "$work" "$crashes"
+  mkdir -p "$work" "$crashes" build-fuzz/logs
+  seeds=()
+  [ -d "corpus/$target" ] && seeds=("corpus/$target")
   echo "fuzz smoke: $target for ${seconds}s"
-  ASAN_OPTIONS=detect_leaks=0 "build-fuzz/fuzz/targets/${target}_fuzzer" -max_total_time="$seconds" -max_len=16384 \
-    -artifact_prefix="$crashes/" -print_final_stats=1 "$work" "corpus/$target" 2>&1 |
-    grep -E "stat::number_of_executed_units|stat::average_exec_per_sec|ERROR|==[0-9]+==|Done" || true
-  if [ -n "$(find "$crashes" -type f | head -1)" ]; then
-    echo "fuzz smoke: $target found a crash: $(ls "$crashes")"
-    exit 1
+  status=0
+  "build-fuzz/fuzz/targets/${target}_fuzzer" -max_total_time="$seconds" -timeout="$timeout_s" -max_len=16384 \
+    -artifact_prefix="$crashes/" -print_final_stats=1 "$work" "${seeds[@]}" >"$log" 2>&1 || status=$?
+  grep -E "stat::number_of_executed_units|stat::average_exec_per_sec|ERROR|SUMMARY" "$log" || true
+  units=$(sed -n 's/^stat::number_of_executed_units: *\([0-9]*\).*/\1/p' "$log" | tail -n 1)
+  artifacts=$(find "$crashes" -type f \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) \
+    -printf '%f ')
+  problems=()
+  [ -z "$artifacts" ] || problems+=("left ${artifacts% } in $crashes")
+  [ "$status" -eq 0 ] || problems+=("exited with status $status")
+  [ "${units:-0}" -gt 0 ] || problems+=("ran no input (stat::number_of_executed_units: ${units:-not printed})")
+  if [ ${#problems[@]} -eq 0 ]; then
+    echo "fuzz smoke: ok $target (${units} inputs)"
+  else
+    echo "fuzz smoke: FAIL $target: $(IFS=';'; echo "${problems[*]}" | sed 's/;/; /g') — last lines of $log:"
+    tail -n 25 "$log"
+    failed+=("$target")
   fi
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz smoke: failed: ${failed[*]}"
+  exit 1
+fi

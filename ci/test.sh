@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what kvfuzz needs, builds it and runs every test. The README's test command; CI runs it.
 #   1. the g++ build and its fault benchmark: every named planner fault must be caught;
-#   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan);
+#   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan), then the test that the
+#      smoke fails when a fuzzer fails (fuzz/tests/fuzz_smoke_test.sh);
 #   3. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
 # KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
-# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 45).
+# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -12,6 +13,7 @@ bash ci/build.sh
 echo "== fault benchmark"
 ./build/fuzz/kvfuzz faults --shrink-seconds 20
 echo "== fuzz smoke"
-bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-45}"
+bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-30}"
+bash fuzz/tests/fuzz_smoke_test.sh
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"

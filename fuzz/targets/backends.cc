@@ -4,18 +4,15 @@
 //
 //   build-fuzz/fuzz/targets/backends_fuzzer corpus/backends
 #include <cstdint>
-#include <cstdlib>
-#include <iostream>
 
 #include "backends/registry.h"
 #include "fuzz/case_check.h"
+#include "fuzz/targets/abort_on_findings.h"
 #include "fuzz/targets/structured_mutator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const kvfuzz::Scenario s = kvfuzz::decode_case(data, size);
+  const kvfuzz::Scenario& s = kvfuzz::input_case(data, size);
   const kvfuzz::CaseReport r = kvfuzz::check_all(s, kvfuzz::all_backends(), {});
-  if (r.findings.empty()) return 0;
-  for (const kvfuzz::Finding& f : r.findings) std::cerr << f.backend << ": " << f.property << ": " << f.message << "\n";
-  std::cerr << kvfuzz::to_json(s);
-  std::abort();
+  kvfuzz::abort_on_findings(s, r);
+  return 0;
 }

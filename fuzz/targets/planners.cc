@@ -13,7 +13,7 @@
 #include "properties/case_context.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const kvfuzz::Scenario s = kvfuzz::decode_case(data, size);
+  const kvfuzz::Scenario& s = kvfuzz::input_case(data, size);
   const kvfuzz::CaseContext ctx(s);
   for (const kvfuzz::Backend* b : kvfuzz::all_backends()) {
     if (!b->supports(s).ok) continue;
