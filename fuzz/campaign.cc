@@ -60,14 +60,15 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   const std::vector<std::string> faults = backend != nullptr ? faults_for(*backend, o.faults) : o.faults;
   const std::string replay_backend = backend != nullptr ? first.backend : "all";
   write_file_atomic(base + ".json", to_json(s));
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, {base + ".json", replay_backend, faults, variant_seed}));
+  write_file_atomic(base + ".txt",
+                    report_text(s, index, seed, all, {base + ".json", replay_backend, faults, variant_seed}));
   if (!o.shrink || backend == nullptr) return base + ".json";
   const ShrinkTarget target{first.signature(), backend, faults, metamorphic, variant_seed};
   const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
   if (r.finding.property.empty()) return base + ".json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt",
-                    report_text(r.scenario, index, seed, {r.finding}, {base + ".min.json", first.backend, faults, variant_seed}));
+  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding},
+                                                   {base + ".min.json", first.backend, faults, variant_seed}));
   return base + ".min.json";
 }
 
@@ -194,7 +195,8 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
   }
   if (!s.variants.empty()) {
     out << std::left << std::setw(18) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
-        << std::setw(13) << "unsupported" << "   (dropped variants: not compared)\n";
+        << std::setw(13) << "unsupported"
+        << "   (dropped variants: not compared)\n";
     for (const auto& [name, t] : s.variants)
       out << std::left << std::setw(18) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
           << std::setw(13) << t.unsupported << "\n";

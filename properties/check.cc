@@ -7,8 +7,8 @@
 
 #include "backends/common/harness_error.h"
 #include "backends/common/violation.h"
-#include "reference/input_out_of_range.h"
 #include "properties/tolerance.h"
+#include "reference/input_out_of_range.h"
 
 namespace kvfuzz {
 namespace {
@@ -106,7 +106,7 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
   } catch (const InputOutOfRange& e) {  // the backend read one of its inputs past the end
     run.findings.push_back({"in-bounds", std::string(backend.name()), "read of " + e.input() + ": " + e.what()});
   } catch (const HarnessError&) {
-    throw;  // kvfuzz's own mistake: not the backend's finding
+    throw;                             // kvfuzz's own mistake: not the backend's finding
   } catch (const std::exception& e) {  // anything else the backend threw: it crashed
     run.findings.push_back({"crash", std::string(backend.name()), std::string("the backend threw: ") + e.what()});
   }
