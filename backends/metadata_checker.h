@@ -90,8 +90,9 @@ class MetadataChecker {
     if (entry < 0 || entry >= gather.capacity()) {
       add("stride-divide", name + ": key column " + std::to_string(column) + " of row " + std::to_string(row) +
                                " (layer " + std::to_string(layer) + ", block size " + std::to_string(block_size) +
-                               ") maps to " + (entry < 0 ? descriptor.name() + "[" + std::to_string(index) + "]"
-                                                         : "linear entry " + std::to_string(entry)) +
+                               ") maps to " +
+                               (entry < 0 ? descriptor.name() + "[" + std::to_string(index) + "]"
+                                          : "linear entry " + std::to_string(entry)) +
                                ", outside the buffer; it must resolve to its req_to_token slot");
       return;
     }

@@ -195,7 +195,8 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
   }
   if (!s.variants.empty()) {
     out << std::left << std::setw(18) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
-        << std::setw(13) << "unsupported" << "   (dropped variants: not compared)\n";
+        << std::setw(13) << "unsupported"
+        << "   (dropped variants: not compared)\n";
     for (const auto& [name, t] : s.variants)
       out << std::left << std::setw(18) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
           << std::setw(13) << t.unsupported << "\n";

@@ -61,9 +61,9 @@ struct CampaignSummary {
   std::map<std::string, FindingKind> kinds;        // by Finding::signature()
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
-  VariantTallies variants;         // metamorphic variants run and dropped (invalid, unsupported)
-  int64_t harness_errors = 0;      // cases where kvfuzz's own checking code failed (not findings)
-  std::string first_harness_error; // its message and saved case
+  VariantTallies variants;          // metamorphic variants run and dropped (invalid, unsupported)
+  int64_t harness_errors = 0;       // cases where kvfuzz's own checking code failed (not findings)
+  std::string first_harness_error;  // its message and saved case
   Coverage coverage;
   int64_t findings() const {
     int64_t n = 0;

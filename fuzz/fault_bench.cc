@@ -83,14 +83,15 @@ std::vector<FaultResult> run_fault_bench(const FaultBenchOptions& o, std::ostrea
 
 void print_fault_table(const std::vector<FaultResult>& results, std::ostream& out) {
   out << std::left << std::setw(36) << "fault" << std::setw(18) << "backend" << std::right << std::setw(8) << "cases"
-      << std::setw(10) << "seconds" << "  " << std::left << std::setw(14) << "property" << std::right << std::setw(10)
-      << "requests" << std::setw(12) << "max tokens" << std::setw(8) << "clean" << std::setw(13) << "unsupported"
+      << std::setw(10) << "seconds"
+      << "  " << std::left << std::setw(14) << "property" << std::right << std::setw(10) << "requests" << std::setw(12)
+      << "max tokens" << std::setw(8) << "clean" << std::setw(13) << "unsupported"
       << "\n";
   for (const FaultResult& r : results) {
     out << std::left << std::setw(36) << r.fault << std::setw(18) << r.backend << std::right << std::setw(8)
-        << (r.detected ? std::to_string(r.cases) : "-") << std::setw(10) << std::fixed << std::setprecision(2) << r.seconds
-        << "  " << std::left << std::setw(14) << (r.detected ? r.property : "SURVIVED") << std::right << std::setw(10)
-        << (r.detected ? std::to_string(r.shrunk.requests) : "-") << std::setw(12)
+        << (r.detected ? std::to_string(r.cases) : "-") << std::setw(10) << std::fixed << std::setprecision(2)
+        << r.seconds << "  " << std::left << std::setw(14) << (r.detected ? r.property : "SURVIVED") << std::right
+        << std::setw(10) << (r.detected ? std::to_string(r.shrunk.requests) : "-") << std::setw(12)
         << (r.detected ? std::to_string(r.shrunk.max_tokens) : "-") << std::setw(8)
         << (r.detected ? (r.clean_without_fault ? "yes" : "NO") : "-") << std::setw(13) << r.unsupported << "\n";
   }

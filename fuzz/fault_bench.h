@@ -36,8 +36,8 @@ struct FaultResult {
   int64_t cases = 0;        // supported cases run until the first detection (or the budget)
   int64_t unsupported = 0;  // generated cases the backend does not support (not counted)
   double seconds = 0;
-  std::string property;   // the first general property that failed (regression_property.h), else
-                          // the first finding's
+  std::string property;  // the first general property that failed (regression_property.h), else
+                         // the first finding's
   bool clean_without_fault = false;
   CaseSize shrunk;
   double shrink_seconds = 0;

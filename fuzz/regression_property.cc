@@ -23,7 +23,8 @@ std::string read_regression_property(const std::string& case_path) {
   std::string text = read_input(path, 256);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   if (!is_general_property(text))
-    throw InvalidCase(path + ": '" + text + "' is not a general property (in-bounds, stride-divide, cache-extent, "
+    throw InvalidCase(path + ": '" + text +
+                      "' is not a general property (in-bounds, stride-divide, cache-extent, "
                       "oracle, metamorphic, replay, crash)");
   return text;
 }

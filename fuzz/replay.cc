@@ -7,7 +7,8 @@ namespace kvfuzz {
 std::string shell_quote(const std::string& s) {
   bool safe = !s.empty();
   for (const char c : s)
-    safe = safe && (std::isalnum(static_cast<unsigned char>(c)) || std::string("/._-+=:,@").find(c) != std::string::npos);
+    safe =
+        safe && (std::isalnum(static_cast<unsigned char>(c)) || std::string("/._-+=:,@").find(c) != std::string::npos);
   if (safe) return s;
   std::string out = "'";
   for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -10,8 +10,8 @@
 #include "backends/common/violation.h"
 #include "backends/contract/npy.h"
 #include "properties/opaque_extent.h"
-#include "reference/input_out_of_range.h"
 #include "properties/tolerance.h"
+#include "reference/input_out_of_range.h"
 
 namespace kvfuzz {
 namespace {

@@ -145,8 +145,7 @@ std::vector<Variant> metamorphic_variants(const Scenario& s, uint64_t seed, Vari
 }
 
 std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun& base, const Backend& backend,
-                                       const std::vector<std::string>& faults, uint64_t seed,
-                                       VariantTallies* tallies) {
+                                       const std::vector<std::string>& faults, uint64_t seed, VariantTallies* tallies) {
   std::vector<Finding> findings;
   if (!base.ran) return findings;
   for (const Variant& v : metamorphic_variants(ctx.scenario(), seed, tallies)) {

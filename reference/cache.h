@@ -68,8 +68,8 @@ struct CacheState {
   int32_t r2t(int32_t row, int32_t column) const {
     if (row < 0 || row > config.max_requests || column < 0 || column >= config.max_context_len)
       throw InputOutOfRange("req_to_token", "req_to_token[" + std::to_string(row) + "][" + std::to_string(column) +
-                              "] is outside its " + std::to_string(config.max_requests + 1) + " x " +
-                              std::to_string(config.max_context_len) + " entries");
+                                                "] is outside its " + std::to_string(config.max_requests + 1) +
+                                                " x " + std::to_string(config.max_context_len) + " entries");
     return req_to_token[static_cast<size_t>(row) * config.max_context_len + column];
   }
 };

@@ -3,8 +3,8 @@
 // Where it sits: registry -> **mla_backend()** -> plan_mla (mla_planner.h) / run_mla (mla_executor.h).
 #include "backends/mla/mla_backend.h"
 
-#include "backends/mla/mla_faults.h"
 #include "backends/mla/mla_executor.h"
+#include "backends/mla/mla_faults.h"
 #include "backends/mla/mla_planner.h"
 
 namespace kvfuzz {

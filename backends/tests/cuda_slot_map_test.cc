@@ -16,8 +16,8 @@ namespace {
 // keys 4..7 slots 4..7, keys 8..11 slots 28..31. Row 1 holds {0, 2, 0}: keys 0..3 and 8..11 are
 // the dummy page's slots 0..3, keys 4..7 slots 8..11.
 const std::vector<int32_t> kTable = {3, 1, 7, 0, 2, 0};
-const std::vector<int64_t> kSlots = {12, 13, 14, 15, 4, 5, 6, 7, 28, 29, 30, 31,
-                                     0,  1,  2,  3,  8, 9, 10, 11, 0, 1, 2, 3};
+const std::vector<int64_t> kSlots = {12, 13, 14, 15, 4, 5, 6,  7,  28, 29, 30, 31,  // row 0
+                                     0,  1,  2,  3,  8, 9, 10, 11, 0,  1,  2,  3};  // row 1
 
 TEST(SlotMap, HostPageTableSlotsAreTheHandComputedOnes) {
   for (int32_t r = 0; r < 2; ++r)

@@ -5,11 +5,11 @@
 
 #include <map>
 
+#include "backends/tests/backend_test_util.h"
 #include "backends/triton/triton_backend.h"
 #include "backends/triton/triton_kv_splits.h"
-#include "backends/triton/triton_split_range.h"
 #include "backends/triton/triton_planner.h"
-#include "backends/tests/backend_test_util.h"
+#include "backends/triton/triton_split_range.h"
 #include "properties/check.h"
 #include "properties/metamorphic.h"
 #include "reference/generate.h"

@@ -6,9 +6,9 @@
 #include <iostream>
 
 #include "backends/registry.h"
+#include "fuzz/case_check.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
-#include "fuzz/case_check.h"
 #include "fuzz/replay.h"
 #include "reference/case_error.h"
 #include "reference/scenario_json.h"

@@ -5,8 +5,8 @@
 //   kvfuzz check case.json --backend all
 #include <iostream>
 
-#include "fuzz/cli/commands.h"
 #include "backends/common/harness_error.h"
+#include "fuzz/cli/commands.h"
 #include "reference/case_error.h"
 
 int main(int argc, char** argv) {

@@ -32,7 +32,8 @@ TEST(Regressions, EveryCaseIsCaughtByItsRecordedGeneralProperty) {
     const size_t sep = name.find("__");
     if (sep == std::string::npos) {  // a real bug, fixed
       const CaseReport r = check_all(s, all_backends(), {{}, true, 0});
-      for (const Finding& f : r.findings) ADD_FAILURE() << name << ": " << f.backend << ": " << f.property << ": " << f.message;
+      for (const Finding& f : r.findings)
+        ADD_FAILURE() << name << ": " << f.backend << ": " << f.property << ": " << f.message;
       continue;
     }
     const Backend* b = find_backend(name.substr(0, sep));
@@ -47,7 +48,8 @@ TEST(Regressions, EveryCaseIsCaughtByItsRecordedGeneralProperty) {
     }
     EXPECT_TRUE(fired) << name << ": " << property << " does not fire with the fault on (fired:" << seen << ")";
     const CaseReport clean = check_all(s, {b}, {{}, true, 0});
-    for (const Finding& f : clean.findings) ADD_FAILURE() << name << " without the fault: " << f.property << ": " << f.message;
+    for (const Finding& f : clean.findings)
+      ADD_FAILURE() << name << " without the fault: " << f.property << ": " << f.message;
   }
   if (replayed == 0) GTEST_SKIP() << "no regression cases in " << dir;
 }

@@ -89,8 +89,9 @@ TEST(Replay, CheckShrinkAndFaultsPrintLinesThatReplay) {
   EXPECT_NE(from_shrink[0].find(shell_quote(small)), std::string::npos) << from_shrink[0];
   expect_replays(from_shrink, dir);
 
-  const Result faults = test::run_kvfuzz("faults --backend fa --only " + kFault + " --budget 200 --shrink-seconds 1 --out " +
-                                         shell_quote((dir / "fault cases").string()));
+  const Result faults =
+      test::run_kvfuzz("faults --backend fa --only " + kFault + " --budget 200 --shrink-seconds 1 --out " +
+                       shell_quote((dir / "fault cases").string()));
   ASSERT_EQ(faults.code, 0) << faults.output;
   const std::vector<std::string> from_faults = replay_lines(faults.output, "replay: ");
   ASSERT_EQ(from_faults.size(), 1u) << faults.output;

@@ -11,8 +11,8 @@ namespace kvfuzz {
 namespace {
 
 using testing::Toy;
-using testing::ToyBug;
 using testing::toy_case;
+using testing::ToyBug;
 
 std::vector<Finding> findings_of(ToyBug bug) {
   const CaseContext ctx(toy_case());

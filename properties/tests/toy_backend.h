@@ -20,11 +20,11 @@ enum class ToyBug {
   wrong_table_entry,
   nan_value,
   first_row_shift,
-  throws_in_plan,         // the planner throws std::runtime_error: a crash
-  vector_at_in_run,       // the executor's own std::vector::at throws std::out_of_range: a crash
-  reads_past_row,         // the planner reads req_to_token past its row: in-bounds
-  check_asks_past_row,    // the metadata check (harness side) asks for a missing entry: harness error
-  no_graphs,              // does not support CUDA-graph batches (the replay variant is dropped)
+  throws_in_plan,       // the planner throws std::runtime_error: a crash
+  vector_at_in_run,     // the executor's own std::vector::at throws std::out_of_range: a crash
+  reads_past_row,       // the planner reads req_to_token past its row: in-bounds
+  check_asks_past_row,  // the metadata check (harness side) asks for a missing entry: harness error
+  no_graphs,            // does not support CUDA-graph batches (the replay variant is dropped)
 };
 
 // Decode/extend on full layers: a token table straight from req_to_token, causal.

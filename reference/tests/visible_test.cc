@@ -76,8 +76,8 @@ TEST(Visible, TreeDraftsSeeThePrefixTheirAncestorsAndThemselves) {
   const Scenario s = one_request(5, verify);
   EXPECT_EQ(visible_of(s, kFull, 0), (VisibleSet{{0, 6}}));
   EXPECT_EQ(visible_of(s, kFull, 1), (VisibleSet{{0, 7}}));
-  EXPECT_EQ(visible_of(s, kFull, 2), (VisibleSet{{0, 6}, {7, 8}}));          // not its sibling 1
-  EXPECT_EQ(visible_of(s, kFull, 3), (VisibleSet{{0, 7}, {8, 9}}));          // 0, 1, itself
+  EXPECT_EQ(visible_of(s, kFull, 2), (VisibleSet{{0, 6}, {7, 8}}));  // not its sibling 1
+  EXPECT_EQ(visible_of(s, kFull, 3), (VisibleSet{{0, 7}, {8, 9}}));  // 0, 1, itself
   // Window W = 2 at draft 3 (position 7): positions 5, 6, 7 = drafts 0, 1, 3, no prefix.
   EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 2, 0}, 3), (VisibleSet{{5, 7}, {8, 9}}));
   // W = 2 at draft 2 (position 6): prefix position 4, then drafts 0 and 2.
