@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The C++ example executor (adapters/examples/cpp/page_table_executor.cc) under kvfuzz-worker,
+# through a real campaign: run by ctest (fuzz/tests/CMakeLists.txt), one test per expectation.
+#
+#   cpp_adapter_test.sh KVFUZZ WORKER LIBRARY clean              # no findings, exit 0
+#   cpp_adapter_test.sh KVFUZZ WORKER LIBRARY broken NAME PROP   # KVFUZZ_EXAMPLE_BREAK=NAME: exit 1, PROP found
+#   cpp_adapter_test.sh KVFUZZ WORKER LIBRARY refused TEXT [NAME] # the adapter does not start: exit 2, TEXT said
+set -uo pipefail
+kvfuzz=$1 worker=$2 library=$3 expect=$4
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+backend=cpp_page_table
+
+fail() {
+  echo "FAIL: $*"
+  echo "--- kvfuzz output:"
+  cat "$out/log"
+  exit 1
+}
+
+campaign() {
+  "$kvfuzz" run --seed 1 --cases 60 --profile tiny --profile small --jobs 1 --no-shrink --backend "$backend" \
+    --adapter "$worker $library" --adapter-timeout 20 --out "$out/findings" >"$out/log" 2>&1
+}
+
+case $expect in
+  clean)
+    campaign
+    rc=$?
+    [ $rc -eq 0 ] || fail "a clean campaign exited $rc, expected 0"
+    grep -q "no findings" "$out/log" || fail "no 'no findings' line"
+    grep -Eq "$backend +60 +0" "$out/log" || fail "the executor did not check all 60 cases"
+    ;;
+  broken)
+    name=$5 property=$6
+    KVFUZZ_EXAMPLE_BREAK=$name campaign
+    rc=$?
+    [ $rc -eq 1 ] || fail "broken variant $name exited $rc, expected 1 (findings)"
+    grep -Eq "^$property/[^ ]*$backend +[0-9]+" "$out/log" || fail "broken variant $name: no $property finding in the summary"
+    ;;
+  refused)
+    text=$5
+    KVFUZZ_EXAMPLE_BREAK=${6:-} campaign
+    rc=$?
+    [ $rc -eq 2 ] || fail "a bad library exited $rc, expected 2"
+    grep -qF "$library" "$out/log" || fail "the message does not name the library $library"
+    grep -qF "$text" "$out/log" || fail "the message does not say '$text'"
+    ;;
+  *)
+    fail "unknown expectation '$expect'"
+    ;;
+esac
+echo "ok: $expect ${5:-} ${6:-}"
