@@ -18,9 +18,10 @@ fail() {
   exit 1
 }
 
+cases=60 timeout=20
 campaign() {
-  "$kvfuzz" run --seed 1 --cases 60 --profile tiny --profile small --jobs 1 --no-shrink --backend "$backend" \
-    --adapter "$worker $library" --adapter-timeout 20 --out "$out/findings" >"$out/log" 2>&1
+  "$kvfuzz" run --seed 1 --cases $cases --profile tiny --profile small --jobs 1 --no-shrink --backend "$backend" \
+    --adapter "$worker $library" --adapter-timeout $timeout --out "$out/findings" >"$out/log" 2>&1
 }
 
 case $expect in
@@ -29,10 +30,11 @@ case $expect in
     rc=$?
     [ $rc -eq 0 ] || fail "a clean campaign exited $rc, expected 0"
     grep -q "no findings" "$out/log" || fail "no 'no findings' line"
-    grep -Eq "$backend +60 +0" "$out/log" || fail "the executor did not check all 60 cases"
+    grep -Eq "$backend +$cases +0" "$out/log" || fail "the executor did not check all $cases cases"
     ;;
   broken)
     name=$5 property=$6
+    [ "$name" = hang ] && cases=3 timeout=1  # each case waits out the timeout
     KVFUZZ_EXAMPLE_BREAK=$name campaign
     rc=$?
     [ $rc -eq 1 ] || fail "broken variant $name exited $rc, expected 1 (findings)"
