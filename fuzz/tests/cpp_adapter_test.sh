@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The C++ example executor (adapters/examples/cpp/page_table_executor.cc) under kvfuzz-worker,
-# through a real campaign: run by ctest (fuzz/tests/CMakeLists.txt), one test per expectation.
+# A C++ example executor (adapters/examples/cpp/) under kvfuzz-worker, through a real campaign:
+# run by ctest (fuzz/tests/CMakeLists.txt), one test per expectation. The backend is the
+# library's name: build/adapters/libcpp_page_table.so -> cpp_page_table.
 #
 #   cpp_adapter_test.sh KVFUZZ WORKER LIBRARY clean              # no findings, exit 0
 #   cpp_adapter_test.sh KVFUZZ WORKER LIBRARY broken NAME PROP   # KVFUZZ_EXAMPLE_BREAK=NAME: exit 1, PROP found
@@ -9,7 +10,8 @@ set -uo pipefail
 kvfuzz=$1 worker=$2 library=$3 expect=$4
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-backend=cpp_page_table
+backend=$(basename "$library" .so)
+backend=${backend#lib}
 
 fail() {
   echo "FAIL: $*"

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "adapters/examples/cpp/example_arrays.h"
 #include "adapters/examples/cpp/example_attention.h"
 #include "adapters/examples/cpp/example_executor.h"
 
@@ -26,31 +27,22 @@ namespace {
 using namespace kvfuzz_example;
 using nlohmann::json;
 
-// The int32 metadata array `name`; throws naming it when absent.
-const int32_t* array_i32(const kvfuzz_call* call, const std::string& name, int64_t* count) {
-  const int32_t* a = kvfuzz_find_i32(call, name.c_str(), count);
-  if (!a) throw std::runtime_error("no int32 metadata array '" + name + "'");
-  return a;
-}
-
 // One flash_attn_with_kvcache call of `layer` into `part`; 0 or a kvfuzz_fail code.
 int run_call(const kvfuzz_call* call, const Model& m, const json& desc, const std::string& prefix, int layer,
              int64_t window_left, Partial& part) {
-  int64_t n_cu = 0, n_seq = 0, n_table = 0;
-  const int32_t* cu_q = array_i32(call, prefix + "cu_seqlens_q", &n_cu);
-  const int32_t* seqlens = array_i32(call, prefix + "cache_seqlens", &n_seq);
-  const int32_t* table = array_i32(call, prefix + "page_table", &n_table);
+  const auto cu_q = array<int32_t>(call, prefix + "cu_seqlens_q"), seqlens = array<int32_t>(call, prefix + "cache_seqlens");
+  const auto table = array<int32_t>(call, prefix + "page_table");
   const auto rows = desc.at("rows").get<int64_t>(), width = desc.at("width").get<int64_t>();
   const auto ps = desc.at("view_page_size").get<int64_t>();
   const bool right_edge = desc.at("causal").get<bool>() || window_left >= 0;
-  if (rows + 1 > n_cu || rows > n_seq || ps < 1 || rows * width > n_table)
+  if (ps < 1 || rows * width > table.size)
     return kvfuzz_fail(call, "%s: %lld rows of width %lld do not fit its arrays", prefix.c_str(), (long long)rows, (long long)width);
   std::vector<KeyRef> keys;
   for (int64_t b = 0; b < rows; ++b) {
     const int64_t q0 = cu_q[b], q_len = cu_q[b + 1] - q0;
     if (q_len <= 0) continue;
     if (q0 < 0 || q0 + q_len > m.tokens) return kvfuzz_fail(call, "%s row %lld: queries outside the batch", prefix.c_str(), (long long)b);
-    if (!paged_keys(call, m, layer, table + b * width, width, ps, seqlens[b], keys)) return 1;
+    if (!paged_keys(call, m, layer, table.data + b * width, width, ps, seqlens[b], keys)) return 1;
     const auto k_len = static_cast<int64_t>(keys.size());
     attend(m, call, layer, q0, q_len, keys, [&](int64_t i, int64_t k) {
       const int64_t last = k_len - q_len + i;
