@@ -22,6 +22,7 @@ enum class Break {
   segfault,                // a write through a null pointer
   hang,                    // sleeps for an hour
   oob_write,               // writes 64 bytes past the end of out
+  write_input,             // changes the first value of q (inputs are read-only)
   declare_garbage,         // declares something that is not JSON
   declare_unknown_family,  // declares family "no_such_family"
   unknown,                 // a name none of the above: the executor refuses to run
@@ -32,8 +33,8 @@ inline Break broken() {
     const char* s = std::getenv("KVFUZZ_EXAMPLE_BREAK");
     if (!s || !*s) return Break::none;
     const char* names[] = {"drop_last_key", "next_page", "freed_slot", "lse_base2", "segfault",
-                           "hang", "oob_write", "declare_garbage", "declare_unknown_family"};
-    for (int i = 0; i < 9; ++i)
+                           "hang", "oob_write", "write_input", "declare_garbage", "declare_unknown_family"};
+    for (int i = 0; i < 10; ++i)
       if (std::strcmp(s, names[i]) == 0) return static_cast<Break>(i + 1);
     return Break::unknown;
   }();

@@ -70,6 +70,8 @@ int run(const kvfuzz_call* call, Family family) {
     const size_t n = call->out_bytes / sizeof(float);
     for (size_t i = 0; i < 16; ++i) call->out[n + i] = 0.0f;  // 64 bytes past the end of out
   }
+  if (broken() == Break::write_input && call->q.bytes >= sizeof(float))
+    static_cast<float*>(const_cast<void*>(call->q.data))[0] += 1.0f;  // an input is not the executor's to write
   return 0;
 }
 
