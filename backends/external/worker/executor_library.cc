@@ -30,9 +30,9 @@ ExecutorLibrary::ExecutorLibrary(const std::string& path) : path_(path) {
   run_ = reinterpret_cast<kvfuzz_executor_run_fn>(symbol("kvfuzz_executor_run"));
 }
 
-ExecutorLibrary::~ExecutorLibrary() {
-  if (handle_) dlclose(handle_);
-}
+// The library stays loaded until the process ends: unloading a CUDA library (or any with threads
+// or atexit handlers) before exit can crash, and a worker loads exactly one.
+ExecutorLibrary::~ExecutorLibrary() = default;
 
 nlohmann::json ExecutorLibrary::declaration() const {
   std::vector<char> text(KVFUZZ_DECLARATION_CAPACITY, '\0');

@@ -70,7 +70,11 @@ nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& requ
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (argc != 2) {
     std::cerr << kUsage;
     return 2;
   }
