@@ -1,0 +1,116 @@
+// kvfuzz-worker: runs an executor shared library written against the C ABI
+// (backends/external/kvfuzz_executor.h) as a kvfuzz adapter.
+//
+// Where it sits: the C/C++/CUDA counterpart of adapters/kvfuzz_adapter/serve.py, speaking the same
+// protocol: kvfuzz starts it as a child process with KVFUZZ_ADAPTER_FDS=3,4; it writes the
+// library's declaration as its first line on fd 4, then answers each {"op":"execute","id":N,
+// "dir":D} line from fd 3 with {"id":N,"ok":...,"seconds":{set: t}} until {"op":"exit"}.
+//
+//   kvfuzz run --backend cpp_page_table
+//              --adapter "build/backends/kvfuzz-worker build/adapters/libcpp_page_table.so"
+//
+// A library that does not load, lacks a symbol or declares nonsense: a message naming it on
+// stderr and exit 2, before any declaration (kvfuzz reports that the adapter did not start).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/external/worker/execute_request.h"
+#include "backends/external/worker/executor_library.h"
+
+namespace {
+
+using kvfuzz::worker::ExecutorLibrary;
+
+constexpr const char* kUsage =
+    "usage: kvfuzz-worker path/to/libexecutor.so\n"
+    "Runs an executor library (backends/external/kvfuzz_executor.h) as a kvfuzz adapter; kvfuzz starts it:\n"
+    "  kvfuzz run --adapter \"kvfuzz-worker path/to/libexecutor.so\" --backend NAME\n";
+
+bool send(int fd, const nlohmann::json& message) {
+  const std::string line = message.dump() + "\n";
+  size_t done = 0;
+  while (done < line.size()) {
+    const ssize_t n = write(fd, line.data() + done, line.size() - done);
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& request) {
+  nlohmann::json a = {{"id", request.value("id", nlohmann::json())}};
+  try {
+    if (request.value("op", "") != "execute")
+      throw std::runtime_error("kvfuzz-worker serves executors; it cannot answer op " + request.value("op", nlohmann::json()).dump());
+    const kvfuzz::worker::ExecuteResult r = execute_request(library, request.at("dir").get<std::string>());
+    a["seconds"] = r.seconds;
+    if (!r.violations.empty()) {
+      std::string all;
+      for (const std::string& v : r.violations) all += (all.empty() ? "" : "; ") + v;
+      a.update({{"ok", false}, {"property", "in-bounds"}, {"error", library.path() + ": " + all}});
+    } else if (!r.error.empty()) {
+      a.update({{"ok", false}, {"error", library.path() + ": " + r.error}});
+    } else {
+      a["ok"] = true;
+    }
+  } catch (const std::exception& e) {
+    a.update({{"ok", false}, {"error", std::string("kvfuzz-worker: ") + e.what()}});
+  }
+  return a;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  if (argc != 2) {
+    std::cerr << kUsage;
+    return 2;
+  }
+  const char* fds = std::getenv("KVFUZZ_ADAPTER_FDS");
+  int in_fd = -1, out_fd = -1;
+  if (!fds || std::sscanf(fds, "%d,%d", &in_fd, &out_fd) != 2) {
+    std::cerr << "kvfuzz-worker: KVFUZZ_ADAPTER_FDS is not set: kvfuzz starts this worker and talks to it on fds 3 and 4.\n"
+              << kUsage;
+    return 2;
+  }
+  std::unique_ptr<ExecutorLibrary> library;
+  nlohmann::json declaration;
+  try {
+    library = std::make_unique<ExecutorLibrary>(argv[1]);
+    declaration = library->declaration();
+  } catch (const std::exception& e) {
+    std::cerr << "kvfuzz-worker: " << e.what() << "\n";
+    return 2;
+  }
+  if (!send(out_fd, declaration)) return 1;
+  FILE* requests = fdopen(in_fd, "r");
+  if (!requests) return 1;
+  char* line = nullptr;
+  size_t capacity = 0;
+  while (getline(&line, &capacity, requests) > 0) {
+    const nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
+    if (request.is_discarded() || !request.is_object()) {
+      std::cerr << "kvfuzz-worker: ignoring a request that is not a JSON object: " << line;
+      continue;
+    }
+    if (request.value("op", "") == "exit") break;
+    const nlohmann::json a = answer(*library, request);
+    std::fflush(stdout);
+    std::cerr.flush();
+    if (!send(out_fd, a)) break;
+  }
+  std::free(line);
+  return 0;
+}
