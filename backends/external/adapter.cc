@@ -62,6 +62,9 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
       throw BackendFailure(property == "in-bounds" ? "in-bounds" : "crash",
                            spec_.name + " failed: " + error);
     }
+    if (answer.contains("seconds") && answer["seconds"].is_object())
+      for (const auto& [set, t] : answer["seconds"].items())
+        if (t.is_number()) stats_.function_nanoseconds += static_cast<int64_t>(t.get<double>() * 1e9);
     read(dir);
   } catch (const BackendFailure& e) {
     remove_tree(dir);

@@ -2,10 +2,14 @@
 //
 //   kvfuzz bench oracle
 //   kvfuzz bench backends --cases 500 --profile small
+//   kvfuzz bench adapter --adapter "python3 adapters/examples/numpy_page_table.py"
 #include <iostream>
 
 #include "backends/registry.h"
+#include "backends/external/pair_backend.h"
+#include "fuzz/adapter_bench.h"
 #include "fuzz/backend_bench.h"
+#include "reference/case_error.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
 #include "reference/oracle_bench.h"
@@ -29,6 +33,26 @@ void add_bench(CLI::App& app, int& exit_code) {
   backends->add_option("--seed", seed, "Seed")->check(seed_check())->capture_default_str();
   backends->callback([&exit_code] {
     print_backend_bench(run_backend_bench(all_backends(), *parse_profile(profile), cases, seed), std::cout);
+    exit_code = 0;
+  });
+
+  auto* adapter = cmd->add_subcommand("adapter", "An external executor through its worker against its own time in process");
+  static AdapterOptions adapters;
+  static int64_t adapter_cases = 300;
+  static std::string adapter_profile = "small";
+  add_adapter_options(adapter, adapters);
+  adapter->add_option("--cases", adapter_cases, "Generated cases")->check(positive())->capture_default_str();
+  adapter->add_option("--profile", adapter_profile, "Size profile")
+      ->check(CLI::IsMember({"tiny", "small", "medium", "large"}))
+      ->capture_default_str();
+  adapter->callback([&exit_code] {
+    if (adapters.commands.empty()) throw InvalidCase("bench adapter: give the executor with --adapter CMD");
+    register_adapters(adapters);
+    for (const Backend* b : all_backends()) {
+      const auto* pair = dynamic_cast<const PairBackend*>(b);
+      if (pair == nullptr || pair->external_executor() == nullptr) continue;
+      print_adapter_bench(run_adapter_bench(*pair, *parse_profile(adapter_profile), adapter_cases, seed), std::cout);
+    }
     exit_code = 0;
   });
 }

@@ -42,7 +42,7 @@ struct Csr {
         splits(array<int32_t>(call, prefix + "num_kv_splits")),
         indices(array<int64_t>(call, prefix + "kv_indices")),
         kind(desc.at("kind").get<std::string>()),
-        radius(desc.at("radius").get<int64_t>()) {}
+        radius(desc.at("window_or_chunk").get<int64_t>()) {}
 
   // The pool keys of row r (the break variants apply); false with call->error written.
   bool keys(const kvfuzz_call* call, const Model& m, int layer, int64_t r, std::vector<KeyRef>& out) const {

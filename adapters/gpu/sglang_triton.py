@@ -1,0 +1,210 @@
+"""sglang's real Triton attention kernels under kvfuzz: a token_csr executor on the GPU.
+
+Feeds the token_csr metadata (backends/triton/triton_plan_io.cc) to the kernels of the sglang wheel,
+sglang/srt/layers/attention/triton_ops/{decode,extend}_attention.py, loaded from .gpu/site with two
+stub modules (sglang.srt.utils: is_hip / is_cuda; triton_ops.prefill_attention: unused here):
+  - plan["kernel"] == "decode": decode_attention_fwd(q[:rows], k_pool, v_pool, o, kv_indptr,
+    kv_indices, attn_logits [rows, H, MAX_KV_SPLITS, Dv] fp32, attn_lse [rows, H, MAX_KV_SPLITS] fp32,
+    num_kv_splits, MAX_KV_SPLITS = plan["max_kv_splits"], sm_scale, 1.0, 1.0, logit_cap=softcap).
+    The kernel returns no final LSE: stage 2 merges the non-empty splits' attn_lse online; this
+    adapter takes the log-sum-exp of the same splits (the kernel's own split arithmetic on
+    kv_indptr / num_kv_splits; attn_lse starts at -inf so an unwritten split weighs nothing).
+  - plan["kernel"] == "extend": extend_attention_fwd(q, k_new, v_new, o, k_pool, v_pool, qo_indptr,
+    kv_indptr, kv_indices, custom_mask (bool, verify only), is_causal=True, mask_indptr,
+    max_len_extend, 1.0, 1.0, sm_scale, softcap, sliding_window_size = the CSR's radius W
+    (sliding_window layers; -1 otherwise), window_kv_offsets = the CSR's kv_offsets) exactly as
+    triton_backend.forward_extend calls it. Positions are never passed: the kernel has none.
+    The extend kernel returns NO LSE at all; this adapter computes it in float64 torch on the GPU
+    from the same inputs with the kernel's own masking rules (prefix columns all visible, custom
+    mask or causal on new tokens, window q_id = prefix_len + m <= k_id + W on column indices).
+    So LSE findings in extend modes describe that re-derivation, out findings the kernel.
+Head dims below 16 are zero-padded to 16 (tl.dot needs K, N >= 16); zeros change neither q.k nor
+the kept V channels, sm_scale is passed explicitly. Not wired: fp32 (tl.dot would use TF32), fp8,
+chunked layers (the extend kernel has no chunk mask; no production Triton path), MLA.
+  - "none": nothing runs (out 0, LSE -inf).
+
+    PYTHONPATH=.gpu/site:adapters kvfuzz check case.json \
+        --adapter "python3 adapters/gpu/sglang_triton.py" --backend sglang_triton
+"""
+import math
+import os
+import sys
+import types
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+SITE = os.environ.get("SGLANG_SITE", os.path.join(HERE, "..", "..", ".gpu", "site"))
+sys.path.insert(0, SITE)
+
+import kvfuzz_adapter as kv  # noqa: E402
+import torch  # noqa: E402
+
+
+def _stub_sglang():
+    """The two small modules the kernel files import, stubbed; the kernel files are sglang's own."""
+    utils = types.ModuleType("sglang.srt.utils")
+    utils.is_hip = lambda: False
+    utils.is_cuda = lambda: torch.cuda.is_available()
+    sys.modules["sglang.srt.utils"] = utils
+    prefill = types.ModuleType("sglang.srt.layers.attention.triton_ops.prefill_attention")
+
+    def context_attention_fwd(*args, **kwargs):
+        raise NotImplementedError("prefill_attention is stubbed (only redundant_attention uses it)")
+
+    prefill.context_attention_fwd = context_attention_fwd
+    sys.modules["sglang.srt.layers.attention.triton_ops.prefill_attention"] = prefill
+
+
+_stub_sglang()
+from sglang.srt.layers.attention.triton_ops.decode_attention import decode_attention_fwd  # noqa: E402
+from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd  # noqa: E402
+
+DEV = torch.device("cuda")
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+MIN_BLOCK_KV = 32  # decode_attention.py _MIN_BLOCK_KV
+
+
+MIN_DOT_DIM = 16   # tl.dot needs every dimension >= 16: smaller head dims are zero-padded to 16
+
+
+def dev(a, dtype=None, pad_to=None):
+    """A numpy array as a CUDA tensor; index arrays of length 0 get one unused 0 (a real allocation)."""
+    a = np.ascontiguousarray(a)
+    if a.size == 0 and a.ndim == 1:
+        a = np.zeros(1, dtype=a.dtype)
+    t = torch.from_numpy(a).to(DEV)
+    if pad_to is not None and t.shape[-1] < pad_to:
+        t = torch.nn.functional.pad(t, (0, pad_to - t.shape[-1]))  # zeros: add nothing to q.k or to out
+    return t if dtype is None else t.to(dtype).contiguous()
+
+
+def dims(case):
+    return max(MIN_DOT_DIM, case.model["head_dim"]), max(MIN_DOT_DIM, case.model["v_head_dim"])
+
+
+def run_decode(case, csr, prefix, layer, dtype, out, lse):
+    plan = case.plan
+    rows = min(plan["rows"], case.num_tokens)
+    max_splits = plan["max_kv_splits"]
+    kv_indptr = case.array(prefix + "kv_indptr")
+    num_kv_splits = case.array(prefix + "num_kv_splits")
+    H, Dv = case.model["q_heads"], case.model["v_head_dim"]
+    if rows == 0:
+        return
+    D, Dp = dims(case)
+    q = dev(case.q[layer][:rows], dtype, D)
+    k_buf, v_buf = dev(case.k_cache(layer), dtype, D), dev(case.v_cache(layer), dtype, Dp)
+    o = torch.zeros((rows, H, Dp), dtype=dtype, device=DEV)
+    attn_logits = torch.zeros((rows, H, max_splits, Dp), dtype=torch.float32, device=DEV)
+    attn_lse = torch.full((rows, H, max_splits), -math.inf, dtype=torch.float32, device=DEV)
+    decode_attention_fwd(q, k_buf, v_buf, o, dev(kv_indptr), dev(case.array(prefix + "kv_indices")),
+                         attn_logits, attn_lse, dev(num_kv_splits), max_splits,
+                         case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap))
+    torch.cuda.synchronize()
+    # Stage 2's split arithmetic: which splits carry keys (they are the ones it merges).
+    ip = kv_indptr.astype(np.int64)
+    kv_len = ip[1:rows + 1] - ip[:rows]
+    s = np.maximum(1, num_kv_splits[:rows].astype(np.int64))
+    per = (kv_len + s - 1) // s
+    per = (per + MIN_BLOCK_KV - 1) // MIN_BLOCK_KV * MIN_BLOCK_KV
+    j = np.arange(max_splits)[None, :]
+    used = np.minimum(per[:, None] * (j + 1), kv_len[:, None]) > per[:, None] * j
+    lse_parts = attn_lse.double().masked_fill(~dev(used)[:, None, :], -math.inf)
+    out[:rows] = o[..., :Dv].float().cpu().numpy()
+    lse[:rows] = torch.logsumexp(lse_parts, dim=2).cpu().numpy()
+
+
+def extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask, mask_indptr,
+               window, window_offsets):
+    """[num_tokens, H] natural LSE of extend_attention_fwd's softmax, by the kernel's masking rules."""
+    H, Hk = q.shape[1], k_buf.shape[1]
+    group = H // Hk
+    lse = torch.full((q.shape[0], H), -math.inf, dtype=torch.float64, device=DEV)
+    cap = float(case.softcap)
+    for i in range(len(qo_indptr) - 1):
+        q0, q_len = int(qo_indptr[i]), int(qo_indptr[i + 1]) - int(qo_indptr[i])
+        p0, p_len = int(kv_indptr[i]), int(kv_indptr[i + 1]) - int(kv_indptr[i])
+        if q_len <= 0:
+            continue
+        slots = torch.from_numpy(kv_indices[p0:p0 + max(p_len, 0)].astype(np.int64)).to(DEV)
+        keys = torch.cat([k_buf[slots], k_ext[q0:q0 + q_len]]).double()          # [n, Hk, D]
+        qq = q[q0:q0 + q_len].double()                                            # [m, H, D]
+        kk = keys.repeat_interleave(group, dim=1)                                 # [n, H, D]
+        s = torch.einsum("mhd,nhd->hmn", qq, kk) * case.sm_scale
+        if cap > 0:
+            s = cap * torch.tanh(s / cap)
+        m = torch.arange(q_len, device=DEV)[:, None]
+        n = torch.arange(q_len, device=DEV)[None, :]
+        p_len = max(p_len, 0)
+        if mask is not None:
+            off = int(window_offsets[i]) if window > 0 else 0
+            start = int(mask_indptr[i])
+            idx = start + m * (p_len + q_len + off) + off + p_len + n
+            new_vis = mask[idx.flatten()].reshape(q_len, q_len)
+        else:
+            new_vis = n <= m
+        pre_vis = torch.ones((q_len, p_len), dtype=torch.bool, device=DEV)
+        if window > 0:
+            pre_vis = (p_len + m) <= (torch.arange(p_len, device=DEV)[None, :] + window)
+            new_vis = new_vis & (m <= n + window)
+        vis = torch.cat([pre_vis, new_vis], dim=1)
+        lse[q0:q0 + q_len] = torch.logsumexp(s.masked_fill(~vis[None], -math.inf), dim=2).T
+    return lse
+
+
+def run_extend(case, csr, prefix, layer, dtype, out, lse):
+    plan = case.plan
+    qo_indptr = case.array("qo_indptr")
+    kv_indptr = case.array(prefix + "kv_indptr")
+    kv_indices = case.array(prefix + "kv_indices")
+    kv_offsets = case.array(prefix + "kv_offsets") if prefix + "kv_offsets" in case.manifest["arrays"] \
+        else np.zeros(len(qo_indptr), dtype=np.int32)
+    q_lens = qo_indptr[1:].astype(np.int64) - qo_indptr[:-1].astype(np.int64)
+    max_len = int(q_lens.max()) if len(q_lens) else 0
+    if max_len <= 0:
+        return
+    H, Dv = case.model["q_heads"], case.model["v_head_dim"]
+    window = int(csr["window_or_chunk"]) if csr["kind"] == "sliding_window" else -1
+    D, Dp = dims(case)
+    q = dev(case.q[layer], dtype, D)
+    k_ext, v_ext = dev(case.k_new[layer], dtype, D), dev(case.v_new[layer], dtype, Dp)
+    k_buf, v_buf = dev(case.k_cache(layer), dtype, D), dev(case.v_cache(layer), dtype, Dp)
+    mask = mask_indptr_np = mask_indptr = None
+    if plan["use_custom_mask"]:
+        mask = dev(case.array("custom_mask")).to(torch.bool)
+        mask_indptr_np = case.array("mask_indptr")
+        mask_indptr = dev(mask_indptr_np)
+    o = torch.zeros((q.shape[0], H, Dp), dtype=dtype, device=DEV)
+    extend_attention_fwd(q, k_ext, v_ext, o, k_buf, v_buf, dev(qo_indptr), dev(kv_indptr), dev(kv_indices),
+                         mask, True, mask_indptr, max_len, 1.0, 1.0, case.sm_scale, float(case.softcap),
+                         sliding_window_size=window, window_kv_offsets=dev(kv_offsets))
+    torch.cuda.synchronize()
+    out[:] = o[..., :Dv].float().cpu().numpy()
+    lse[:] = extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask,
+                        mask_indptr_np, window, kv_offsets).cpu().numpy()
+
+
+@kv.executor(name="sglang_triton", family="token_csr",
+             supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": ["bf16", "fp16"],
+                       "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
+                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64})
+def run(case):
+    """sglang 0.5.10.post1 Triton decode_attention_fwd / extend_attention_fwd on CUDA (extend LSE re-derived)"""
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape, dtype=np.float32)
+    lse = np.full(lse_shape, -np.inf, dtype=np.float32)
+    kernel = {"decode": run_decode, "extend": run_extend}.get(case.plan["kernel"])
+    if kernel is None:
+        return out, lse
+    dtype = TORCH_DTYPES[case.dtype]
+    for layer in range(len(case.layers)):
+        c = case.plan["layer_csr"][layer]
+        kernel(case, case.plan["csrs"][c], f"csrs.{c}.", layer, dtype, out[layer], lse[layer])
+    return out, lse
+
+
+if __name__ == "__main__":
+    kv.serve(run)
