@@ -16,12 +16,14 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "backends/backend.h"
 #include "backends/common/checked_buffer.h"
 #include "backends/common/kv_pools.h"
 #include "backends/contract/npy.h"
@@ -162,6 +164,20 @@ class PlanIo {
   std::string prefix_;
   bool reading_;
 };
+
+// A family's write and read through its io_plan(PlanIo&, P&) field list.
+template <class P, class IoPlan>
+void write_plan_as(const Plan& plan, ArraySet& set, IoPlan io_plan) {
+  PlanIo io = PlanIo::writer(set);
+  io_plan(io, const_cast<P&>(dynamic_cast<const P&>(plan)));  // writing only reads the plan
+}
+template <class P, class IoPlan>
+std::unique_ptr<Plan> read_plan_as(const ArraySet& set, IoPlan io_plan) {
+  auto p = std::make_unique<P>();
+  PlanIo io = PlanIo::reader(set);
+  io_plan(io, *p);
+  return p;
+}
 
 // Names shared by several families.
 inline constexpr EnumNames<PoolKind, 2> kPoolKindNames{{{PoolKind::full, "full"}, {PoolKind::swa, "swa"}}};

@@ -57,17 +57,10 @@ void add_layer_routes(const FaPlan& p, nlohmann::json& meta) {
 }  // namespace
 
 void write_plan(const Plan& plan, ArraySet& set) {
-  auto& p = const_cast<FaPlan&>(dynamic_cast<const FaPlan&>(plan));
-  PlanIo io = PlanIo::writer(set);
-  io_plan(io, p);
-  add_layer_routes(p, set.meta);
+  write_plan_as<FaPlan>(plan, set, io_plan);
+  add_layer_routes(dynamic_cast<const FaPlan&>(plan), set.meta);
 }
 
-std::unique_ptr<Plan> read_plan(const ArraySet& set) {
-  auto p = std::make_unique<FaPlan>();
-  PlanIo io = PlanIo::reader(set);
-  io_plan(io, *p);
-  return p;
-}
+std::unique_ptr<Plan> read_plan(const ArraySet& set) { return read_plan_as<FaPlan>(set, io_plan); }
 
 }  // namespace kvfuzz::fa

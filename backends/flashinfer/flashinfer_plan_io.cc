@@ -46,16 +46,8 @@ void io_plan(PlanIo& io, FlashInferPlan& p) {
 
 }  // namespace
 
-void write_plan(const Plan& plan, ArraySet& set) {
-  PlanIo io = PlanIo::writer(set);
-  io_plan(io, const_cast<FlashInferPlan&>(dynamic_cast<const FlashInferPlan&>(plan)));
-}
+void write_plan(const Plan& plan, ArraySet& set) { write_plan_as<FlashInferPlan>(plan, set, io_plan); }
 
-std::unique_ptr<Plan> read_plan(const ArraySet& set) {
-  auto p = std::make_unique<FlashInferPlan>();
-  PlanIo io = PlanIo::reader(set);
-  io_plan(io, *p);
-  return p;
-}
+std::unique_ptr<Plan> read_plan(const ArraySet& set) { return read_plan_as<FlashInferPlan>(set, io_plan); }
 
 }  // namespace kvfuzz::flashinfer

@@ -53,16 +53,8 @@ void io_plan(PlanIo& io, MlaPlan& p) {
 
 }  // namespace
 
-void write_plan(const Plan& plan, ArraySet& set) {
-  PlanIo io = PlanIo::writer(set);
-  io_plan(io, const_cast<MlaPlan&>(dynamic_cast<const MlaPlan&>(plan)));
-}
+void write_plan(const Plan& plan, ArraySet& set) { write_plan_as<MlaPlan>(plan, set, io_plan); }
 
-std::unique_ptr<Plan> read_plan(const ArraySet& set) {
-  auto p = std::make_unique<MlaPlan>();
-  PlanIo io = PlanIo::reader(set);
-  io_plan(io, *p);
-  return p;
-}
+std::unique_ptr<Plan> read_plan(const ArraySet& set) { return read_plan_as<MlaPlan>(set, io_plan); }
 
 }  // namespace kvfuzz::mla

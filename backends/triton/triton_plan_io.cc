@@ -47,16 +47,8 @@ void io_plan(PlanIo& io, TritonPlan& p) {
 
 }  // namespace
 
-void write_plan(const Plan& plan, ArraySet& set) {
-  PlanIo io = PlanIo::writer(set);
-  io_plan(io, const_cast<TritonPlan&>(dynamic_cast<const TritonPlan&>(plan)));
-}
+void write_plan(const Plan& plan, ArraySet& set) { write_plan_as<TritonPlan>(plan, set, io_plan); }
 
-std::unique_ptr<Plan> read_plan(const ArraySet& set) {
-  auto p = std::make_unique<TritonPlan>();
-  PlanIo io = PlanIo::reader(set);
-  io_plan(io, *p);
-  return p;
-}
+std::unique_ptr<Plan> read_plan(const ArraySet& set) { return read_plan_as<TritonPlan>(set, io_plan); }
 
 }  // namespace kvfuzz::triton
