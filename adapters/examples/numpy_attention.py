@@ -45,3 +45,13 @@ def merge(out_a, lse_a, out_b, lse_b):
         wb = np.where(np.isneginf(lse_b), 0.0, np.exp(lse_b - np.where(np.isfinite(lse), lse, 0.0)))
     out = wa[..., None] * out_a + wb[..., None] * out_b
     return np.where(np.isneginf(lse)[..., None], 0.0, out), lse
+
+
+def take(array, index):
+    """array[index] along the first axis for an int or an integer array, as a checked buffer reads:
+    an index outside [0, len) raises IndexError (numpy alone would wrap a negative one)."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size and (index.min() < 0 or index.max() >= len(array)):
+        bad = index[(index < 0) | (index >= len(array))].ravel()[0]
+        raise IndexError(f"index {int(bad)} outside an array of {len(array)} entries")
+    return array[index]
