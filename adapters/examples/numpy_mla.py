@@ -57,6 +57,8 @@ def run_latent_decode(case, layer, out, lse):
     k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
     q_all = case.q[layer]
     ps, splits = plan["page_size"], max(1, m["num_splits"])
+    if ps <= 0:
+        raise ValueError(f"page_size {ps}")
     parts = [(np.zeros(out.shape), np.full(lse.shape, -np.inf)) for _ in range(splits)]
     for r in range(m["rows"]):
         q0 = int(take(cu_q, r))
@@ -112,6 +114,8 @@ def run_prefill(case, layer, linear, out, lse):
     linear_indices = case.array("prefill.linear_kv_indices").astype(np.int64)
     positions = case.array("positions").astype(np.int64)
     bs = case.plan["prefill"]["block_size"]
+    if bs <= 0:
+        raise ValueError(f"block_size {bs}")
     k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
     q_all = case.q[layer]
     for r in range(len(kv_lens)):

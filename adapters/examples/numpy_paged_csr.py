@@ -37,6 +37,8 @@ def run_call(case, call, prefix, layer, out, lse):
     kv_indptr = case.array(prefix + "kv_indptr").astype(np.int64)
     paged = call["role"] != "ragged"
     ps = call["page_size"]
+    if paged and ps <= 0:
+        raise ValueError(f"page_size {ps}")
     window_left = call["window_left"]
     if paged:
         indices = case.array(prefix + "kv_indices").astype(np.int64)
@@ -50,6 +52,8 @@ def run_call(case, call, prefix, layer, out, lse):
     q_all = case.q[layer]
     for r in range(call["rows"]):
         q0, q1 = int(take(qo_indptr, r)), int(take(qo_indptr, r + 1))
+        if q1 < q0:
+            raise ValueError(f"qo_indptr decreases at row {r}: {q0} then {q1}")
         kv0 = int(take(kv_indptr, r))
         entries = int(take(kv_indptr, r + 1)) - kv0
         if paged:
@@ -60,7 +64,7 @@ def run_call(case, call, prefix, layer, out, lse):
         # every key of the extent is addressed (a kernel loads whole tiles), masked or not
         rows = take(indices, kv0 + keys // ps) * ps + keys % ps if paged else kv0 + keys
         k, v = take(k_src, rows), take(v_src, rows)
-        tokens = np.arange(q0, max(q0, q1))
+        tokens = np.arange(q0, q1)
         q_len = len(tokens)
         q_abs = k_len - q_len + np.arange(q_len)[:, None]  # bottom-right: query i's own key index
         visible = np.ones((q_len, len(keys)), dtype=bool)
