@@ -9,32 +9,40 @@ import numpy as np
 def attend(q, k, v, visible, sm_scale, softcap):
     """q [n_q, Hq, D], k [n_k, Hkv, D], v [n_k, Hkv, Dv], visible [n_q, n_k] ->
     out [n_q, Hq, Dv], natural-log lse [n_q, Hq]; a query that sees no key gets 0 and -inf."""
-    n_q, hq, _ = q.shape
+    n_q, hq, d = q.shape
     n_k, hkv, dv = v.shape
     group = hq // hkv
     out = np.zeros((n_q, hq, dv))
     lse = np.full((n_q, hq), -np.inf)
     if n_q == 0 or n_k == 0:
         return out, lse
-    kh = np.repeat(k.astype(np.float64), group, axis=1)  # [n_k, Hq, D]
-    vh = np.repeat(v.astype(np.float64), group, axis=1)
-    s = np.einsum("qhd,khd->hqk", q.astype(np.float64), kh) * sm_scale
-    if softcap:
-        s = softcap * np.tanh(s / softcap)
-    mask = np.broadcast_to(visible[None, :, :], s.shape)
-    s = np.where(mask, s, -np.inf)
-    m = s.max(axis=2, keepdims=True)
-    seen = np.isfinite(m)
-    w = np.where(mask, np.exp(s - np.where(seen, m, 0.0)), 0.0)  # masked keys weigh exactly 0
-    total = w.sum(axis=2, keepdims=True)
-    o = np.einsum("hqk,khd->hqd", w, np.where(np.isfinite(vh), vh, 0.0) if not mask.all() else vh)
-    # a used key that is not finite must still poison the result, as it would in a kernel
-    bad = np.einsum("hqk,khd->hqd", w, np.where(np.isfinite(vh), 0.0, vh)) if not mask.all() else 0.0
-    o = o + bad
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # non-finite keys are the caller's
+        # One matrix product per KV head: its q heads h = kv_head * group + g stacked as rows (g, query).
+        qg = q.astype(np.float64).reshape(n_q, hkv, group, d).transpose(1, 2, 0, 3).reshape(hkv, group * n_q, d)
+        s = np.matmul(qg, k.astype(np.float64).transpose(1, 2, 0))  # [Hkv, group * n_q, n_k]
+        s *= sm_scale
+        if softcap:
+            s = softcap * np.tanh(s / softcap)
+        hidden = np.tile(~np.asarray(visible, dtype=bool), (group, 1))
+        np.copyto(s, -np.inf, where=hidden[None])
+        m = s.max(axis=2, keepdims=True)
+        seen = np.isfinite(m)
+        s -= np.where(seen, m, 0.0)
+        w = np.exp(s, out=s)  # masked keys weigh exactly 0
+        total = w.sum(axis=2, keepdims=True)
+        vt = v.astype(np.float64).transpose(1, 0, 2)  # [Hkv, n_k, Dv]
+        finite = np.isfinite(vt)
+        if finite.all():
+            o = np.matmul(w, vt)
+        else:
+            # a used key that is not finite must still poison the result, as it would in a kernel
+            o = np.einsum("hqk,hkd->hqd", w, np.where(finite, vt, 0.0)) + np.einsum("hqk,hkd->hqd", w,
+                                                                                      np.where(finite, 0.0, vt))
         o = np.where(seen, o / np.where(total > 0, total, 1.0), 0.0)
         l = np.where(seen[..., 0], m[..., 0] + np.log(np.where(total[..., 0] > 0, total[..., 0], 1.0)), -np.inf)
-    return o.transpose(1, 0, 2), l.transpose(1, 0)
+    out = o.reshape(hkv, group, n_q, dv).transpose(2, 0, 1, 3).reshape(n_q, hq, dv)
+    lse = l.reshape(hkv, group, n_q).transpose(2, 0, 1).reshape(n_q, hq)
+    return out, lse
 
 
 def merge(out_a, lse_a, out_b, lse_b):
@@ -45,3 +53,13 @@ def merge(out_a, lse_a, out_b, lse_b):
         wb = np.where(np.isneginf(lse_b), 0.0, np.exp(lse_b - np.where(np.isfinite(lse), lse, 0.0)))
     out = wa[..., None] * out_a + wb[..., None] * out_b
     return np.where(np.isneginf(lse)[..., None], 0.0, out), lse
+
+
+def take(array, index):
+    """array[index] along the first axis for an int or an integer array, as a checked buffer reads:
+    an index outside [0, len) raises IndexError (numpy alone would wrap a negative one)."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size and (index.min() < 0 or index.max() >= len(array)):
+        bad = index[(index < 0) | (index >= len(array))].ravel()[0]
+        raise IndexError(f"index {int(bad)} outside an array of {len(array)} entries")
+    return array[index]
