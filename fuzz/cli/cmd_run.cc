@@ -8,6 +8,8 @@
 #include <iostream>
 #include <thread>
 
+#include "backends/external/adapter.h"
+#include "backends/registry.h"
 #include "fuzz/campaign.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
@@ -82,6 +84,12 @@ void add_run(CLI::App& app, int& exit_code) {
     std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
     print_summary(s, std::cout);
+    for (const auto& a : registered_adapters()) {
+      const AdapterStats& st = a->stats();
+      std::cout << "adapter " << a->spec().name << ": " << st.requests << " requests, " << st.crashes << " crashes, "
+                << st.hangs << " hangs, " << st.errors << " errors reported; " << st.restarts
+                << " workers replaced, the campaign went on\n";
+    }
     exit_code = s.harness_errors > 0 ? 3 : s.findings() > 0 ? 1 : 0;
   });
 }
