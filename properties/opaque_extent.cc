@@ -219,9 +219,6 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       const std::string where = "layer " + std::to_string(layer) + ", row " + std::to_string(row) + " (request " +
                                 std::to_string(fb.request_ids[static_cast<size_t>(row)]) + "), query position " +
                                 std::to_string(fb.positions[static_cast<size_t>(token)]);
-      if (nan_run && finite_row(run.out, m, layer, token) && !finite_row(outputs[0], m, layer, token)) {
-        if (masked++ == 0) masked_where = where;
-      }
       ResolvedReads& r = result.reads[static_cast<size_t>(layer) * static_cast<size_t>(result.num_tokens) + static_cast<size_t>(token)];
       // Owners: every read must carry the row's own owner digit in every owner probe.
       int64_t total = -1;
@@ -289,6 +286,11 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       if (foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total)
         r.foreign.push_back(std::to_string(total - own_total) + " read(s) of columns beyond every request's length");
       std::sort(r.columns.begin(), r.columns.end());
+      // NaN in unowned slots reached the output although the probes show no read of one: the
+      // kernel loaded them and weighted them exactly 0 (with finite poison the answer is right).
+      if (nan_run && r.foreign.empty() && finite_row(run.out, m, layer, token) && !finite_row(outputs[0], m, layer, token)) {
+        if (masked++ == 0) masked_where = where;
+      }
     }
   }
   if (masked > 0)

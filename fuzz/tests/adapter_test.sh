@@ -43,6 +43,13 @@ done
 expect 1 "^stride-divide/numpy_pt_planner:fa" broken_planner -- \
   campaign token_table 120 "KVFUZZ_EXAMPLE_BREAK=token_table $PLANNER" numpy_pt_planner --shrink-seconds 16
 
+# A kernel that loads unowned slots and masks them with weight 0 is right: a clean campaign, and
+# the masked reads show as a note (the NaN-poison run) on a case that has a partly filled page.
+expect 0 "no findings" masked_tail -- campaign masked 24 "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" numpy_page_table --no-shrink
+"$K" gen --seed 1 --profile small >"$WORK/masked.json"
+expect 0 "note: masked-read" masked_note -- "$K" check "$WORK/masked.json" --adapter "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" \
+  --backend numpy_page_table
+
 # Every shrunk finding of a broken variant replays with the line its report prints.
 for report in "$WORK"/drop_last_key/*.min.txt "$WORK"/segfault/*.min.txt "$WORK"/token_table/*.min.txt; do
   [ -f "$report" ] || { fail "no shrunk report in $(dirname "$report")"; continue; }
