@@ -2,7 +2,7 @@
 # One device session: build kvfuzz, import sglang's Triton kernels, check a few cases, run a campaign.
 # Usage (repository root, on the GPU machine): OUT=/some/dir bash adapters/gpu/device_run.sh [campaign seconds]
 set -o pipefail
-SECS=${1:-120}
+SECS=${1:-120}; SAVED=${2:-2}; SHRINK=${3:-20}; CASES=${CASES:-adapters/gpu/cases/*.json}
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD/.gpu/site:$PWD/adapters
 AD="python3 adapters/gpu/sglang_triton.py"
 K=/tmp/b/fuzz/kvfuzz
@@ -17,13 +17,15 @@ K=/tmp/b/fuzz/kvfuzz
     echo "build: $(( $(date +%s) - t0 )) s"
   fi
   (cd adapters/gpu && python3 -c "import sglang_triton as s; print('imported', s.decode_attention_fwd.__module__, s.extend_attention_fwd.__module__)") || exit 1
-  for c in adapters/gpu/cases/*.json; do
-    echo "== check $c"; t0=$(date +%s.%N)
+  for c in $CASES; do
+    echo "== check $c"; t0=$SECONDS
     timeout 200 $K check $c --adapter "$AD" --backend sglang_triton 2>&1 | tail -25
-    echo "   ($(echo "$(date +%s.%N) - $t0" | bc) s)"
+    echo "   ($((SECONDS - t0)) s)"
   done
   echo "== campaign ${SECS}s"
-  timeout $((SECS + 200)) $K run --seconds $SECS --profile tiny --profile small --jobs 8 --adapter "$AD" --backend sglang_triton \
-      --out $OUT/findings --shrink-seconds 20 --max-saved 2 2>&1 | tail -60
+  rm -rf /tmp/findings; timeout $((SECS + 420)) $K run --seconds $SECS --profile tiny --profile small --jobs 8 --adapter "$AD" --backend sglang_triton \
+      --out /tmp/findings --shrink-seconds $SHRINK --max-saved $SAVED 2>&1 | tail -60
   echo "campaign rc=$?"; date -u
+  for f in /tmp/findings/*.min.txt; do echo "#### $f"; head -c 2500 $f; echo; done
+  tar czf $OUT/findings.tgz -C /tmp findings
 } 2>&1 | tee $OUT/log

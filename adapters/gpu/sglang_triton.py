@@ -18,8 +18,9 @@ stub modules (sglang.srt.utils: is_hip / is_cuda; triton_ops.prefill_attention: 
     from the same inputs with the kernel's own masking rules (prefix columns all visible, custom
     mask or causal on new tokens, window q_id = prefix_len + m <= k_id + W on column indices).
     So LSE findings in extend modes describe that re-derivation, out findings the kernel.
-Head dims below 16 are zero-padded to 16 (tl.dot needs K, N >= 16); zeros change neither q.k nor
-the kept V channels, sm_scale is passed explicitly. Not wired: fp32 (tl.dot would use TF32), fp8,
+Head dims below 16 are zero-padded (tl.dot needs K, N >= 16), Q/K and V to one common width
+max(16, head_dim, v_head_dim); zeros change neither q.k nor the kept V channels, sm_scale is passed
+explicitly. Real dims (both >= 16) are passed unpadded. Not wired: fp32 (tl.dot would use TF32), fp8,
 chunked layers (the extend kernel has no chunk mask; no production Triton path), MLA.
   - "none": nothing runs (out 0, LSE -inf).
 
@@ -80,8 +81,20 @@ def dev(a, dtype=None, pad_to=None):
     return t if dtype is None else t.to(dtype).contiguous()
 
 
+PAD = os.environ.get("SGLANG_TRITON_PAD", "shared")
+
+
 def dims(case):
-    return max(MIN_DOT_DIM, case.model["head_dim"]), max(MIN_DOT_DIM, case.model["v_head_dim"])
+    """Widths Q/K and V are handed to the kernel at: real dims >= 16 unchanged; a dim below 16 pads
+    both to one width (SGLANG_TRITON_PAD=separate pads each to max(16, dim) instead: with
+    Lq 32 / Lv 16 the extend kernel faulted, see the report)."""
+    d, dv = case.model["head_dim"], case.model["v_head_dim"]
+    if PAD == "separate":
+        return max(MIN_DOT_DIM, d), max(MIN_DOT_DIM, dv)
+    if min(d, dv) >= MIN_DOT_DIM:
+        return d, dv
+    w = max(MIN_DOT_DIM, d, dv)
+    return w, w
 
 
 def run_decode(case, csr, prefix, layer, dtype, out, lse):
