@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <iomanip>
 #include <iostream>
 #include <thread>
 
@@ -88,7 +89,8 @@ void add_run(CLI::App& app, int& exit_code) {
       const AdapterStats& st = a->stats();
       std::cout << "adapter " << a->spec().name << ": " << st.requests << " requests, " << st.crashes << " crashes, "
                 << st.hangs << " hangs, " << st.errors << " errors reported; " << st.restarts
-                << " workers replaced, the campaign went on\n";
+                << " workers replaced, the campaign went on; " << std::fixed << std::setprecision(1)
+                << static_cast<double>(st.function_nanoseconds.load()) * 1e-9 << " s inside the adapter's function\n";
     }
     exit_code = s.harness_errors > 0 ? 3 : s.findings() > 0 ? 1 : 0;
   });
