@@ -1,10 +1,12 @@
 #include "fuzz/explain.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "properties/check.h"
+#include "properties/opaque_extent.h"
 
 namespace kvfuzz {
 namespace {
@@ -111,6 +113,9 @@ Explanation explain(const Scenario& s, const Backend& backend, const std::vector
     return e;
   }
   for (const Finding& f : result.findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
+  // What each query read: the read log, or for an opaque (external) executor the probe runs.
+  std::optional<OpaqueReads> opaque;
+  if (run.ran && !backend.records_reads()) opaque = recover_reads(ctx, backend, run);
   std::vector<Query> queries;
   std::vector<std::string> titles;
   std::set<std::pair<int32_t, int64_t>> seen;
@@ -118,7 +123,8 @@ Explanation explain(const Scenario& s, const Backend& backend, const std::vector
   for (const Finding& f : result.findings) {
     if (!run.ran || f.layer < 0 || f.token < 0 || f.row < 0 || f.row >= fb.bs) continue;
     if (!seen.insert({f.layer, f.token}).second || static_cast<int>(queries.size()) >= max_queries) continue;
-    const ResolvedReads r = resolve_reads(ctx, run, f.layer, f.token);
+    if (opaque && opaque->reads.empty()) continue;
+    const ResolvedReads r = opaque ? opaque->at(f.layer, f.token) : resolve_reads(ctx, run, f.layer, f.token);
     const LogicalRow& row = ctx.logical().rows[static_cast<size_t>(f.row)];
     queries.push_back({f.layer, f.token, expected_columns(ctx, f.layer, f.token), r.columns, r.foreign, row.kv_cols});
     std::ostringstream title;
