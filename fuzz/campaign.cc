@@ -182,23 +182,27 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
 }
 
 void print_summary(const CampaignSummary& s, std::ostream& out) {
+  // Pair backends ("planner:executor") can be long: size the name columns to what is printed.
+  int name_width = 18, kind_width = 32;
+  for (const auto& [name, n] : s.backend_runs) name_width = std::max(name_width, static_cast<int>(name.size()) + 2);
+  for (const auto& [sig, k] : s.kinds) kind_width = std::max(kind_width, static_cast<int>(sig.size()) + 2);
   out << "campaign: " << s.cases << " cases in " << std::fixed << std::setprecision(1) << s.seconds << " s ("
       << (s.seconds > 0 ? static_cast<double>(s.cases) / s.seconds : 0.0) << " cases/s)\n";
   out << "coverage: " << s.coverage.line() << "\n";
-  out << std::left << std::setw(18) << "backend" << std::right << std::setw(10) << "checked" << std::setw(13) << "unsupported"
+  out << std::left << std::setw(name_width) << "backend" << std::right << std::setw(10) << "checked" << std::setw(13) << "unsupported"
       << "\n";
   for (const auto& [name, n] : s.backend_runs) {
     const auto it = s.backend_unsupported.find(name);
     const int64_t unsupported = it == s.backend_unsupported.end() ? 0 : it->second;
-    out << std::left << std::setw(18) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
+    out << std::left << std::setw(name_width) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
         << unsupported << "\n";
   }
   if (!s.variants.empty()) {
-    out << std::left << std::setw(18) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
+    out << std::left << std::setw(name_width) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
         << std::setw(13) << "unsupported"
         << "   (dropped variants: not compared)\n";
     for (const auto& [name, t] : s.variants)
-      out << std::left << std::setw(18) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
+      out << std::left << std::setw(name_width) << name << std::right << std::setw(10) << t.run << std::setw(13) << t.invalid
           << std::setw(13) << t.unsupported << "\n";
   }
   if (s.harness_errors > 0)
@@ -208,10 +212,10 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << "no findings\n";
     return;
   }
-  out << std::left << std::setw(32) << "finding (property/backend)" << std::right << std::setw(8) << "count"
+  out << std::left << std::setw(kind_width) << "finding (property/backend)" << std::right << std::setw(8) << "count"
       << std::setw(12) << "first case" << "  saved as\n";
   for (const auto& [sig, k] : s.kinds)
-    out << std::left << std::setw(32) << sig << std::right << std::setw(8) << k.count << std::setw(12) << k.first_case << "  "
+    out << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12) << k.first_case << "  "
         << k.first_file << "\n";
 }
 
