@@ -65,6 +65,13 @@ struct PartArgs {
   int64_t* error;  // [4]: KeyError, row, key, slot or page
 };
 
+// The floats of Q's shared copy: head_dim rounded up to 4, the tail zero. The dot product's
+// remainder (head_dim % 4 floats) compiles to one 12-byte shared load, which read past an exactly
+// sized dynamic allocation: no wrong result on the hardware, but an "Invalid __shared__ read of
+// size 12 bytes" (line of the dot product) under compute-sanitizer memcheck, found by the memcheck
+// campaign over generated cases.
+__host__ __device__ constexpr int64_t padded_head_dim(int64_t head_dim) { return (head_dim + 3) / 4 * 4; }
+
 __device__ float block_reduce(float x, bool is_max, float* scratch) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   for (int o = 16; o > 0; o /= 2) {
@@ -100,12 +107,12 @@ __global__ void __launch_bounds__(kThreads) page_table_kernel(PartArgs a) {
   if (a.window_left >= 0) k_begin = max(int64_t{0}, last - a.window_left);
   const int64_t kvh = h / (a.q_heads / a.kv_heads);
 
-  extern __shared__ float q_sh[];  // head_dim floats
+  extern __shared__ float q_sh[];  // padded_head_dim(head_dim) floats, zero past head_dim
   __shared__ float p_sh[kThreads];
   __shared__ int64_t slot_sh[kThreads];
   __shared__ float scratch[kThreads / 32];
   const float* qv = a.q + (t * a.q_heads + h) * a.head_dim;
-  for (int64_t d = threadIdx.x; d < a.head_dim; d += kThreads) q_sh[d] = qv[d];
+  for (int64_t d = threadIdx.x; d < padded_head_dim(a.head_dim); d += kThreads) q_sh[d] = d < a.head_dim ? qv[d] : 0.0f;
   __syncthreads();
 
   const int64_t k_row = a.kv_heads * a.head_dim;
@@ -214,7 +221,7 @@ void run_part(const kvfuzz_call* call, const Model& m, const json& desc, const s
   a.right_edge = desc.at("causal").get<bool>() || window_left >= 0;
   a.window_left = window_left;
   const dim3 grid(static_cast<unsigned>(m.tokens), static_cast<unsigned>(m.q_heads));
-  page_table_kernel<<<grid, kThreads, static_cast<size_t>(m.head_dim) * sizeof(float)>>>(a);
+  page_table_kernel<<<grid, kThreads, static_cast<size_t>(padded_head_dim(m.head_dim)) * sizeof(float)>>>(a);
   kvfuzz_cuda::check(cudaGetLastError(), "page_table_kernel launch (" + prefix + ")");
   kvfuzz_cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after page_table_kernel (" + prefix + ")");
   int64_t error[4];
