@@ -11,8 +11,9 @@
 //   history        a finished request's churn before the history, so every page moves (bitwise)
 //   page-size      page size 1 instead of ps (tables, CSRs and splits all change)  (tolerance)
 //   kv-splits      another split count, and sometimes static <-> adaptive  (tolerance)
-// "Bitwise" holds for the CPU executors, which reduce keys in logical order; a backend whose
-// reduction order follows the layout would compare within tolerance instead.
+// "Bitwise" holds for the CPU executors, which reduce keys in logical order; external executors
+// (records_reads() false), whose reduction order may follow the layout — flex attention visits
+// tiles in physical-slot order — compare within tolerance instead.
 //
 //   std::vector<Finding> f = check_metamorphic(ctx, run, backend, faults, seed);
 #pragma once

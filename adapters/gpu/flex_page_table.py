@@ -1,0 +1,225 @@
+"""PyTorch's paged flex attention under kvfuzz: a page_table executor on the GPU.
+
+Each part of a layer's group (FAMILIES.md, page_table) is ONE compiled
+torch.nn.attention.flex_attention call that reads the layer's physical K/V pool in place, the way
+torch.nn.attention.experimental._paged_attention.PagedAttention runs paged flex attention:
+  - K/V: the whole pool as one "batch", [1, Hkv, slots, D] (no gather, no copy per request);
+  - Q: the layer's batch tokens, [1, Hq, tokens, D]; token t belongs to kernel row
+    q_row[t] (from cu_seqlens_q; -1: no row in this part) at bottom-right position
+    q_pos[t] = cache_seqlens[row] - q_len + i;
+  - mask_mod = PagedAttention.get_mask_mod's physical -> logical translation, per row:
+    logical page = physical_to_logical[row, slot // vps] (built from the row's page_table entries
+    for its cache_seqlens keys), key = page * vps + slot % vps, kept iff the page is live,
+    key < cache_seqlens[row], key <= q_pos when causal or windowed, key >= q_pos - window_left;
+  - the BlockMask (128 x 128 tiles) is converted from the page table too: q tile x physical kv
+    tile is visited iff some row of the q tile owns a page in that kv tile (PagedAttention's
+    convert_logical_block_mask at tile granularity). Partly used tiles are loaded and masked.
+PagedAttention itself is not instantiated: its convert_logical_block_mask requires the block
+mask's KV block size == page_size (kvfuzz pages are 1..64 slots; flex tiles are >= 16 and 128 by
+default) and it keeps one page table per batch row of a page-granular logical mask; the mask_mod
+above is its get_mask_mod with kvfuzz's rows, seqlens and windows.
+The mask consumes only page_table, cache_seqlens, cu_seqlens_q, causal and window_left.
+Parts are merged by LSE (float64) in order. flex_attention(return_lse=True) returns the natural-log
+LSE (torch/nn/attention/flex_attention.py: `return out, lse * math.log(2)` on the kernel's base-2
+LSE), used as is. Softcap: score_mod softcap * tanh(score / softcap) after the scale (scale passed).
+Padding for kernel reuse under torch.compile(dynamic=False): tokens and slots to powers of two
+(>= 128), rows to a power of two (>= 8), head dims zero-padded to powers of two (>= 16; zeros change
+neither q.k nor the kept V channels). Wired: all modes, fp32/fp16/bf16 (fp32 matmuls IEEE), any page
+size, any head dim, MLA (one latent KV head, V = K's first v_head_dim values), GQA, softcap.
+KVFLEX_EMULATE=1 runs the same metadata through a float64 numpy evaluation of the same mask (no
+torch): a CPU check of this adapter's logic, not of flex.
+
+    PYTHONPATH=adapters kvfuzz check case.json --adapter "python3 adapters/gpu/flex_page_table.py" \
+        --backend flex_page_table
+"""
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import kvfuzz_adapter as kv  # noqa: E402
+from numpy_attention import attend, merge  # noqa: E402
+
+EMULATE = os.environ.get("KVFLEX_EMULATE") == "1"
+# KVFLEX_FORCE_FLEX=1: kernel_options FORCE_USE_FLEX_ATTENTION (never flex's split-KV decoding kernel)
+KERNEL_OPTIONS = {"FORCE_USE_FLEX_ATTENTION": True} if os.environ.get("KVFLEX_FORCE_FLEX") == "1" else None
+TILE = 128  # flex's default sparse block size (Q and KV)
+
+if not EMULATE:
+    import torch
+    import torch._dynamo
+    from torch.nn.attention.flex_attention import BlockMask, flex_attention
+
+    for _name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
+                  "accumulated_recompile_limit"):
+        if hasattr(torch._dynamo.config, _name):
+            setattr(torch._dynamo.config, _name, 1024)
+    _flex = torch.compile(flex_attention, dynamic=False)
+    DEV = "cuda"
+    TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def p2(n, least):
+    n = max(int(n), least)
+    return 1 << (n - 1).bit_length()
+
+
+def group_of(case, layer):
+    name = case.plan["layer_group"][layer]
+    if name.startswith("local."):
+        return case.plan["local"][int(name.split(".")[1])], name + "."
+    return case.plan[name], name + "."
+
+
+def part_metadata(case, call, prefix, n_slots, n_tokens):
+    """Numpy metadata of one kernel call, from page_table, cache_seqlens and cu_seqlens_q only."""
+    cu_q = case.array(prefix + "cu_seqlens_q")
+    seqlens = case.array(prefix + "cache_seqlens")
+    table = case.array(prefix + "page_table")
+    rows, width, vps = int(call["rows"]), int(call["width"]), int(call["view_page_size"])
+    t_pad, s_pad = p2(n_tokens, TILE), p2(n_slots, TILE)
+    r_pad = p2(rows, 8)
+    n_pages = s_pad // vps + 1
+    q_row = np.full(t_pad, -1, np.int32)
+    q_pos = np.zeros(t_pad, np.int32)
+    k_len = np.zeros(r_pad, np.int32)
+    p2l = np.full((r_pad, n_pages), -1, np.int32)
+    tiles = np.zeros((t_pad // TILE, s_pad // TILE), bool)
+    for b in range(rows):
+        q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
+        if q1 <= q0:
+            continue
+        if q0 < 0 or q1 > n_tokens:
+            raise IndexError(f"row {b}: cu_seqlens_q [{q0}, {q1}) outside the batch's {n_tokens} tokens")
+        kl = int(seqlens[b])
+        k_len[b] = kl
+        q_row[q0:q1] = b
+        q_pos[q0:q1] = kl - (q1 - q0) + np.arange(q1 - q0)
+        n_lp = -(-kl // vps) if kl > 0 else 0
+        if n_lp == 0:
+            continue
+        if n_lp > width:
+            raise IndexError(f"row {b}: cache_seqlens {kl} needs {n_lp} pages, the table is {width} wide")
+        phys = table[b * width: b * width + n_lp].astype(np.int64)
+        if phys.min() < 0 or (phys.max() + 1) * vps > n_slots:
+            raise IndexError(f"row {b}: page id outside the pool ({phys.min()}..{phys.max()}, {n_slots} slots)")
+        # A physical page listed twice in one row (CUDA-graph padded rows read dummy page 0 at every
+        # key) cannot be expressed by physical_to_logical: as PagedAttention's assignment, the
+        # last logical page wins and the row reads that page once.
+        p2l[b, phys] = np.arange(n_lp, dtype=np.int32)
+        kv_tiles = np.unique((phys[:, None] * vps + np.arange(vps)[None, :]).ravel() // TILE)
+        kv_tiles = kv_tiles[kv_tiles < s_pad // TILE]
+        tiles[np.ix_(np.arange(q0 // TILE, (q1 - 1) // TILE + 1), kv_tiles)] = True
+    return dict(q_row=q_row, q_pos=q_pos, k_len=k_len, p2l=p2l, tiles=tiles, vps=vps, t_pad=t_pad,
+                s_pad=s_pad, causal=bool(call["causal"]))
+
+
+def visible_np(m, window_left, n_tokens, n_slots):
+    """The mask_mod below, evaluated densely in numpy [tokens, slots] (emulation only)."""
+    r = m["q_row"][:n_tokens][:, None]
+    rr = np.maximum(r, 0)
+    kv = np.arange(n_slots)[None, :]
+    lp = m["p2l"][rr, kv // m["vps"]]
+    lk = lp * m["vps"] + kv % m["vps"]
+    qp = m["q_pos"][:n_tokens][:, None]
+    ok = (r >= 0) & (lp >= 0) & (lk < m["k_len"][rr])
+    if m["causal"] or window_left >= 0:
+        ok &= lk <= qp
+    if window_left >= 0:
+        ok &= lk >= qp - window_left
+    tile_ok = m["tiles"][np.arange(n_tokens)[:, None] // TILE, kv // TILE]
+    return ok & tile_ok
+
+
+def run_part_emulated(case, layer, m, window_left):
+    q = case.q[layer]
+    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    vis = visible_np(m, window_left, q.shape[0], k_pool.shape[0])
+    return attend(q, k_pool, v_pool, vis, case.sm_scale, case.softcap)
+
+
+def make_mask_mod(q_row, q_pos, k_len, p2l, vps, causal, window_left):
+    def mask_mod(b, h, q_idx, kv_idx):
+        r = q_row[q_idx]
+        rr = torch.clamp(r, min=0)
+        lp = p2l[rr, kv_idx // vps]
+        lk = lp * vps + kv_idx % vps
+        qp = q_pos[q_idx]
+        ok = (r >= 0) & (lp >= 0) & (lk < k_len[rr])
+        ok = ok & ((~causal) | (lk <= qp))
+        ok = ok & ((window_left < 0) | (lk >= qp - window_left))
+        return ok
+    return mask_mod
+
+
+def make_softcap(cap):
+    def score_mod(score, b, h, q_idx, kv_idx):
+        return cap * torch.tanh(score / cap)
+    return score_mod
+
+
+def padded(x, rows, width):
+    """[n, H, d] float32 numpy -> [1, H, rows, width] zero-padded (device, float32)."""
+    t = torch.zeros((x.shape[1], rows, width), dtype=torch.float32, device=DEV)
+    t[:, :x.shape[0], :x.shape[2]] = torch.from_numpy(np.ascontiguousarray(x)).to(DEV).transpose(0, 1)
+    return t.unsqueeze(0)
+
+
+def run_part_flex(case, layer, m, window_left):
+    dt = TORCH_DTYPE[case.dtype]
+    q = case.q[layer]
+    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    n_tokens, n_slots = q.shape[0], k_pool.shape[0]
+    d_pad = p2(max(q.shape[2], k_pool.shape[2]), 16)
+    dv_pad = p2(v_pool.shape[2], 16)
+    qt = padded(q, m["t_pad"], d_pad).to(dt)
+    kt = padded(k_pool, m["s_pad"], d_pad).to(dt)
+    vt = padded(v_pool, m["s_pad"], dv_pad).to(dt)
+    tiles = torch.from_numpy(m["tiles"]).to(DEV)
+    num = tiles.sum(-1).to(torch.int32)
+    idx = torch.argsort(tiles.to(torch.int32), dim=-1, descending=True, stable=True).to(torch.int32)
+    g = lambda a: torch.from_numpy(a).to(DEV)  # noqa: E731
+    mask_mod = make_mask_mod(g(m["q_row"]), g(m["q_pos"]), g(m["k_len"]), g(m["p2l"]), m["vps"],
+                             torch.tensor(m["causal"] or window_left >= 0, device=DEV),
+                             torch.tensor(int(window_left), dtype=torch.int32, device=DEV))
+    bm = BlockMask.from_kv_blocks(num[None, None], idx[None, None], BLOCK_SIZE=(TILE, TILE),
+                                  mask_mod=mask_mod, seq_lengths=(m["t_pad"], m["s_pad"]))
+    score_mod = None
+    if case.softcap:
+        score_mod = make_softcap(torch.tensor(float(case.softcap), dtype=torch.float32, device=DEV))
+    out, lse = _flex(qt, kt, vt, score_mod=score_mod, block_mask=bm, scale=float(case.sm_scale),
+                     enable_gqa=qt.shape[1] != kt.shape[1], return_lse=True, kernel_options=KERNEL_OPTIONS)
+    out = out[0, :, :n_tokens, :v_pool.shape[2]].transpose(0, 1).float().cpu().numpy()
+    lse = lse[0, :, :n_tokens].transpose(0, 1).float().cpu().numpy()
+    return out.astype(np.float64), lse.astype(np.float64)
+
+
+@kv.executor(name="flex_page_table", family="page_table",
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp32", "fp16", "bf16"],
+                       "page_sizes": "any", "head_dims": "any", "mla": True, "non_mla": True,
+                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
+             precision={"p_dtype": "cache", "out_dtype": "bf16"})
+def run(case):
+    """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod)"""
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape, np.float32)
+    lse = np.full(lse_shape, -np.inf, np.float32)
+    for layer in range(len(case.layers)):
+        group, prefix = group_of(case, layer)
+        window_left = int(case.plan["window_left"][layer])
+        n_slots = case.k_cache(layer).shape[0]
+        merged = None
+        for i, call in enumerate(group["parts"]):
+            m = part_metadata(case, call, f"{prefix}parts.{i}.", n_slots, case.num_tokens)
+            o, l = (run_part_emulated if EMULATE else run_part_flex)(case, layer, m, window_left)
+            merged = (o, l) if merged is None else merge(merged[0], merged[1], o, l)
+        if merged is not None:
+            out[layer], lse[layer] = merged
+    return out, lse
+
+
+if __name__ == "__main__":
+    kv.serve(run)
