@@ -24,6 +24,11 @@
 
 namespace kvfuzz {
 
+// The command line's default --adapter-timeout, in seconds.
+struct AdapterOptionsDefaults {
+  static constexpr double kTimeout = 120;
+};
+
 struct AdapterStats {
   std::atomic<int64_t> requests{0}, crashes{0}, hangs{0}, errors{0}, restarts{0};
   // Time the adapter reports its own function took (answer "seconds"), summed: the executor
@@ -39,6 +44,7 @@ class Adapter {
 
   const AdapterSpec& spec() const { return spec_; }
   const AdapterStats& stats() const { return stats_; }
+  double timeout() const { return timeout_; }
 
   // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir)`
   // takes the results. Throws BackendFailure.

@@ -1,5 +1,8 @@
 #include "backends/external/pair_backend.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "backends/external/exchange.h"
 #include "backends/kv_store.h"
 
@@ -55,8 +58,18 @@ Support PairBackend::supports(const Scenario& s) const {
 
 std::vector<std::string> PairBackend::replay_flags() const {
   std::vector<std::string> flags;
-  for (const auto* a : {ext_planner_.get(), ext_executor_.get()})
-    if (a) flags.insert(flags.end(), {"--adapter", a->spec().command});
+  double timeout = 0;
+  for (const auto* a : {ext_planner_.get(), ext_executor_.get()}) {
+    if (!a) continue;
+    flags.insert(flags.end(), {"--adapter", a->spec().command});
+    timeout = std::max(timeout, a->timeout());
+  }
+  // A hang replays only with the timeout it was found with.
+  if (timeout > 0 && timeout != AdapterOptionsDefaults::kTimeout) {
+    std::ostringstream t;
+    t << timeout;
+    flags.insert(flags.end(), {"--adapter-timeout", t.str()});
+  }
   return flags;
 }
 

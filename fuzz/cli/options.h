@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "backends/backend.h"
+#include "backends/external/adapter.h"
 
 namespace kvfuzz::cli {
 
@@ -20,7 +21,7 @@ std::vector<const Backend*> select_backends(const std::string& name);
 // (backends/contract/PROTOCOL.md), registered before backends are selected.
 struct AdapterOptions {
   std::vector<std::string> commands;
-  double timeout = 120;
+  double timeout = AdapterOptionsDefaults::kTimeout;
 };
 void add_adapter_options(CLI::App* cmd, AdapterOptions& options);
 // Starts each adapter; throws InvalidCase naming the one that does not start or declares nonsense.
