@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -34,11 +35,25 @@ std::string signal_name(int sig) {
 
 }  // namespace
 
+// Exchange folders of kvfuzz processes that no longer exist (killed before their destructors ran):
+// a tmpfs holds them in memory, so the first folder this process makes removes them.
+static void remove_stale_exchange_dirs(const std::filesystem::path& base) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("kvfuzz-", 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + 7, nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 std::string make_exchange_dir(const std::string& tag) {
   namespace fs = std::filesystem;
   static std::atomic<int> counter{0};
   std::error_code ec;
   fs::path base = fs::exists("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+  static std::once_flag cleaned;
+  std::call_once(cleaned, [&] { remove_stale_exchange_dirs(base); });
   const std::string name = "kvfuzz-" + std::to_string(getpid()) + "-" + tag + "-" + std::to_string(counter++);
   fs::path dir = base / name;
   if (!fs::create_directories(dir, ec)) {
