@@ -113,6 +113,10 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     run.findings.push_back({"in-bounds", std::string(backend.name()), "read of " + e.input() + ": " + e.what()});
   } catch (const HarnessError&) {
     throw;  // kvfuzz's own mistake: not the backend's finding
+  } catch (const BackendUnsupported& e) {  // known only once the external backend saw the case
+    run.support = Support::no(e.what());
+    run.findings.clear();
+    run.plan.reset();
   } catch (const BackendFailure& e) {  // an external backend crashed, hung or broke the contract
     run.findings.push_back({e.property(), std::string(backend.name()), e.what()});
   } catch (const ContractError& e) {  // an external planner's metadata that does not parse

@@ -19,8 +19,8 @@ many cases, and checks every answer against its exact oracle (backends/contract/
 """
 
 from kvfuzz_adapter.case import Case, PlanCase
-from kvfuzz_adapter.declare import executor, planner
+from kvfuzz_adapter.declare import Unsupported, executor, planner
 from kvfuzz_adapter.serve import serve
 
-__all__ = ["Case", "PlanCase", "executor", "planner", "serve"]
+__all__ = ["Case", "PlanCase", "Unsupported", "executor", "planner", "serve"]
 CONTRACT_VERSION = 1

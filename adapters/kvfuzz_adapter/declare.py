@@ -3,6 +3,12 @@
 FAMILIES = ("page_table", "paged_csr", "token_csr", "mla")
 
 
+class Unsupported(Exception):
+    """Raise from an executor or planner when this case needs what the backend does not do (a
+    combination its declaration cannot express, a limit the real code asserts): kvfuzz counts the
+    case as unsupported, not as a finding, and keeps the worker."""
+
+
 def _declare(role, fn, name, family, supports, precision, description):
     if family not in FAMILIES:
         raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")

@@ -8,6 +8,7 @@ import traceback
 import numpy as np
 
 from kvfuzz_adapter.case import Case, PlanCase
+from kvfuzz_adapter.declare import Unsupported
 from kvfuzz_adapter.guarded import Guarded
 
 
@@ -89,6 +90,8 @@ def serve(fn):
                 answer.update(ok=False, property="in-bounds", error="; ".join(violations))
             else:
                 answer["ok"] = True
+        except Unsupported as e:  # the case needs what this backend does not do: not a finding
+            answer.update(ok=False, unsupported=str(e) or "unsupported")
         except Exception:  # the user's code failed: a finding, and kvfuzz restarts this worker
             answer.update(ok=False, error=traceback.format_exc(limit=20))
         sys.stdout.flush()

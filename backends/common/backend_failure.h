@@ -25,4 +25,11 @@ class BackendFailure : public std::runtime_error {
   std::string property_;
 };
 
+// An external backend answered that this case needs what it does not do (PROTOCOL.md: a
+// combination its declaration cannot express): the case counts as unsupported, not a finding.
+class BackendUnsupported : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace kvfuzz

@@ -55,6 +55,14 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
     if (answer.value("id", int64_t{-1}) != id)
       throw BackendFailure("contract", "adapter '" + command_ + "' answered request " + answer.value("id", nlohmann::json()).dump() +
                                            " to request " + std::to_string(id));
+    if (!answer.value("ok", false) && answer.contains("unsupported")) {
+      ++stats_.unsupported;
+      remove_tree(dir);
+      std::lock_guard<std::mutex> lock(mu_);
+      idle_.push_back(std::move(p));  // not a failure: the worker stays
+      throw BackendUnsupported(answer["unsupported"].is_string() ? answer["unsupported"].get<std::string>()
+                                                                 : answer["unsupported"].dump());
+    }
     if (!answer.value("ok", false)) {
       ++stats_.errors;
       const std::string error = answer.value("error", std::string("(no error message)"));

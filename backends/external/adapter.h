@@ -30,7 +30,7 @@ struct AdapterOptionsDefaults {
 };
 
 struct AdapterStats {
-  std::atomic<int64_t> requests{0}, crashes{0}, hangs{0}, errors{0}, restarts{0};
+  std::atomic<int64_t> requests{0}, crashes{0}, hangs{0}, errors{0}, restarts{0}, unsupported{0};
   // Time the adapter reports its own function took (answer "seconds"), summed: the executor
   // alone, in its process, without the exchange around it.
   std::atomic<int64_t> function_nanoseconds{0};

@@ -88,7 +88,8 @@ void add_run(CLI::App& app, int& exit_code) {
     for (const auto& a : registered_adapters()) {
       const AdapterStats& st = a->stats();
       std::cout << "adapter " << a->spec().name << ": " << st.requests << " requests, " << st.crashes << " crashes, "
-                << st.hangs << " hangs, " << st.errors << " errors reported; " << st.restarts
+                << st.hangs << " hangs, " << st.errors << " errors reported, " << st.unsupported
+                << " answered unsupported; " << st.restarts
                 << " workers replaced, the campaign went on; " << std::fixed << std::setprecision(1)
                 << static_cast<double>(st.function_nanoseconds.load()) * 1e-9 << " s inside the adapter's function\n";
     }

@@ -1,0 +1,205 @@
+"""The smallest model runner, KV pools and ForwardBatch that sglang's attention backends accept.
+
+Built from one kvfuzz planner request (adapters/kvfuzz_adapter/case.py PlanCase): kvfuzz's own
+req_to_token and full_to_swa tensors, its forward batch in sglang's conventions (the scheduler's,
+not kvfuzz's where they differ: DRAFT_EXTEND_V2 hands seq_lens without the new tokens), and a
+model whose layers are kvfuzz's: sliding-window layers carry `sliding_window_size` = the radius W
+(FlashAttention's window_size[0]; sglang's models already subtract 1 from the config's window),
+chunked layers `use_irope` with the model's `attention_chunk_size`.
+
+The hybrid-SWA pool is sglang's real SWAKVPool class (its layer routing and
+translate_loc_from_full_to_swa run unchanged) over small stand-in buffers.
+"""
+import types
+
+import numpy as np
+import torch
+
+# kvfuzz mode -> (sglang ForwardMode name, speculative role)
+MODES = {
+    "idle": ("IDLE", None),
+    "decode": ("DECODE", None),
+    "extend": ("EXTEND", None),
+    "mixed": ("MIXED", None),
+    "target_verify": ("TARGET_VERIFY", "verify"),
+    "draft_extend_v2": ("DRAFT_EXTEND_V2", "draft_extend"),
+    "draft_decode": ("DECODE", "draft"),
+}
+
+
+class UnsupportedCase(Exception):
+    """The case needs something this sglang release or adapter does not model (not a finding)."""
+
+
+class _Buffers:
+    """One pool's per-layer K/V buffers: [slots, kv_heads, head_dim], tagged with the pool's name."""
+
+    def __init__(self, name, slots, layers, kv_heads, head_dim, v_head_dim, dtype, device):
+        self.name = name
+        self.k = [torch.zeros(slots, kv_heads, head_dim, dtype=dtype, device=device) for _ in range(layers)]
+        self.v = [torch.zeros(slots, kv_heads, v_head_dim, dtype=dtype, device=device) for _ in range(layers)]
+
+    def get_kv_buffer(self, layer_id):
+        return self.k[layer_id], self.v[layer_id]
+
+    def get_key_buffer(self, layer_id):
+        return self.k[layer_id]
+
+    def get_value_buffer(self, layer_id):
+        return self.v[layer_id]
+
+
+class Setup:
+    """Everything one request builds: model runner, layers, forward batch, pools."""
+
+    def __init__(self, sg, case, device, spec_topk=None):
+        self.sg, self.case, self.device = sg, case, device
+        info, batch = case.info, case.batch
+        self.mode = batch["mode"]
+        if self.mode not in MODES:
+            raise UnsupportedCase(f"mode {self.mode}")
+        self.bs, self.padded_bs = batch["bs"], batch["padded_bs"]
+        self.graph = bool(batch["captured"])
+        self.page_size = case.page_size
+        self.topk = batch["topk"]
+        self.draft_tokens = batch["draft_tokens"]
+        self.draft_steps, self.draft_step = batch["draft_steps"], batch["draft_step"]
+        m = case.model
+        if m["mla"]:
+            raise UnsupportedCase("MLA models")
+        self.layers_spec = case.layers
+        self.dtype = torch.bfloat16
+        self._build_pools(info, m)
+        self._build_runner(m)
+        self._build_layers(m)
+        self._build_batch()
+
+    # -- pools -------------------------------------------------------------------------------
+    def _build_pools(self, info, m):
+        sg, dev = self.sg, self.device
+        r2t = self.case.array("req_to_token")
+        self.req_to_token = torch.from_numpy(np.ascontiguousarray(r2t)).to(dev)
+        self.req_to_token_pool = types.SimpleNamespace(req_to_token=self.req_to_token, size=r2t.shape[0])
+        full_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "full"]
+        swa_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "swa"]
+        pools = info["pools"]
+        mk = lambda name, slots, n: _Buffers(name, slots, n, m["kv_heads"], m["head_dim"], m["v_head_dim"],
+                                             self.dtype, dev)
+        self.full = mk("full", pools["full_slots"], len(full_ids))
+        self.hybrid = bool(info["cache"]["hybrid"])
+        if not self.hybrid:
+            self.swa = None
+            pool = types.SimpleNamespace(get_kv_buffer=lambda l: self.full.get_kv_buffer(l),
+                                         get_key_buffer=lambda l: self.full.get_key_buffer(l),
+                                         get_value_buffer=lambda l: self.full.get_value_buffer(l))
+        else:
+            self.swa = mk("swa", pools["swa_slots"], len(swa_ids))
+            pool = object.__new__(sg.SWAKVPool)  # the real class: its routing and translation run
+            pool.full_kv_pool, pool.swa_kv_pool = self.full, self.swa
+            pool.swa_layer_nums, pool.full_layer_nums = len(swa_ids), len(full_ids)
+            pool.layers_mapping = {g: (i, False) for i, g in enumerate(full_ids)}
+            pool.layers_mapping.update({g: (i, True) for i, g in enumerate(swa_ids)})
+            pool.page_size, pool.device, pool.dtype = self.page_size, dev, self.dtype
+            f2s = self.case.array("full_to_swa")
+            pool.full_to_swa_index_mapping = torch.from_numpy(np.ascontiguousarray(f2s)).to(dev)
+        self.token_to_kv_pool = pool
+
+    def pool_of(self, tensor):
+        """'full' or 'swa': which pool a K buffer handed to a kernel belongs to."""
+        ptr = tensor.untyped_storage().data_ptr()
+        for buffers in (self.full, self.swa):
+            if buffers is not None and any(k.untyped_storage().data_ptr() == ptr for k in buffers.k):
+                return buffers.name
+        return "unknown"
+
+    # -- model runner --------------------------------------------------------------------------
+    def _build_runner(self, m):
+        sg = self.sg
+        windows = [x["window"] for x in self.layers_spec if x["kind"] == "sliding_window"]
+        chunks = sorted({x["chunk"] for x in self.layers_spec if x["kind"] == "chunked"})
+        if len(chunks) > 1:
+            raise UnsupportedCase("several chunk sizes (sglang has one attention_chunk_size)")
+        spec = MODES[self.mode][1]
+        if spec is None and self.mode != "idle":
+            spec_topk, num_steps, draft_tokens = 0, 0, 0
+        else:
+            spec_topk = self.topk
+            num_steps = self.draft_steps or 1
+            draft_tokens = self.draft_tokens or 1
+        self.spec_topk, self.num_steps, self.spec_draft_tokens = spec_topk, num_steps, draft_tokens
+        server_args = types.SimpleNamespace(
+            kv_cache_dtype="auto", speculative_eagle_topk=spec_topk or None,
+            speculative_num_draft_tokens=draft_tokens, speculative_num_steps=num_steps,
+            enable_deterministic_inference=False, disable_cuda_graph=not self.graph,
+            attention_backend="fa3", enable_dp_attention=False, dp_size=1,
+            speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
+            disable_chunked_prefix_cache=True, enable_deterministic_inference_flag=False)
+        model_config = types.SimpleNamespace(
+            is_encoder_decoder=False, context_len=self.req_to_token.shape[1],
+            attention_arch=sg.AttentionArch.MHA, is_local_attention_model=bool(chunks),
+            num_attention_heads=m["q_heads"], get_num_kv_heads=lambda tp: m["kv_heads"],
+            head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], is_hybrid_swa=self.hybrid)
+        self.runner = types.SimpleNamespace(
+            model_config=model_config, device=self.device, server_args=server_args,
+            # model_runner.py: the SWA window, else (Llama 4) the attention chunk size
+            sliding_window_size=max(windows) if windows else (chunks[0] if chunks else None),
+            attention_chunk_size=chunks[0] if chunks else None,
+            req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
+            kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
+            is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
+            model_is_mrope=False, is_draft_worker=spec == "draft",
+            max_num_reqs=self.req_to_token.shape[0])
+
+    # -- layers ----------------------------------------------------------------------------------
+    def _build_layers(self, m):
+        sg = self.sg
+        pool_index = {"full": 0, "swa": 0}
+        self.layers = []
+        for l, x in enumerate(self.layers_spec):
+            self.layers.append(types.SimpleNamespace(
+                layer_id=l, sliding_window_size=x["window"] if x["kind"] == "sliding_window" else -1,
+                use_irope=x["kind"] == "chunked", tp_q_head_num=m["q_heads"], tp_k_head_num=m["kv_heads"],
+                tp_v_head_num=m["kv_heads"], head_dim=m["head_dim"], qk_head_dim=m["head_dim"],
+                v_head_dim=m["v_head_dim"], scaling=m["sm_scale"], logit_cap=m["softcap"],
+                is_cross_attention=False, attn_type=sg.AttentionType.DECODER, k_scale=None, v_scale=None,
+                k_scale_float=None, v_scale_float=None))
+            pool_index[x["pool"]] += 1
+
+    # -- forward batch ---------------------------------------------------------------------------
+    def _build_batch(self):
+        sg, dev, c = self.sg, self.device, self.case
+        n = self.padded_bs
+        i32 = lambda name: torch.from_numpy(np.ascontiguousarray(c.array(name)[:n]).astype(np.int64)).to(dev)
+        seq_lens = i32("seq_lens")
+        prefix = i32("extend_prefix_lens")
+        extend = i32("extend_seq_lens")
+        if self.mode == "draft_extend_v2":
+            seq_lens = prefix.clone()  # sglang: the cache length before this step's tokens
+        self.seq_lens = seq_lens
+        self.req_pool_indices = i32("req_pool_indices")
+        self.out_cache_loc = torch.from_numpy(c.array("out_cache_loc").astype(np.int64)).to(dev)
+        positions = torch.from_numpy(c.array("positions").astype(np.int64)).to(dev)
+        mode_name, spec = MODES[self.mode]
+        self.forward_mode = getattr(sg.ForwardMode, mode_name)
+        self.spec_info = None
+        if spec == "verify":
+            mask = torch.from_numpy(c.array("custom_mask").astype(bool)).to(dev)
+            self.spec_info = types.SimpleNamespace(custom_mask=mask, topk=self.topk, draft_token_num=self.draft_tokens,
+                                                   positions=positions, is_draft_input=lambda: False,
+                                                   is_verify_input=lambda: True)
+        elif spec is not None:
+            self.spec_info = types.SimpleNamespace(topk=self.topk, positions=positions, num_tokens_per_batch=1,
+                                                   is_draft_input=lambda: True, is_verify_input=lambda: False,
+                                                   accept_length=extend, accept_length_cpu=extend.tolist())
+        self.fb = types.SimpleNamespace(
+            forward_mode=self.forward_mode, batch_size=n, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
+            seq_lens_sum=int(seq_lens.sum()), req_pool_indices=self.req_pool_indices,
+            req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
+            out_cache_loc=self.out_cache_loc, positions=positions, spec_info=self.spec_info,
+            extend_prefix_lens=prefix, extend_prefix_lens_cpu=prefix.tolist(), extend_seq_lens=extend,
+            extend_seq_lens_cpu=extend.tolist(), extend_num_tokens=int(extend.sum()), encoder_lens=None,
+            encoder_out_cache_loc=None, attn_cp_metadata=None, attn_attend_prefix_cache=None,
+            mha_return_lse=False, mha_one_shot=False, num_token_non_padded=None,
+            extend_start_loc=torch.nn.functional.pad(torch.cumsum(extend, 0), (1, 0))[:-1],
+            spec_algorithm=None, global_num_tokens_gpu=None, can_run_dp_cuda_graph=False,
+            token_num_per_seq=None)

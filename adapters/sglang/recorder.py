@@ -1,0 +1,62 @@
+"""Stand-ins for the attention kernels sglang's backends launch: each records what it was handed.
+
+The backend's own forward code runs unchanged up to the kernel call, so what is recorded is
+exactly what production hands the kernel: the page table or index arrays as laid out, the window
+as the kernel counts it, the K/V view's page size, the causal flag, which pool's buffer. The
+recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's checked executor.
+"""
+import torch
+
+
+def host(t):
+    """A recorded tensor, on the host and contiguous (the kernels read by row stride = width)."""
+    return t.detach().to("cpu").contiguous().clone()
+
+
+class Recorder:
+    def __init__(self, setup):
+        self.setup = setup
+        self.layer = -1
+        self.calls = {}   # layer -> [recorded kernel calls]
+        self.merges = {}  # layer -> number of LSE merges
+
+    def _add(self, call):
+        self.calls.setdefault(self.layer, []).append(call)
+
+    # FlashAttention 3 (sgl_kernel.flash_attn.flash_attn_with_kvcache): page_table path only.
+    def flash_attn_with_kvcache(self, q, k_cache, v_cache, page_table=None, cache_seqlens=None, cu_seqlens_q=None,
+                                cu_seqlens_k_new=None, max_seqlen_q=None, softmax_scale=None, causal=False,
+                                window_size=(-1, -1), softcap=0.0, return_softmax_lse=False, **unused):
+        for name in ("k", "v", "qv", "rotary_cos", "cache_batch_idx", "cache_leftpad"):
+            if unused.get(name) is not None:
+                raise NotImplementedError(f"flash_attn_with_kvcache({name}=...) is not modelled by kvfuzz")
+        self._add({
+            "kernel": "flash_attn_with_kvcache",
+            "pool": self.setup.pool_of(k_cache),
+            "view_page_size": int(k_cache.shape[1]),
+            "page_table": host(page_table).to(torch.int64),
+            "cache_seqlens": host(cache_seqlens).to(torch.int64),
+            "cu_seqlens_q": host(cu_seqlens_q).to(torch.int64),
+            "cu_seqlens_k": None if cu_seqlens_k_new is None else host(cu_seqlens_k_new).to(torch.int64),
+            "max_seqlen_q": int(max_seqlen_q),
+            "causal": bool(causal),
+            "window_left": int(window_size[0]),
+            "window_right": int(window_size[1]),
+            "softcap": float(softcap or 0.0),
+            "softmax_scale": float(softmax_scale),
+        })
+        tokens = q.shape[0]
+        heads = q.shape[1]
+        out = q.new_zeros(tokens, heads, v_cache.shape[-1])
+        if return_softmax_lse:
+            return out, torch.zeros(heads, tokens, dtype=torch.float32, device=q.device)
+        return out
+
+    def merge_state(self, o_a, lse_a, o_b, lse_b, *unused):
+        self.merges[self.layer] = self.merges.get(self.layer, 0) + 1
+        return o_a, lse_a
+
+    def unexpected(self, name):
+        def fail(*args, **kwargs):
+            raise NotImplementedError(f"{name} was called: this path is not modelled by kvfuzz")
+        return fail

@@ -1,0 +1,133 @@
+"""sglang's real attention backends as kvfuzz planners, at a pinned release.
+
+    python3 adapters/sglang/sglang_planner.py --site .sglang/0.5.10.post1 --backend fa [--device cpu|cuda]
+
+kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter builds the
+release's backend (FlashAttentionBackend: family page_table) on a fake model runner
+(fake_runner.py), runs its metadata code unchanged — eager init_forward_metadata, or CUDA-graph
+capture then replay — and its forward for every layer, with the attention kernels replaced by
+recorders (recorder.py). The recorded kernel arguments are the plan; kvfuzz's checked executor
+runs it and every property applies. On CPU the Triton metadata kernels run in Triton's
+interpreter (TRITON_INTERPRET=1, set here before Triton loads).
+
+--fix N applies upstream fix N (fixes.py) on top of the release, to show a finding gone with it.
+"""
+import argparse
+import importlib
+import os
+import sys
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--site", required=True, help="folder holding the sglang wheel's `sglang/` (ci/sglang.sh installs it)")
+    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
+    p.add_argument("--fix", action="append", default=[], help="apply upstream fix (fixes.py), repeatable")
+    p.add_argument("--name", default=None, help="the adapter's name (default sglang_<backend>_<release>)")
+    args = p.parse_args()
+    if not os.path.isdir(os.path.join(args.site, "sglang")):
+        p.error(f"--site {args.site}: no sglang/ folder there (install a release with ci/sglang.sh)")
+    return args
+
+
+ARGS = parse_args()
+if ARGS.device == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
+
+import kvfuzz_adapter as kv  # noqa: E402
+import sglang_import  # noqa: E402
+from fake_runner import Setup, UnsupportedCase  # noqa: E402
+
+
+class Sglang:
+    """The release's modules kvfuzz calls, and the metadata entry points across releases."""
+
+    def __init__(self, site):
+        sglang_import.install_finder(os.path.abspath(site))
+        self.version = _release(site)
+        fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
+        self.ForwardMode = fb.ForwardMode
+        self.SWAKVPool = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool").SWAKVPool
+        self.AttentionArch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
+        self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
+        server_args = importlib.import_module("sglang.srt.server_args")
+        self._server_args = server_args
+
+    def module(self, name):
+        return importlib.import_module(f"sglang.srt.layers.attention.{name}")
+
+    def init_metadata(self, backend, setup):
+        """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
+        self._server_args._global_server_args = setup.runner.server_args
+        if not setup.graph:
+            backend.init_forward_metadata(setup.fb)
+            return
+        import torch
+
+        fb, n = setup.fb, setup.padded_bs
+        tokens = int(fb.positions.shape[0])
+        backend.init_cuda_graph_state(n, tokens)
+        fill = backend.get_cuda_graph_seq_len_fill_value()
+        capture_seq = torch.full_like(fb.seq_lens, fill)
+        capture_rows = torch.zeros_like(fb.req_pool_indices)
+        backend.init_forward_metadata_capture_cuda_graph(n, tokens, capture_rows, capture_seq, None, fb.forward_mode,
+                                                         fb.spec_info)
+        if hasattr(backend, "init_forward_metadata_replay_cuda_graph"):
+            backend.init_forward_metadata_replay_cuda_graph(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None,
+                                                            fb.forward_mode, fb.spec_info, seq_lens_cpu=fb.seq_lens_cpu,
+                                                            out_cache_loc=fb.out_cache_loc)
+        else:  # 0.5.13 and later: the replay split in an out-of-graph and an in-graph part
+            backend.init_forward_metadata_out_graph(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None,
+                                                    fb.forward_mode, fb.spec_info, seq_lens_cpu=fb.seq_lens_cpu,
+                                                    out_cache_loc=fb.out_cache_loc)
+            backend.init_forward_metadata_in_graph(n, fb.forward_mode, fb.spec_info)
+
+
+def _release(site):
+    for entry in os.listdir(site):
+        if entry.startswith("sglang-") and entry.endswith(".dist-info"):
+            return entry[len("sglang-"):-len(".dist-info")]
+    return "unknown"
+
+
+SG = Sglang(ARGS.site)
+for number in ARGS.fix:
+    import fixes
+
+    fixes.apply(SG, number)
+NAME = ARGS.name or f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
+
+import fa_page_table  # noqa: E402
+
+BACKENDS = {"fa": ("page_table", fa_page_table.plan)}
+FAMILY, PLAN = BACKENDS[ARGS.backend]
+
+
+@kv.planner(name=NAME, family=FAMILY,
+            supports={"modes": "all", "layer_kinds": "all", "page_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+                      "mla": False, "non_mla": True,  # sglang asserts power-of-two page sizes
+                      "hybrid_swa": True, "cuda_graph": True},
+            description=f"sglang {SG.version} {ARGS.backend} backend's own metadata code, kernels recorded")
+def plan(case):
+    import torch
+
+    try:
+        setup = Setup(SG, case, torch.device(ARGS.device))
+        return PLAN(SG, setup)
+    except UnsupportedCase as e:
+        raise kv.Unsupported(str(e))
+    except AssertionError as e:  # a limit the release asserts: "... doesn't support topk > 1 ... page size > 1"
+        if "support" not in str(e):
+            raise  # any other assertion is the backend failing: a finding
+        raise kv.Unsupported(f"sglang {SG.version} asserts: {e}")
+
+
+if __name__ == "__main__":
+    kv.serve(plan)
