@@ -60,6 +60,8 @@ class Setup:
             raise UnsupportedCase(f"mode {self.mode}")
         self.bs, self.padded_bs = batch["bs"], batch["padded_bs"]
         self.graph = bool(batch["captured"])
+        if self.graph and self.mode in ("extend", "mixed"):
+            raise UnsupportedCase("sglang replays CUDA graphs for decode, idle and speculative batches, not extend/mixed")
         self.page_size = case.page_size
         self.topk = batch["topk"]
         self.draft_tokens = batch["draft_tokens"]
@@ -188,9 +190,12 @@ class Setup:
                                                    positions=positions, is_draft_input=lambda: False,
                                                    is_verify_input=lambda: True)
         elif spec is not None:
+            # EagleDraftInput of the v2 worker: the draft-extend lengths per request (CUDA-graph replay reads them)
             self.spec_info = types.SimpleNamespace(topk=self.topk, positions=positions, num_tokens_per_batch=1,
                                                    is_draft_input=lambda: True, is_verify_input=lambda: False,
-                                                   accept_length=extend, accept_length_cpu=extend.tolist())
+                                                   accept_length=extend, accept_length_cpu=extend.tolist(),
+                                                   extend_seq_lens_tensor=extend.to(torch.int32),
+                                                   extend_seq_lens_cpu=extend.tolist())
         self.fb = types.SimpleNamespace(
             forward_mode=self.forward_mode, batch_size=n, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
             seq_lens_sum=int(seq_lens.sum()), req_pool_indices=self.req_pool_indices,
@@ -203,3 +208,12 @@ class Setup:
             extend_start_loc=torch.nn.functional.pad(torch.cumsum(extend, 0), (1, 0))[:-1],
             spec_algorithm=None, global_num_tokens_gpu=None, can_run_dp_cuda_graph=False,
             token_num_per_seq=None)
+
+    def layer_batch(self):
+        """The batch the layers' forward sees: in a replayed CUDA graph, the kernels captured run, and
+        an IDLE batch replays the graph captured for DECODE (cuda_graph_runner.py)."""
+        if not (self.graph and self.mode == "idle"):
+            return self.fb
+        fb = types.SimpleNamespace(**vars(self.fb))
+        fb.forward_mode = self.sg.ForwardMode.DECODE
+        return fb

@@ -22,13 +22,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 
+import fixes  # noqa: E402
+
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the sglang wheel's `sglang/` (ci/sglang.sh installs it)")
     p.add_argument("--backend", choices=["fa"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
-    p.add_argument("--fix", action="append", default=[], help="apply upstream fix (fixes.py), repeatable")
+    p.add_argument("--fix", action="append", default=[], choices=sorted(fixes.FIXES),
+                   help="apply upstream fix N (fixes.py) on top of the release; repeatable")
     p.add_argument("--name", default=None, help="the adapter's name (default sglang_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "sglang")):
@@ -99,8 +102,6 @@ def _release(site):
 
 SG = Sglang(ARGS.site)
 for number in ARGS.fix:
-    import fixes
-
     fixes.apply(SG, number)
 NAME = ARGS.name or f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
 

@@ -1,0 +1,114 @@
+"""Upstream fixes, re-expressed here, applied on top of a pinned release (--fix N).
+
+kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
+go away, while every other case stays clean. Each fix below is written from the pull request's
+description (cited), as the smallest change to the release's own functions; where a later release
+with the fix is installable, run that release instead.
+"""
+import contextlib
+import functools
+
+
+def _fa():
+    import importlib
+
+    return importlib.import_module("sglang.srt.layers.attention.flashattention_backend")
+
+
+def fix_24617(sg):
+    """sglang #24617: FA3 target verify with topk > 1 on sliding-window layers of a hybrid-SWA pool
+    builds swa_spec_metadata.page_table from full-pool slots; the fix translates both source
+    tables with translate_loc_from_full_to_swa before prepare_swa_spec_page_table_triton."""
+    fa = _fa()
+    original = fa.FlashAttentionBackend._init_sliding_window_attn_spec_metadata
+    prepare = fa.prepare_swa_spec_page_table_triton
+
+    @functools.wraps(original)
+    def patched(self, metadata, metadata_expand, metadata_swa=None):
+        if not self.use_sliding_window_kv_pool:
+            return original(self, metadata, metadata_expand, metadata_swa)
+        pool = self.token_to_kv_pool
+
+        def translated(dst, a, b, *rest):
+            return prepare(dst, pool.translate_loc_from_full_to_swa(a), pool.translate_loc_from_full_to_swa(b), *rest)
+
+        with _swapped(fa, "prepare_swa_spec_page_table_triton", translated):
+            return original(self, metadata, metadata_expand, metadata_swa)
+
+    fa.FlashAttentionBackend._init_sliding_window_attn_spec_metadata = patched
+
+
+def fix_26512(sg):
+    """sglang #26512: in DRAFT_EXTEND_V2 forward_batch.seq_lens is the cache length before the
+    step's tokens, which set_kv_buffer has already written; FA's cache_seqlens must add the extend
+    lengths, eagerly and in CUDA-graph replay."""
+    fa = _fa()
+    original = fa.FlashAttentionBackend.init_forward_metadata
+    replay = fa.FlashAttentionBackend.init_forward_metadata_replay_cuda_graph
+
+    @functools.wraps(replay)
+    def patched_replay(self, bs, req_pool_indices, seq_lens, seq_lens_sum, encoder_lens, forward_mode, spec_info,
+                       seq_lens_cpu, **kwargs):
+        if forward_mode.is_draft_extend_v2():
+            extend = spec_info.extend_seq_lens_tensor.to(seq_lens.dtype)
+            seq_lens = seq_lens + extend
+            seq_lens_cpu = seq_lens_cpu + extend.cpu().to(seq_lens_cpu.dtype)
+            seq_lens_sum = int(seq_lens_cpu.sum())
+        return replay(self, bs, req_pool_indices, seq_lens, seq_lens_sum, encoder_lens, forward_mode, spec_info,
+                      seq_lens_cpu, **kwargs)
+
+    fa.FlashAttentionBackend.init_forward_metadata_replay_cuda_graph = patched_replay
+
+    @functools.wraps(original)
+    def patched(self, forward_batch):
+        if not forward_batch.forward_mode.is_draft_extend_v2():
+            return original(self, forward_batch)
+        import torch
+
+        seq_lens, seq_lens_cpu = forward_batch.seq_lens, forward_batch.seq_lens_cpu
+        try:
+            forward_batch.seq_lens = seq_lens + forward_batch.extend_seq_lens
+            forward_batch.seq_lens_cpu = seq_lens_cpu + torch.tensor(forward_batch.extend_seq_lens_cpu)
+            return original(self, forward_batch)
+        finally:
+            forward_batch.seq_lens, forward_batch.seq_lens_cpu = seq_lens, seq_lens_cpu
+
+    fa.FlashAttentionBackend.init_forward_metadata = patched
+
+
+def fix_32902(sg):
+    """sglang #32902: eager local-attention metadata hands make_local_attention_virtual_batches
+    the token-granular page table; the fix strides and divides it to page ids first (page_size > 1)."""
+    fa = _fa()
+    original = fa.FlashAttentionBackend._maybe_init_local_attn_metadata
+    make = fa.make_local_attention_virtual_batches
+
+    @functools.wraps(original)
+    def patched(self, forward_batch, metadata, device):
+        if self.page_size == 1:
+            return original(self, forward_batch, metadata, device)
+
+        def paged(chunk, cu_q, seq_lens, table, page_size):
+            return make(chunk, cu_q, seq_lens, table[:, ::page_size] // page_size, page_size)
+
+        with _swapped(fa, "make_local_attention_virtual_batches", paged):
+            return original(self, forward_batch, metadata, device)
+
+    fa.FlashAttentionBackend._maybe_init_local_attn_metadata = patched
+
+
+@contextlib.contextmanager
+def _swapped(module, name, value):
+    saved = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, saved)
+
+
+FIXES = {"24617": fix_24617, "26512": fix_26512, "32902": fix_32902}
+
+
+def apply(sg, number):
+    FIXES[number](sg)
