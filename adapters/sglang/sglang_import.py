@@ -3,9 +3,10 @@
 kvfuzz runs sglang's metadata code unchanged. The backend modules import much of the server
 (transformers, PIL, distributed, the kernel packages sgl_kernel and flashinfer); none of that is
 called by the metadata builders. Every module under `sglang` loads from the wheel's own source;
-a module outside it that is not installed (or is in STUBBED, the kernel packages) is replaced by a
-stub whose attributes are inert stand-ins. Kernels the backends do launch are replaced by name
-after import (sglang_kernels.py records each call), so a stub is never what decides a result.
+every other package sglang imports, but for REAL (PyTorch, Triton, numpy and their own
+dependencies) and the standard library, is replaced by a stub whose attributes are inert
+stand-ins, whether or not the machine has it installed. Kernels the backends do launch are
+replaced after import (recorder.py records each call), so a stub never decides a result.
 
     site = install_finder("/path/to/site")   # the folder holding the wheel's `sglang/`
     fa = importlib.import_module("sglang.srt.layers.attention.flashattention_backend")
@@ -18,8 +19,9 @@ import types
 
 # Kernel packages: stubbed even where installed, so that no real kernel runs unrecorded.
 STUBBED = ("sgl_kernel", "flashinfer", "flash_attn", "vllm", "deep_gemm", "aiter", "sgl_kernel_npu")
-# Real modules kvfuzz needs; never stubbed.
-REAL = ("torch", "triton", "numpy", "sglang")
+# Real modules: what the metadata code computes with, and PyTorch's own dependencies.
+REAL = ("torch", "triton", "numpy", "sglang", "packaging", "sympy", "mpmath", "filelock", "jinja2", "markupsafe",
+        "networkx", "fsspec", "typing_extensions")
 stubbed_names = []  # every module a stub stood in for, for the log
 
 
@@ -129,22 +131,15 @@ class _Finder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name, path, target=None):
         top = name.split(".")[0]
-        if top in STUBBED:
+        if top == "sglang":
+            return importlib.machinery.PathFinder.find_spec(name, path or [self.site])
+        if top in REAL or top in sys.stdlib_module_names:
+            return None
+        # Every other package sglang asks for is a stub, installed or not, so that a run does not
+        # depend on what else the machine has (a GPU image's transformers, say).
+        if top in STUBBED or self._asked_by_sglang():
             return importlib.machinery.ModuleSpec(name, _StubLoader(), is_package=True)
-        if top in REAL:
-            if top == "sglang":
-                return importlib.machinery.PathFinder.find_spec(name, path or [self.site])
-            return None
-        # Anything else: the real module where it is installed; a stub only when sglang asked.
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                return spec
-        if not self._asked_by_sglang():
-            return None
-        return importlib.machinery.ModuleSpec(name, _StubLoader(), is_package=True)
+        return None
 
     def _asked_by_sglang(self):
         frame = sys._getframe(2)
