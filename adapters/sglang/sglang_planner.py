@@ -70,7 +70,9 @@ class Sglang:
         """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
         self._server_args._global_server_args = setup.runner.server_args
         if not setup.graph:
-            backend.init_forward_metadata(setup.fb)
+            # model_runner.forward_idle: an IDLE batch of no rows keeps the old metadata
+            if setup.fb.batch_size > 0 or setup.mode != "idle":
+                backend.init_forward_metadata(setup.fb)
             return
         import torch
 

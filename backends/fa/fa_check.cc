@@ -141,6 +141,8 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
   for (int32_t layer = 0; layer < static_cast<int32_t>(layers.size()); ++layer) {
     const FaGroup& group = group_of(layer);
     const std::vector<ExpectedPart> want = expected_parts(fb, group.kind, group.chunk);
+    // A batch of no query tokens may launch no kernel (sglang's forward_idle with no rows).
+    if (fb.num_tokens() == 0 && group.parts.empty()) continue;
     if (want.size() != group.parts.size()) {
       check.fail("layer " + std::to_string(layer) + " runs " + std::to_string(group.parts.size()) +
                  " calls, expected " + std::to_string(want.size()));
