@@ -1,0 +1,89 @@
+"""Sorts a campaign's findings into known issues (known_issues.json) and new ones.
+
+    python3 adapters/sglang/triage.py findings-sglang/0.5.10.post1 [--issues adapters/sglang/known_issues.json]
+
+Reads every saved finding (`<property>-<backend>-<case>.json` with its `.txt`), matches its case
+and backend against each issue's signature, prints one line per finding and a count per issue,
+and exits 1 when a finding matches no known issue (0 otherwise, 2 on bad input).
+"""
+import argparse
+import collections
+import glob
+import json
+import os
+import sys
+
+
+def signature(case, backend):
+    layers = case["model"]["layers"]
+    batch, cache = case["batch"], case["cache"]
+    return {
+        "backend": backend,
+        "mode": batch["mode"],
+        "page_size": cache["page_size"],
+        "layer_kinds": {layer["kind"] for layer in layers},
+        "topk": batch.get("topk", 1),
+        "hybrid": cache.get("swa_pages", 0) > 0,
+        "graph": batch.get("graph_bs", 0) > 0,
+    }
+
+
+def matches(match, sig):
+    checks = {
+        "backend": lambda v: sig["backend"].startswith(v),
+        "modes": lambda v: sig["mode"] in v,
+        "page_size_min": lambda v: sig["page_size"] >= v,
+        "layer_kinds_any": lambda v: bool(sig["layer_kinds"] & set(v)),
+        "topk_min": lambda v: sig["topk"] >= v,
+        "hybrid": lambda v: sig["hybrid"] == v,
+        "graph": lambda v: sig["graph"] == v,
+    }
+    unknown = set(match) - set(checks)
+    if unknown:
+        raise ValueError(f"unknown match field(s) {sorted(unknown)}; known: {sorted(checks)}")
+    return all(checks[key](value) for key, value in match.items())
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("folder")
+    p.add_argument("--issues", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_issues.json"))
+    args = p.parse_args()
+    if not os.path.isdir(args.folder):
+        p.error(f"{args.folder}: not a folder")
+    try:
+        with open(args.issues) as f:
+            issues = json.load(f)["issues"]
+    except (OSError, ValueError, KeyError) as e:
+        print(f"triage: {args.issues}: {e}", file=sys.stderr)
+        return 2
+    counts, new = collections.Counter(), 0
+    for path in sorted(glob.glob(os.path.join(args.folder, "*.json"))):
+        if path.endswith(".min.json"):
+            continue
+        with open(path) as f:
+            case = json.load(f)
+        with open(path[:-5] + ".txt") as f:
+            second = f.read().split("\n")[1]
+        backend = second.split(": ")[0]
+        prop = os.path.basename(path).split("-" + backend.replace(":", "-"))[0]
+        try:
+            hit = next((i for i in issues if matches(i["match"], signature(case, backend))), None)
+        except ValueError as e:
+            print(f"triage: {args.issues}: {e}", file=sys.stderr)
+            return 2
+        label = hit["id"] if hit else "NEW"
+        new += hit is None
+        counts[label] += 1
+        print(f"{label:30} {prop:14} {os.path.basename(path)}")
+    print()
+    for issue in issues:
+        if counts[issue["id"]]:
+            print(f"{counts[issue['id']]:4}  {issue['id']}: {issue['title']} [{issue['verdict']}] {issue['upstream']}")
+    if new:
+        print(f"{new:4}  NEW: no known issue matches; triage them and add them to {args.issues}")
+    return 1 if new else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
