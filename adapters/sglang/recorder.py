@@ -37,7 +37,9 @@ class Recorder:
             "page_table": host(page_table).to(torch.int64),
             "cache_seqlens": host(cache_seqlens).to(torch.int64),
             "cu_seqlens_q": host(cu_seqlens_q).to(torch.int64),
-            "cu_seqlens_k": None if cu_seqlens_k_new is None else host(cu_seqlens_k_new).to(torch.int64),
+            # cu_seqlens_k_new describes new K/V appended by the call; without k/v (always here) the
+            # kernel does not read it, so the plan carries the prefix sums of cache_seqlens instead.
+            "cu_seqlens_k": None,
             "max_seqlen_q": int(max_seqlen_q),
             "causal": bool(causal),
             "window_left": int(window_size[0]),
