@@ -11,7 +11,8 @@ the calls of a group are merged by LSE.
 KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
 drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; and masked_tail, which
 is not a bug: it loads the unwritten tail of each row's last page and masks it (weight exactly 0),
-as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding.
+as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
+unsupported, which answers every case with more than one layer unsupported (kv.Unsupported).
 """
 import ctypes
 import math
@@ -85,6 +86,8 @@ def run(case):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)
+    if BREAK == "unsupported" and len(case.layers) > 1:
+        raise kv.Unsupported("more than one layer")
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

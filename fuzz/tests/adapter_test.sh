@@ -45,6 +45,9 @@ expect 1 "^stride-divide/numpy_pt_planner:fa" broken_planner -- \
 # A kernel that loads unowned slots and masks them with weight 0 is right: a clean campaign, and
 # the masked reads show as a note (the NaN-poison run) on a case that has a partly filled page.
 expect 0 "no findings" masked_tail -- campaign masked 24 "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" numpy_page_table --no-shrink
+# A case answered unsupported at run time is counted unsupported, not a finding; the worker stays.
+expect 0 "[1-9][0-9]* answered unsupported; 0 workers replaced" answered_unsupported -- \
+  campaign unsupported 24 "KVFUZZ_EXAMPLE_BREAK=unsupported $EXEC" numpy_page_table --no-shrink
 "$K" gen --seed 1 --profile small >"$WORK/masked.json"
 expect 0 "note: masked-read" masked_note -- "$K" check "$WORK/masked.json" --adapter "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" \
   --backend numpy_page_table
