@@ -105,6 +105,13 @@ class Setup:
             f2s = self.case.array("full_to_swa")
             pool.full_to_swa_index_mapping = torch.from_numpy(np.ascontiguousarray(f2s)).to(dev)
         self.token_to_kv_pool = pool
+        # The allocator: Triton's window CSRs translate through it (hasattr check in triton_backend.py).
+        if self.hybrid:
+            allocator = object.__new__(sg.SWATokenToKVPoolAllocator)
+            allocator._kvcache, allocator.page_size = pool, self.page_size
+        else:
+            allocator = types.SimpleNamespace(page_size=self.page_size)
+        self.token_to_kv_pool_allocator = allocator
 
     def pool_of(self, tensor):
         """'full' or 'swa': which pool a K buffer handed to a kernel belongs to."""
@@ -135,7 +142,8 @@ class Setup:
             enable_deterministic_inference=False, disable_cuda_graph=not self.graph,
             attention_backend="fa3", enable_dp_attention=False, dp_size=1,
             speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
-            disable_chunked_prefix_cache=True, enable_deterministic_inference_flag=False)
+            disable_chunked_prefix_cache=True, triton_attention_num_kv_splits=self.case.batch["kv_splits"],
+            triton_attention_split_tile_size=None, chunked_prefill_size=8192)
         model_config = types.SimpleNamespace(
             is_encoder_decoder=False, context_len=self.req_to_token.shape[1],
             attention_arch=sg.AttentionArch.MHA, is_local_attention_model=bool(chunks),
@@ -147,6 +155,8 @@ class Setup:
             sliding_window_size=max(windows) if windows else (chunks[0] if chunks else None),
             attention_chunk_size=chunks[0] if chunks else None,
             req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
+            token_to_kv_pool_allocator=self.token_to_kv_pool_allocator, gpu_id=0, hybrid_gdn_config=None,
+            kimi_linear_config=None,
             kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
@@ -164,7 +174,7 @@ class Setup:
                 tp_v_head_num=m["kv_heads"], head_dim=m["head_dim"], qk_head_dim=m["head_dim"],
                 v_head_dim=m["v_head_dim"], scaling=m["sm_scale"], logit_cap=m["softcap"],
                 is_cross_attention=False, attn_type=sg.AttentionType.DECODER, k_scale=None, v_scale=None,
-                k_scale_float=None, v_scale_float=None))
+                k_scale_float=None, v_scale_float=None, logit_capping_method="tanh", xai_temperature_len=-1))
             pool_index[x["pool"]] += 1
 
     # -- forward batch ---------------------------------------------------------------------------
@@ -200,6 +210,8 @@ class Setup:
             forward_mode=self.forward_mode, batch_size=n, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
             seq_lens_sum=int(seq_lens.sum()), req_pool_indices=self.req_pool_indices,
             req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
+            token_to_kv_pool_allocator=self.token_to_kv_pool_allocator, gpu_id=0, hybrid_gdn_config=None,
+            kimi_linear_config=None,
             out_cache_loc=self.out_cache_loc, positions=positions, spec_info=self.spec_info,
             extend_prefix_lens=prefix, extend_prefix_lens_cpu=prefix.tolist(), extend_seq_lens=extend,
             extend_seq_lens_cpu=extend.tolist(), extend_num_tokens=int(extend.sum()), encoder_lens=None,

@@ -8,8 +8,10 @@ recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's che
 import torch
 
 
-def host(t):
+def host(t, name="tensor"):
     """A recorded tensor, on the host and contiguous (the kernels read by row stride = width)."""
+    if t is None:
+        raise TypeError(f"the backend handed the kernel {name}=None")
     return t.detach().to("cpu").contiguous().clone()
 
 
@@ -34,9 +36,9 @@ class Recorder:
             "kernel": "flash_attn_with_kvcache",
             "pool": self.setup.pool_of(k_cache),
             "view_page_size": int(k_cache.shape[1]),
-            "page_table": host(page_table).to(torch.int64),
-            "cache_seqlens": host(cache_seqlens).to(torch.int64),
-            "cu_seqlens_q": host(cu_seqlens_q).to(torch.int64),
+            "page_table": host(page_table, "page_table").to(torch.int64),
+            "cache_seqlens": host(cache_seqlens, "cache_seqlens").to(torch.int64),
+            "cu_seqlens_q": host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64),
             # cu_seqlens_k_new describes new K/V appended by the call; without k/v (always here) the
             # kernel does not read it, so the plan carries the prefix sums of cache_seqlens instead.
             "cu_seqlens_k": None,
@@ -53,6 +55,40 @@ class Recorder:
         if return_softmax_lse:
             return out, torch.zeros(heads, tokens, dtype=torch.float32, device=q.device)
         return out
+
+    # sglang's Triton kernels (triton_ops/decode_attention.py, extend_attention.py), with the
+    # asserts the real entry points make.
+    def decode_attention_fwd(self, q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_logits, attn_lse,
+                             num_kv_splits, max_kv_splits, sm_scale, k_scale=1.0, v_scale=1.0, logit_cap=0.0,
+                             sinks=None, xai_temperature_len=-1):
+        assert max_kv_splits == attn_logits.shape[2]
+        assert q.shape[0] <= kv_indptr.shape[0] - 1
+        assert q.shape[0] <= attn_logits.shape[0]
+        self._add({
+            "kernel": "decode", "pool": self.setup.pool_of(k_buffer), "rows": int(q.shape[0]),
+            "kv_indptr": host(kv_indptr, "kv_indptr").to(torch.int64),
+            "kv_indices": host(kv_indices, "kv_indices").to(torch.int64),
+            "num_kv_splits": host(num_kv_splits, "num_kv_splits").to(torch.int64), "max_kv_splits": int(max_kv_splits),
+            "window": -1, "kv_offsets": None, "softcap": float(logit_cap or 0.0), "sm_scale": float(sm_scale),
+        })
+
+    def extend_attention_fwd(self, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
+                             kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale=1.0,
+                             v_scale=1.0, sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True,
+                             sliding_window_size=-1, sinks=None, window_kv_offsets=None, xai_temperature_len=-1):
+        if not skip_prefix_custom_mask or not is_causal:
+            raise NotImplementedError("extend_attention_fwd with a prefix custom mask or non-causal is not modelled")
+        self._add({
+            "kernel": "extend", "pool": self.setup.pool_of(k_buffer), "rows": int(qo_indptr.shape[0]) - 1,
+            "qo_indptr": host(qo_indptr, "qo_indptr").to(torch.int64),
+            "kv_indptr": host(kv_indptr, "kv_indptr").to(torch.int64),
+            "kv_indices": host(kv_indices, "kv_indices").to(torch.int64),
+            "custom_mask": None if custom_mask is None else host(custom_mask).to(torch.uint8),
+            "mask_indptr": None if mask_indptr is None else host(mask_indptr).to(torch.int64),
+            "max_len_extend": int(max_len_extend), "window": int(sliding_window_size),
+            "kv_offsets": None if window_kv_offsets is None else host(window_kv_offsets).to(torch.int64),
+            "softcap": float(logit_cap or 0.0), "sm_scale": float(sm_scale),
+        })
 
     def merge_state(self, o_a, lse_a, o_b, lse_b, *unused):
         self.merges[self.layer] = self.merges.get(self.layer, 0) + 1

@@ -14,8 +14,10 @@ interpreter (TRITON_INTERPRET=1, set here before Triton loads).
 """
 import argparse
 import importlib
+import inspect
 import os
 import sys
+import types
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +30,7 @@ import fixes  # noqa: E402
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the sglang wheel's `sglang/` (ci/sglang.sh installs it)")
-    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--fix", action="append", default=[], choices=sorted(fixes.FIXES),
                    help="apply upstream fix N (fixes.py) on top of the release; repeatable")
@@ -57,11 +59,15 @@ class Sglang:
         self.version = _release(site)
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
         self.ForwardMode = fb.ForwardMode
-        self.SWAKVPool = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool").SWAKVPool
+        swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
+        self.SWAKVPool, self.SWATokenToKVPoolAllocator = swa.SWAKVPool, swa.SWATokenToKVPoolAllocator
         self.AttentionArch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
         self._server_args = server_args
+        # One process, tensor-parallel size 1: the attention TP group the backends ask for.
+        parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
+        parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
 
     def module(self, name):
         return importlib.import_module(f"sglang.srt.layers.attention.{name}")
@@ -85,9 +91,10 @@ class Sglang:
         backend.init_forward_metadata_capture_cuda_graph(n, tokens, capture_rows, capture_seq, None, fb.forward_mode,
                                                          fb.spec_info)
         if hasattr(backend, "init_forward_metadata_replay_cuda_graph"):
-            backend.init_forward_metadata_replay_cuda_graph(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None,
-                                                            fb.forward_mode, fb.spec_info, seq_lens_cpu=fb.seq_lens_cpu,
-                                                            out_cache_loc=fb.out_cache_loc)
+            replay = backend.init_forward_metadata_replay_cuda_graph
+            extra = {"out_cache_loc": fb.out_cache_loc} if "out_cache_loc" in inspect.signature(replay).parameters else {}
+            replay(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None, fb.forward_mode, fb.spec_info,
+                   seq_lens_cpu=fb.seq_lens_cpu, **extra)
         else:  # 0.5.13 and later: the replay split in an out-of-graph and an in-graph part
             backend.init_forward_metadata_out_graph(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None,
                                                     fb.forward_mode, fb.spec_info, seq_lens_cpu=fb.seq_lens_cpu,
@@ -108,8 +115,9 @@ for number in ARGS.fix:
 NAME = ARGS.name or f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
 
 import fa_page_table  # noqa: E402
+import triton_token_csr  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", fa_page_table.plan)}
+BACKENDS = {"fa": ("page_table", fa_page_table.plan), "triton": ("token_csr", triton_token_csr.plan)}
 FAMILY, PLAN = BACKENDS[ARGS.backend]
 
 
