@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # sglang's real attention backends under kvfuzz (adapters/sglang/): the release's own metadata code
-# (FlashAttentionBackend) builds each case's metadata and kvfuzz's checked executor runs it.
+# (FlashAttentionBackend, TritonAttnBackend) builds each case's metadata and kvfuzz's checked
+# executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
-#   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) against the release, then
-#                                      # each finding triaged against adapters/sglang/known_issues.json
+#   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
+#                                      # "fa triton"), each finding triaged against known_issues.json
 #
 # Installs, once, into .sglang/ (ignored, never committed): the pinned sglang release's Python
 # source (SGLANG_VERSION, default 0.5.10.post1, the newest this project's registry serves) and, where
@@ -32,7 +33,7 @@ python_with_torch() {
     "$venv/bin/pip" install -q --no-deps torch==2.11.0 triton==3.6.0 nvidia-cufile==1.15.1.6 \
       nvidia-cusparselt-cu13==0.8.0 nvidia-nvshmem-cu13==3.4.5 >&2
     # numpy < 2.4: Triton 3.6's interpreter converts 1-element arrays with int().
-    "$venv/bin/pip" install -q "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
+    "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
       networkx jinja2 markupsafe fsspec >&2
   fi
   echo "$venv/bin/python"
@@ -50,34 +51,51 @@ if [ ! -d "$SITE/sglang" ]; then
   mkdir -p "$SITE.tmp" && python3 -m zipfile -e "$ROOT/wheels/sglang-$VERSION-py3-none-any.whl" "$SITE.tmp"
   mv "$SITE.tmp" "$SITE"
 fi
-NAME=sglang_fa_${VERSION//./_}
+RELEASE=${VERSION//./_}
+BACKENDS=${BACKENDS:-fa triton}
 adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
+family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; esac; }
 
 case "$1" in
   seeds)
-    # regression case : the upstream fix that removes it (adapters/sglang/fixes.py)
-    seeds="fa__fa_swa_spec_untranslated:24617 fa__fa_draft_extend_v2_prefix:26512
-           fa__fa_draft_extend_v2_double:26512 fa__fa_local_token_table:32902"
+    # backend : case file : the upstream fix that removes it (adapters/sglang/fixes.py)
+    seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:24617
+           fa:corpus/regressions/fa__fa_draft_extend_v2_prefix.json:26512
+           fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:26512
+           fa:corpus/regressions/fa__fa_local_token_table.json:32902
+           triton:corpus/sglang/triton_swa_decode_window.json:32087"
     failed=0
-    printf '%-34s %-7s %-30s %-14s %s\n' case fix "sglang $VERSION" "with the fix" verdict
+    printf '%-7s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
     for seed in $seeds; do
-      file=corpus/regressions/${seed%%:*}.json fix=${seed##*:}
-      found=$("$KVFUZZ" check "$file" --backend "$NAME:fa" --adapter "$(adapter)" 2>&1 | grep -o "^$NAME:fa: [a-z-]*" |
-              sed "s/^$NAME:fa: //" | sort -u | tr '\n' ' ' || true)
-      rc=0; "$KVFUZZ" check "$file" --backend "${NAME}_fix$fix:fa" --adapter "$(adapter --fix "$fix")" >/dev/null 2>&1 || rc=$?
+      IFS=: read -r backend file fix <<<"$seed"
+      name=sglang_${backend}_$RELEASE pair=$(family_executor "$backend")
+      found=$("$KVFUZZ" check "$file" --backend "$name:$pair" --adapter "$(adapter --backend "$backend")" 2>&1 |
+              grep -o "^$name:$pair: [a-z-]*" | sed "s/^$name:$pair: //" | sort -u | tr '\n' ' ' || true)
+      rc=0
+      "$KVFUZZ" check "$file" --backend "${name}_fix$fix:$pair" --adapter "$(adapter --backend "$backend" --fix "$fix")" \
+        >/dev/null 2>&1 || rc=$?
       verdict=ok
       if [ -z "$found" ] || [ "$found" = "ok " ]; then verdict="NOT FOUND in the release"; failed=1; fi
       if [ "$rc" -ne 0 ]; then verdict="$verdict; NOT GONE with the fix (exit $rc)"; failed=1; fi
-      printf '%-34s %-7s %-30s %-14s %s\n' "${seed%%:*}" "#$fix" "${found:-clean}" "$([ $rc -eq 0 ] && echo clean || echo "exit $rc")" "$verdict"
+      printf '%-7s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "#$fix" "${found:-clean}" \
+        "$([ $rc -eq 0 ] && echo clean || echo "exit $rc")" "$verdict"
     done
     exit $failed ;;
   campaign)
-    # Findings are expected (the release has known bugs): the campaign's exit is the triage's,
-    # 1 only for a finding that matches no entry of adapters/sglang/known_issues.json.
-    rm -rf "findings-sglang/$VERSION"
-    "$KVFUZZ" run --cases "${2:-300}" --profile tiny --backend "$NAME:fa" --adapter "$(adapter)" \
-      --out "findings-sglang/$VERSION" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
-    echo "== triage (adapters/sglang/known_issues.json)"
-    python3 adapters/sglang/triage.py "findings-sglang/$VERSION" ;;
+    # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
+    # finding that matches no entry of adapters/sglang/known_issues.json.
+    out=findings-sglang/$VERSION
+    rm -rf "$out"
+    for backend in $BACKENDS; do
+      echo "== sglang $VERSION $backend backend: ${2:-300} cases"
+      "$KVFUZZ" run --cases "${2:-300}" --profile tiny --backend "sglang_${backend}_$RELEASE:$(family_executor "$backend")" \
+        --adapter "$(adapter --backend "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
+    done
+    status=0
+    for backend in $BACKENDS; do
+      echo "== triage of $out/$backend (adapters/sglang/known_issues.json)"
+      python3 adapters/sglang/triage.py "$out/$backend" || status=$?
+    done
+    exit $status ;;
   *) usage ;;
 esac

@@ -82,6 +82,9 @@ class Setup:
         r2t = self.case.array("req_to_token")
         self.req_to_token = torch.from_numpy(np.ascontiguousarray(r2t)).to(dev)
         self.req_to_token_pool = types.SimpleNamespace(req_to_token=self.req_to_token, size=r2t.shape[0])
+        if self.graph and self.padded_bs > r2t.shape[0]:  # cuda_graph_runner.get_batch_sizes_to_capture
+            raise UnsupportedCase(f"no CUDA graph is captured for batch size {self.padded_bs} > "
+                                  f"req_to_token_pool.size {r2t.shape[0]}")
         full_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "full"]
         swa_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "swa"]
         pools = info["pools"]
@@ -134,6 +137,11 @@ class Setup:
         else:
             spec_topk = self.topk
             num_steps = self.draft_steps or 1
+            if self.mode == "draft_extend_v2":  # the v2 worker extends num_steps + 1 tokens per request
+                lens = self.case.array("extend_seq_lens")[: self.bs]
+                num_steps = max(1, int(lens.max()) - 1) if len(lens) else 1
+                if self.graph and len(set(lens.tolist())) > 1:
+                    raise UnsupportedCase("a v2 draft-extend CUDA graph runs num_steps + 1 tokens for every request")
             draft_tokens = self.draft_tokens or 1
         self.spec_topk, self.num_steps, self.spec_draft_tokens = spec_topk, num_steps, draft_tokens
         server_args = types.SimpleNamespace(

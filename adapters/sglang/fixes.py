@@ -7,6 +7,7 @@ with the fix is installable, run that release instead.
 """
 import contextlib
 import functools
+import inspect
 
 
 def _fa():
@@ -97,6 +98,43 @@ def fix_32902(sg):
     fa.FlashAttentionBackend._maybe_init_local_attn_metadata = patched
 
 
+def fix_32087(sg):
+    """sglang PR 32087 (open): the Triton decode window CSR keeps min(seq_len, W) keys, but the
+    decode query (position seq_len - 1) sees W + 1; the decode paths (eager and CUDA-graph replay)
+    must take min(seq_len, W + 1). Extend and verify prefixes need W, as they have."""
+    import importlib
+
+    tb = importlib.import_module("sglang.srt.layers.attention.triton_backend")
+    cls = tb.TritonAttnBackend
+
+    def widened(name):
+        original = getattr(tb, name)
+        at = list(inspect.signature(original).parameters).index("sliding_window_size")
+
+        def call(*args, **kwargs):
+            args = list(args)
+            args[at] += 1
+            return original(*args, **kwargs)
+
+        return call
+
+    def decode_only(method, mode_of):
+        @functools.wraps(method)
+        def patched(self, *args, **kwargs):
+            if not mode_of(args, kwargs).is_decode_or_idle():
+                return method(self, *args, **kwargs)
+            with _swapped(tb, "update_sliding_window_buffer", widened("update_sliding_window_buffer")), \
+                    _swapped(tb, "update_sliding_window_buffer_cuda_graph",
+                             widened("update_sliding_window_buffer_cuda_graph")):
+                return method(self, *args, **kwargs)
+
+        return patched
+
+    cls.init_forward_metadata = decode_only(cls.init_forward_metadata, lambda a, k: a[0].forward_mode)
+    cls.init_forward_metadata_replay_cuda_graph = decode_only(
+        cls.init_forward_metadata_replay_cuda_graph, lambda a, k: k.get("forward_mode", a[5] if len(a) > 5 else None))
+
+
 @contextlib.contextmanager
 def _swapped(module, name, value):
     saved = getattr(module, name)
@@ -107,7 +145,7 @@ def _swapped(module, name, value):
         setattr(module, name, saved)
 
 
-FIXES = {"24617": fix_24617, "26512": fix_26512, "32902": fix_32902}
+FIXES = {"24617": fix_24617, "26512": fix_26512, "32087": fix_32087, "32902": fix_32902}
 
 
 def apply(sg, number):
