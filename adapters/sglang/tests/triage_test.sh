@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# adapters/sglang/triage.py: a finding that matches a known issue is reported under its id (exit 0),
+# one that matches none is NEW (exit 1), a malformed issues file is bad input (exit 2).
+# Usage: triage_test.sh SOURCE_DIR WORK_DIR
+set -uo pipefail
+SRC=$1 WORK=$2
+TRIAGE="python3 $SRC/adapters/sglang/triage.py"
+rm -rf "$WORK" && mkdir -p "$WORK/known" "$WORK/new"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+finding() {  # finding DIR PROPERTY MODE LAYER_KIND: a saved finding of sglang_fa_0_5_10_post1:fa
+  local dir=$1 prop=$2 mode=$3 kind=$4
+  local base="$dir/$prop-sglang_fa_0_5_10_post1-fa-7"
+  cat >"$base.json" <<JSON
+{"version": 2, "model": {"layers": [{"kind": "$kind", "window": 2, "chunk": 4}]},
+ "cache": {"page_size": 4, "swa_pages": 0}, "batch": {"mode": "$mode", "graph_bs": 0}}
+JSON
+  printf 'case 7 (seed 1): 1 requests\nsglang_fa_0_5_10_post1:fa: %s: something\n' "$prop" >"$base.txt"
+}
+
+finding "$WORK/known" cache-extent draft_extend_v2 full
+finding "$WORK/known" stride-divide decode chunked
+$TRIAGE "$WORK/known" >"$WORK/known.out" 2>&1
+rc=$?
+[ $rc -eq 0 ] || fail "known findings: exit $rc"
+grep -q "^sglang#26512 *cache-extent" "$WORK/known.out" || fail "draft_extend_v2 not triaged as sglang#26512"
+grep -q "^sglang#32902 *stride-divide" "$WORK/known.out" || fail "chunked ps>1 decode not triaged as sglang#32902"
+
+finding "$WORK/new" oracle decode full
+$TRIAGE "$WORK/new" >"$WORK/new.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "unknown finding: exit $rc, expected 1"
+grep -q "^NEW *oracle" "$WORK/new.out" || fail "an unmatched finding is not reported NEW"
+
+echo '{"issues": [{"id": "x", "match": {"colour": "red"}}]}' >"$WORK/bad.json"
+$TRIAGE "$WORK/known" --issues "$WORK/bad.json" >"$WORK/bad.out" 2>&1
+rc=$?
+[ $rc -eq 2 ] || fail "malformed issues file: exit $rc, expected 2"
+grep -q "unknown match field" "$WORK/bad.out" || fail "malformed issues file: no message naming the field"
+
+[ $failures -eq 0 ] && echo "triage test: all passed" || { cat "$WORK"/*.out; exit 1; }
