@@ -140,8 +140,9 @@ class Setup:
             if self.mode == "draft_extend_v2":  # the v2 worker extends num_steps + 1 tokens per request
                 lens = self.case.array("extend_seq_lens")[: self.bs]
                 num_steps = max(1, int(lens.max()) - 1) if len(lens) else 1
-                if self.graph and len(set(lens.tolist())) > 1:
-                    raise UnsupportedCase("a v2 draft-extend CUDA graph runs num_steps + 1 tokens for every request")
+                if self.graph and (len(set(lens.tolist())) > 1 or int(lens.max()) < 2):
+                    raise UnsupportedCase("a v2 draft-extend CUDA graph runs num_steps + 1 (>= 2) tokens for every "
+                                          "request")
             draft_tokens = self.draft_tokens or 1
         self.spec_topk, self.num_steps, self.spec_draft_tokens = spec_topk, num_steps, draft_tokens
         server_args = types.SimpleNamespace(

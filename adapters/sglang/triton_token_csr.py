@@ -111,7 +111,7 @@ def to_plan(setup, rec, tokens):
         layer_csr.append(index[key])
     # csrs[0] is the full CSR (FAMILIES.md): full-rule CSRs first.
     order = sorted(range(len(csrs)), key=lambda i: _rule(kernel, *csrs[i])[0] != "full")
-    layer_csr = [order.index(i) for i in layer_csr]
+    layer_csr = [order.index(i) if csrs else 0 for i in layer_csr]  # no CSR: IDLE without rows
     csrs = [csrs[i] for i in order]
     meta_csrs = []
     for i, (c, reader) in enumerate(csrs):
