@@ -63,7 +63,13 @@ case "$1" in
            fa:corpus/regressions/fa__fa_draft_extend_v2_prefix.json:26512
            fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:26512
            fa:corpus/regressions/fa__fa_local_token_table.json:32902
-           triton:corpus/sglang/triton_swa_decode_window.json:32087"
+           triton:corpus/sglang/triton_swa_decode_window.json:32087
+           fa:corpus/sglang/fa_mixed_local.json:-
+           fa:corpus/sglang/fa_draft_swa_cascade.json:-
+           fa:corpus/sglang/fa_draft_local.json:-
+           triton:corpus/sglang/triton_no_local.json:-
+           triton:corpus/sglang/triton_draft_swa.json:-"
+    # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
     failed=0
     printf '%-7s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
     for seed in $seeds; do
@@ -71,14 +77,18 @@ case "$1" in
       name=sglang_${backend}_$RELEASE pair=$(family_executor "$backend")
       found=$("$KVFUZZ" check "$file" --backend "$name:$pair" --adapter "$(adapter --backend "$backend")" 2>&1 |
               grep -o "^$name:$pair: [a-z-]*" | sed "s/^$name:$pair: //" | sort -u | tr '\n' ' ' || true)
-      rc=0
-      "$KVFUZZ" check "$file" --backend "${name}_fix$fix:$pair" --adapter "$(adapter --backend "$backend" --fix "$fix")" \
-        >/dev/null 2>&1 || rc=$?
+      rc=0 after=-
+      if [ "$fix" != - ]; then
+        "$KVFUZZ" check "$file" --backend "${name}_fix$fix:$pair" --adapter "$(adapter --backend "$backend" --fix "$fix")" \
+          >/dev/null 2>&1 || rc=$?
+        after=$([ $rc -eq 0 ] && echo clean || echo "exit $rc")
+        fix="#$fix"
+      fi
       verdict=ok
       if [ -z "$found" ] || [ "$found" = "ok " ]; then verdict="NOT FOUND in the release"; failed=1; fi
       if [ "$rc" -ne 0 ]; then verdict="$verdict; NOT GONE with the fix (exit $rc)"; failed=1; fi
-      printf '%-7s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "#$fix" "${found:-clean}" \
-        "$([ $rc -eq 0 ] && echo clean || echo "exit $rc")" "$verdict"
+      printf '%-7s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$fix" "${found:-clean}" \
+        "$after" "$verdict"
     done
     exit $failed ;;
   campaign)
