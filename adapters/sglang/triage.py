@@ -80,6 +80,8 @@ def main():
     for issue in issues:
         if counts[issue["id"]]:
             print(f"{counts[issue['id']]:4}  {issue['id']}: {issue['title']} [{issue['verdict']}] {issue['upstream']}")
+            if issue.get("minimal_case"):
+                print(f"      minimal case: {issue['minimal_case']}")
     if new:
         print(f"{new:4}  NEW: no known issue matches; triage them and add them to {args.issues}")
     return 1 if new else 0
