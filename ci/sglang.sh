@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # sglang's real attention backends under kvfuzz (adapters/sglang/): the release's own metadata code
-# (FlashAttentionBackend, TritonAttnBackend) builds each case's metadata and kvfuzz's checked
+# (FlashAttentionBackend, TritonAttnBackend, FlashInferAttnBackend) builds each case's metadata and kvfuzz's checked
 # executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
-#                                      # "fa triton"), each finding triaged against known_issues.json
+#                                      # "fa triton flashinfer"), each finding triaged against known_issues.json
 #
 # Installs, once, into .sglang/ (ignored, never committed): the pinned sglang release's Python
 # source (SGLANG_VERSION, default 0.5.10.post1, the newest this project's registry serves) and, where
@@ -52,9 +52,9 @@ if [ ! -d "$SITE/sglang" ]; then
   mv "$SITE.tmp" "$SITE"
 fi
 RELEASE=${VERSION//./_}
-BACKENDS=${BACKENDS:-fa triton}
+BACKENDS=${BACKENDS:-fa triton flashinfer}
 adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
-family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; esac; }
+family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
 
 case "$1" in
   seeds)
@@ -68,10 +68,11 @@ case "$1" in
            fa:corpus/sglang/fa_draft_swa_cascade.json:-
            fa:corpus/sglang/fa_draft_local.json:-
            triton:corpus/sglang/triton_no_local.json:-
-           triton:corpus/sglang/triton_draft_swa.json:-"
+           triton:corpus/sglang/triton_draft_swa.json:-
+           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-"
     # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
     failed=0
-    printf '%-7s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
+    printf '%-10s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
     for seed in $seeds; do
       IFS=: read -r backend file fix <<<"$seed"
       name=sglang_${backend}_$RELEASE pair=$(family_executor "$backend")
@@ -87,7 +88,7 @@ case "$1" in
       verdict=ok
       if [ -z "$found" ] || [ "$found" = "ok " ]; then verdict="NOT FOUND in the release"; failed=1; fi
       if [ "$rc" -ne 0 ]; then verdict="$verdict; NOT GONE with the fix (exit $rc)"; failed=1; fi
-      printf '%-7s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$fix" "${found:-clean}" \
+      printf '%-10s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$fix" "${found:-clean}" \
         "$after" "$verdict"
     done
     exit $failed ;;

@@ -152,12 +152,14 @@ class Setup:
             attention_backend="fa3", enable_dp_attention=False, dp_size=1,
             speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
             disable_chunked_prefix_cache=True, triton_attention_num_kv_splits=self.case.batch["kv_splits"],
-            triton_attention_split_tile_size=None, chunked_prefill_size=8192)
+            triton_attention_split_tile_size=None, chunked_prefill_size=8192, multi_item_scoring_delimiter=None,
+            disable_piecewise_cuda_graph=True, dllm_algorithm=None)
         model_config = types.SimpleNamespace(
             is_encoder_decoder=False, context_len=self.req_to_token.shape[1],
             attention_arch=sg.AttentionArch.MHA, is_local_attention_model=bool(chunks),
             num_attention_heads=m["q_heads"], get_num_kv_heads=lambda tp: m["kv_heads"],
-            head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], is_hybrid_swa=self.hybrid)
+            head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], is_hybrid_swa=self.hybrid, is_multimodal=False,
+            hf_config=types.SimpleNamespace(architectures=["LlamaForCausalLM"]))
         self.runner = types.SimpleNamespace(
             model_config=model_config, device=self.device, server_args=server_args,
             # model_runner.py: the SWA window, else (Llama 4) the attention chunk size

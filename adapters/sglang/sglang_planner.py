@@ -30,7 +30,7 @@ import fixes  # noqa: E402
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the sglang wheel's `sglang/` (ci/sglang.sh installs it)")
-    p.add_argument("--backend", choices=["fa", "triton"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton", "flashinfer"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--fix", action="append", default=[], choices=sorted(fixes.FIXES),
                    help="apply upstream fix N (fixes.py) on top of the release; repeatable")
@@ -115,9 +115,11 @@ for number in ARGS.fix:
 NAME = ARGS.name or f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
 
 import fa_page_table  # noqa: E402
+import flashinfer_paged_csr  # noqa: E402
 import triton_token_csr  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", fa_page_table.plan), "triton": ("token_csr", triton_token_csr.plan)}
+BACKENDS = {"fa": ("page_table", fa_page_table.plan), "triton": ("token_csr", triton_token_csr.plan),
+            "flashinfer": ("paged_csr", flashinfer_paged_csr.plan)}
 FAMILY, PLAN = BACKENDS[ARGS.backend]
 
 

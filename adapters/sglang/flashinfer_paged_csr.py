@@ -1,0 +1,197 @@
+"""sglang's FlashInferAttnBackend as a kvfuzz `paged_csr` planner (FAMILIES.md).
+
+FlashInfer's wrapper classes are replaced, in the backend's module, by recording stand-ins: what
+sglang hands `begin_forward` (indptr, indices, last-page lengths, page size, custom mask) is the
+plan of that wrapper, and each `forward` / `forward_return_lse` the layer makes (causal flag,
+window_left as passed) is one call of the layer's group, merged in order (FlashInfer's base-2
+merge_state). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan,
+and target verify / draft decode need EAGLE inputs the fake runner does not build.
+"""
+import importlib
+import types
+
+import numpy as np
+import torch
+
+from fake_runner import UnsupportedCase
+from recorder import host
+
+
+class _Wrapper:
+    """FlashInfer's Batch*Wrapper, recording: begin_forward() sets the plan, forward*() records a call."""
+
+    role = None
+
+    def __init__(self, rec, *args, use_cuda_graph=False, **kwargs):
+        self.rec, self.plan = rec, None
+        self.is_cuda_graph_enabled = bool(use_cuda_graph)
+        if use_cuda_graph:
+            raise NotImplementedError("FlashInfer CUDA-graph wrappers are not modelled")
+
+    def _call(self, role, causal, window_left, kv_buffer):
+        if self.plan is None:
+            raise RuntimeError(f"{type(self).__name__}.forward before begin_forward")
+        pool = self.rec.setup.pool_of(kv_buffer[0]) if kv_buffer is not None else None
+        self.rec._add(dict(self.plan, role=role, causal=bool(causal), window_left=int(window_left), pool=pool))
+
+
+class _Decode(_Wrapper):
+    def begin_forward(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+                      window_left=-1, **unused):
+        rows = int(indptr.shape[0]) - 1
+        self.plan = {"qo_indptr": torch.arange(rows + 1, dtype=torch.int64), "kv_indptr": host(indptr, "indptr"),
+                     "kv_indices": host(indices, "indices"), "kv_last_page_len": host(last_page_len),
+                     "page_size": int(page_size), "plan_window_left": int(window_left), "custom_mask": None}
+
+    plan_ = begin_forward
+
+    def forward(self, q, kv_buffer, sm_scale=None, logits_soft_cap=None, **unused):
+        self._call("decode", True, self.plan["plan_window_left"], kv_buffer)
+        return q.new_zeros(q.shape)
+
+
+class _PagedPrefill(_Wrapper):
+    def begin_forward(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
+                      page_size, custom_mask=None, **unused):
+        self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
+                     "kv_indices": host(kv_indices, "kv_indices"), "kv_last_page_len": host(last_page_len),
+                     "page_size": int(page_size),
+                     "custom_mask": None if custom_mask is None else host(custom_mask).to(torch.uint8)}
+
+    def forward(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None, **unused):
+        self._call("full_extend" if causal else "prefix", causal, window_left, kv_buffer)
+        return q.new_zeros(q.shape)
+
+    def forward_return_lse(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None,
+                           **unused):
+        self._call("full_extend" if causal else "prefix", causal, window_left, kv_buffer)
+        return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
+
+
+class _RaggedPrefill(_Wrapper):
+    def begin_forward(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim, **unused):
+        self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
+                     "kv_indices": torch.zeros(0, dtype=torch.int64), "kv_last_page_len": torch.zeros(0),
+                     "page_size": 1, "custom_mask": None}
+
+    def forward(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
+        self._call("ragged", causal, window_left, None)
+        return q.new_zeros(q.shape)
+
+    def forward_return_lse(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
+        self._call("ragged", causal, window_left, None)
+        return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
+
+
+class _TorchOn:
+    """The module's `torch`, with device="cuda" mapped to the run's device (CPU runs: sglang's
+    FlashInfer updater allocates kv_indices on "cuda" by name)."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def __getattr__(self, name):
+        value = getattr(torch, name)
+        if name in ("empty", "zeros", "ones", "full", "arange", "tensor"):
+            def on_device(*args, **kwargs):
+                if kwargs.get("device") == "cuda":
+                    kwargs["device"] = self._device
+                return value(*args, **kwargs)
+            return on_device
+        return value
+
+
+def build(sg, setup):
+    if setup.graph:
+        raise UnsupportedCase("FlashInfer CUDA-graph metadata (fast_decode_plan) is not modelled")
+    if setup.mode in ("target_verify", "draft_decode"):
+        raise UnsupportedCase(f"{setup.mode} needs EAGLE inputs the fake runner does not build for FlashInfer")
+    m = setup.case.model
+    if m["head_dim"] != m["v_head_dim"]:
+        raise UnsupportedCase("head_dim != v_head_dim: sglang's FlashInfer MHA path views V with head_dim")
+    windows = {x["window"] for x in setup.layers_spec if x["kind"] == "sliding_window"}
+    if len(windows) > 1:
+        raise UnsupportedCase("several window sizes (FlashInferAttnBackend keeps one window wrapper)")
+    if any(x["kind"] == "chunked" for x in setup.layers_spec):
+        raise UnsupportedCase("chunked layers: server_args refuses FlashInfer for Llama 4")
+    fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
+    from recorder import Recorder
+
+    rec = Recorder(setup)
+    fi.BatchDecodeWithPagedKVCacheWrapper = lambda *a, **k: _Decode(rec, *a, **k)
+    fi.BatchPrefillWithPagedKVCacheWrapper = lambda *a, **k: _PagedPrefill(rec, *a, **k)
+    fi.BatchPrefillWithRaggedKVCacheWrapper = lambda *a, **k: _RaggedPrefill(rec, *a, **k)
+    fi.merge_state = rec.merge_state
+    fi.fast_decode_plan = object()
+    if str(setup.device) == "cpu":
+        fi.torch = _TorchOn(setup.device)
+    backend = fi.FlashInferAttnBackend(setup.runner)
+    return backend, rec
+
+
+def plan(sg, setup):
+    backend, rec = build(sg, setup)
+    sg.init_metadata(backend, setup)
+    m = setup.case.model
+    tokens = int(setup.fb.positions.shape[0])
+    fb = setup.layer_batch()
+    for layer in setup.layers:
+        rec.layer = layer.layer_id
+        q = torch.zeros(tokens, m["q_heads"] * m["head_dim"], dtype=setup.dtype, device=setup.device)
+        k = torch.zeros(tokens, m["kv_heads"], m["head_dim"], dtype=setup.dtype, device=setup.device)
+        v = torch.zeros(tokens, m["kv_heads"], m["v_head_dim"], dtype=setup.dtype, device=setup.device)
+        backend.forward(q, k, v, layer, fb, save_kv_cache=False)
+    return to_plan(setup, rec)
+
+
+def _signature(call):
+    parts = [call["role"], call["causal"], call["window_left"], call["page_size"], call["pool"]]
+    for name in ("qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len", "custom_mask"):
+        t = call.get(name)
+        parts.append(None if t is None else tuple(t.tolist()))
+    return tuple(parts)
+
+
+def to_plan(setup, rec):
+    case = setup.case
+    groups, group_of_layer, index, arrays = [], [], {}, {}
+    for l, spec in enumerate(case.layers):
+        calls = rec.calls.get(l, [])
+        for c in calls:
+            if c["pool"] is not None and c["pool"] != spec["pool"]:
+                raise RuntimeError(f"layer {l} ({spec['pool']} pool) was handed the {c['pool']} pool's K/V buffer")
+        layer = {"kind": spec["kind"], "window": spec["window"], "chunk": spec["chunk"]}
+        key = (tuple(sorted(layer.items())), tuple(_signature(c) for c in calls))
+        if key not in index:
+            index[key] = len(groups)
+            groups.append((layer, calls))
+        group_of_layer.append(index[key])
+    meta_groups = []
+    for g, (layer, calls) in enumerate(groups):
+        meta_calls = []
+        for j, c in enumerate(calls):
+            path = f"groups.{g}.calls.{j}"
+            rows = int(c["qo_indptr"].numel()) - 1
+            has_mask = c["custom_mask"] is not None
+            meta_calls.append({"role": c["role"] if not has_mask else "verify", "page_size": c["page_size"],
+                               "rows": rows, "rows_per_batch_row": 1, "causal": c["causal"],
+                               "window_left": c["window_left"], "has_mask": has_mask})
+            arrays[f"{path}.qo_indptr"] = c["qo_indptr"].numpy().astype(np.int32)
+            arrays[f"{path}.kv_indptr"] = c["kv_indptr"].numpy().astype(np.int32)
+            arrays[f"{path}.kv_indices"] = c["kv_indices"].numpy().astype(np.int32)
+            arrays[f"{path}.kv_last_page_len"] = c["kv_last_page_len"].numpy().astype(np.int32)
+            arrays[f"{path}.custom_mask"] = (c["custom_mask"].numpy().astype(np.uint8) if has_mask
+                                             else np.zeros(0, np.uint8))
+            arrays[f"{path}.mask_indptr"] = _mask_indptr(c) if has_mask else np.zeros(0, np.int32)
+        meta_groups.append({"layer": layer, "calls": meta_calls})
+    meta = {"page_size": 1, "merge": "flashinfer_base2", "groups": meta_groups, "group_of_layer": group_of_layer}
+    return meta, arrays
+
+
+def _mask_indptr(call):
+    """FlashInfer's own mask offsets: row r's q_len x k_len block, rows concatenated (its plan())."""
+    qo, kv = call["qo_indptr"].numpy(), call["kv_indptr"].numpy()
+    last, ps = call["kv_last_page_len"].numpy(), call["page_size"]
+    lens = [(qo[r + 1] - qo[r]) * ((kv[r + 1] - kv[r] - 1) * ps + last[r] if kv[r + 1] > kv[r] else 0)
+            for r in range(len(qo) - 1)]
+    return np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
