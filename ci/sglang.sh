@@ -69,7 +69,8 @@ case "$1" in
            fa:corpus/sglang/fa_draft_local.json:-
            triton:corpus/sglang/triton_no_local.json:-
            triton:corpus/sglang/triton_draft_swa.json:-
-           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-"
+           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
+           flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-"
     # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
     failed=0
     printf '%-10s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
