@@ -27,15 +27,7 @@ def build(sg, setup):
 def plan(sg, setup):
     backend, rec = build(sg, setup)
     sg.init_metadata(backend, setup)
-    m = setup.case.model
-    tokens = int(setup.fb.positions.shape[0])
-    fb = setup.layer_batch()
-    for layer in setup.layers:
-        rec.layer = layer.layer_id
-        q = torch.zeros(tokens, m["q_heads"] * m["head_dim"], dtype=setup.dtype, device=setup.device)
-        k = torch.zeros(tokens, m["kv_heads"], m["head_dim"], dtype=setup.dtype, device=setup.device)
-        v = torch.zeros(tokens, m["kv_heads"], m["v_head_dim"], dtype=setup.dtype, device=setup.device)
-        backend.forward(q, k, v, layer, fb, save_kv_cache=False)
+    rec.run_layers(backend)
     return to_plan(setup, rec)
 
 

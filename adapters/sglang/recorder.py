@@ -90,6 +90,20 @@ class Recorder:
             "softcap": float(logit_cap or 0.0), "sm_scale": float(sm_scale),
         })
 
+    def run_layers(self, backend):
+        """Every layer's forward through the backend's own code, with inert Q/K/V (the recorders
+        return zeros): each layer's kernel calls land in self.calls[layer]."""
+        setup, m = self.setup, self.setup.case.model
+        tokens = int(setup.fb.positions.shape[0])
+        fb = setup.layer_batch()
+        zeros = lambda *shape: torch.zeros(*shape, dtype=setup.dtype, device=setup.device)
+        for layer in setup.layers:
+            self.layer = layer.layer_id
+            q = zeros(tokens, m["q_heads"] * m["head_dim"])
+            k, v = zeros(tokens, m["kv_heads"], m["head_dim"]), zeros(tokens, m["kv_heads"], m["v_head_dim"])
+            backend.forward(q, k, v, layer, fb, save_kv_cache=False)
+        return tokens
+
     def merge_state(self, o_a, lse_a, o_b, lse_b, *unused):
         self.merges[self.layer] = self.merges.get(self.layer, 0) + 1
         return o_a, lse_a

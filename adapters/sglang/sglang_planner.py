@@ -18,7 +18,6 @@ import inspect
 import os
 import sys
 import types
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
