@@ -6,8 +6,7 @@
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter builds the
 release's backend (FlashAttentionBackend: family page_table, fa_page_table.py; TritonAttnBackend:
 token_csr, triton_token_csr.py; FlashInferAttnBackend: paged_csr, flashinfer_paged_csr.py) on a fake
-model runner
-(fake_runner.py), runs its metadata code unchanged — eager init_forward_metadata, or CUDA-graph
+model runner (fake_runner.py), runs its metadata code unchanged — eager init_forward_metadata, or CUDA-graph
 capture then replay — and its forward for every layer, with the attention kernels replaced by
 recorders (recorder.py). The recorded kernel arguments are the plan; kvfuzz's checked executor
 runs it and every property applies. On CPU the Triton metadata kernels run in Triton's
