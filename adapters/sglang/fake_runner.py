@@ -176,7 +176,6 @@ class Setup:
     # -- layers ----------------------------------------------------------------------------------
     def _build_layers(self, m):
         sg = self.sg
-        pool_index = {"full": 0, "swa": 0}
         self.layers = []
         for l, x in enumerate(self.layers_spec):
             self.layers.append(types.SimpleNamespace(
@@ -186,7 +185,6 @@ class Setup:
                 v_head_dim=m["v_head_dim"], scaling=m["sm_scale"], logit_cap=m["softcap"],
                 is_cross_attention=False, attn_type=sg.AttentionType.DECODER, k_scale=None, v_scale=None,
                 k_scale_float=None, v_scale_float=None, logit_capping_method="tanh", xai_temperature_len=-1))
-            pool_index[x["pool"]] += 1
 
     # -- forward batch ---------------------------------------------------------------------------
     def _build_batch(self):
