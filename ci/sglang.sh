@@ -69,6 +69,7 @@ case "$1" in
            fa:corpus/sglang/fa_draft_local.json:-
            triton:corpus/sglang/triton_no_local.json:-
            triton:corpus/sglang/triton_draft_swa.json:-
+           triton:corpus/sglang/triton_verify_tree_window.json:-
            flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
            flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-"
     # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
@@ -97,9 +98,9 @@ case "$1" in
     # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
     # finding that matches no entry of adapters/sglang/known_issues.json.
     out=findings-sglang/$VERSION
-    rm -rf "$out"
     for backend in $BACKENDS; do
       echo "== sglang $VERSION $backend backend: ${2:-300} cases"
+      rm -rf "${out:?}/$backend"
       "$KVFUZZ" run --cases "${2:-300}" --profile tiny --backend "sglang_${backend}_$RELEASE:$(family_executor "$backend")" \
         --adapter "$(adapter --backend "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
     done

@@ -17,7 +17,7 @@ echo "== fault benchmark"
 echo "== fuzz smoke"
 bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-30}"
 bash fuzz/tests/fuzz_smoke_test.sh
-echo "== sglang's real FlashAttention backend: seed bugs found in the release, gone with their fixes"
+echo "== sglang's real attention backends: seed bugs found in the release, gone with their fixes"
 bash ci/sglang.sh seeds
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"

@@ -203,11 +203,13 @@ class Setup:
         mode_name, spec = MODES[self.mode]
         self.forward_mode = getattr(sg.ForwardMode, mode_name)
         self.spec_info = None
-        if spec == "verify":
+        if spec == "verify":  # sglang's own EagleVerifyInput: FlashInfer plans through its generate_attn_arg_prefill
             mask = torch.from_numpy(c.array("custom_mask").astype(bool)).to(dev)
-            self.spec_info = types.SimpleNamespace(custom_mask=mask, topk=self.topk, draft_token_num=self.draft_tokens,
-                                                   positions=positions, is_draft_input=lambda: False,
-                                                   is_verify_input=lambda: True)
+            self.spec_info = sg.EagleVerifyInput(
+                draft_token=torch.zeros(positions.shape[0], dtype=torch.int64, device=dev), custom_mask=mask,
+                positions=positions, retrive_index=None, retrive_next_token=None, retrive_next_sibling=None,
+                retrive_cum_len=None, spec_steps=self.num_steps, topk=self.topk, draft_token_num=self.draft_tokens,
+                capture_hidden_mode=None, seq_lens_sum=int(seq_lens.sum()), seq_lens_cpu=seq_lens.cpu())
         elif spec is not None:
             # EagleDraftInput of the v2 worker: the draft-extend lengths per request (CUDA-graph replay reads them)
             self.spec_info = types.SimpleNamespace(topk=self.topk, positions=positions, num_tokens_per_batch=1,

@@ -4,8 +4,8 @@ FlashInfer's wrapper classes are replaced, in the backend's module, by recording
 sglang hands `begin_forward` (indptr, indices, last-page lengths, page size, custom mask) is the
 plan of that wrapper, and each `forward` / `forward_return_lse` the layer makes (causal flag,
 window_left as passed) is one call of the layer's group, merged in order (FlashInfer's base-2
-merge_state). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan,
-and target verify / draft decode need EAGLE inputs the fake runner does not build.
+merge_state). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan;
+draft decode (FlashInferMultiStepDraftBackend) is not driven.
 """
 import importlib
 
@@ -103,8 +103,8 @@ class _TorchOn:
 def build(sg, setup):
     if setup.graph:
         raise UnsupportedCase("FlashInfer CUDA-graph metadata (fast_decode_plan) is not modelled")
-    if setup.mode in ("target_verify", "draft_decode"):
-        raise UnsupportedCase(f"{setup.mode} needs EAGLE inputs the fake runner does not build for FlashInfer")
+    if setup.mode == "draft_decode":
+        raise UnsupportedCase("draft decode through FlashInferMultiStepDraftBackend is not modelled")
     m = setup.case.model
     if m["head_dim"] != m["v_head_dim"]:
         raise UnsupportedCase("head_dim != v_head_dim: sglang's FlashInfer MHA path views V with head_dim")

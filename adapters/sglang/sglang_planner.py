@@ -62,6 +62,7 @@ class Sglang:
         self.ForwardMode = fb.ForwardMode
         swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
         self.SWAKVPool, self.SWATokenToKVPoolAllocator = swa.SWAKVPool, swa.SWATokenToKVPoolAllocator
+        self.EagleVerifyInput = importlib.import_module("sglang.srt.speculative.eagle_info").EagleVerifyInput
         self.AttentionArch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
