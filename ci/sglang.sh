@@ -71,7 +71,8 @@ case "$1" in
            triton:corpus/sglang/triton_draft_swa.json:-
            triton:corpus/sglang/triton_verify_tree_window.json:-
            flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
-           flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-"
+           flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-
+           flashinfer:corpus/sglang/flashinfer_verify_swa.json:-"
     # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
     failed=0
     printf '%-10s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
