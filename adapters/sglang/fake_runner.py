@@ -205,7 +205,7 @@ class Setup:
         self.spec_info = None
         if spec == "verify":  # sglang's own EagleVerifyInput: FlashInfer plans through its generate_attn_arg_prefill
             mask = torch.from_numpy(c.array("custom_mask").astype(bool)).to(dev)
-            self.spec_info = sg.EagleVerifyInput(
+            self.spec_info = sg.eagle_verify_input()(
                 draft_token=torch.zeros(positions.shape[0], dtype=torch.int64, device=dev), custom_mask=mask,
                 positions=positions, retrive_index=None, retrive_next_token=None, retrive_next_sibling=None,
                 retrive_cum_len=None, spec_steps=self.num_steps, topk=self.topk, draft_token_num=self.draft_tokens,

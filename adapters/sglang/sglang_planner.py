@@ -62,7 +62,6 @@ class Sglang:
         self.ForwardMode = fb.ForwardMode
         swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
         self.SWAKVPool, self.SWATokenToKVPoolAllocator = swa.SWAKVPool, swa.SWATokenToKVPoolAllocator
-        self.EagleVerifyInput = importlib.import_module("sglang.srt.speculative.eagle_info").EagleVerifyInput
         self.AttentionArch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
@@ -73,6 +72,14 @@ class Sglang:
 
     def module(self, name):
         return importlib.import_module(f"sglang.srt.layers.attention.{name}")
+
+    def eagle_verify_input(self):
+        """sglang's EagleVerifyInput, imported at the first verify case: its module pulls in much of
+        the server (MoE, batch overlap); if that fails here, verify cases are unsupported, not findings."""
+        try:
+            return importlib.import_module("sglang.srt.speculative.eagle_info").EagleVerifyInput
+        except Exception as e:  # noqa: BLE001 - any import-time failure of the server's modules
+            raise UnsupportedCase(f"sglang.srt.speculative.eagle_info does not import here: {e}") from e
 
     def init_metadata(self, backend, setup):
         """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
