@@ -5,10 +5,9 @@ forward for every layer; the flash_attn_with_kvcache calls it makes (recorder.py
 plan: one part per call, the layer's calls merged by LSE in order, the window as passed to the
 kernel, the K/V view's page size as the kernel's view has it.
 """
-import numpy as np
 import torch
 
-from recorder import Recorder
+from recorder import Recorder, int32
 
 
 def build(sg, setup):
@@ -78,15 +77,15 @@ def to_plan(setup, rec):
             table = c["page_table"]
             width = int(table.shape[1]) if table.dim() == 2 else int(table.numel())
             seqlens = c["cache_seqlens"]
-            cu_k = c["cu_seqlens_k"]
-            if cu_k is None:
-                cu_k = torch.nn.functional.pad(torch.cumsum(seqlens, 0), (1, 0))
+            # flash_attn_with_kvcache reads cu_seqlens_k_new only with new K/V (never passed here):
+            # the plan carries the prefix sums of cache_seqlens.
+            cu_k = torch.nn.functional.pad(torch.cumsum(seqlens, 0), (1, 0))
             parts.append({"name": f"sglang.{name}.{j}", "rows": rows, "width": width,
                           "view_page_size": c["view_page_size"], "causal": c["causal"],
                           "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": int(seqlens.max()) if rows else 0})
             for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
                            ("page_table", table)):
-                arrays[f"{path}.{key}"] = _int32(t.reshape(-1), f"{path}.{key}")
+                arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")
         return {"kind": kind, "chunk": chunk, "parts": parts}
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
@@ -99,9 +98,3 @@ def to_plan(setup, rec):
     }
     return meta, arrays
 
-
-def _int32(t, what):
-    a = t.numpy().astype(np.int64)
-    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-        raise OverflowError(f"{what} holds values outside int32")
-    return a.astype(np.int32)

@@ -13,13 +13,11 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
-from recorder import host
+from recorder import Recorder, host, int32
 
 
 class _Wrapper:
     """FlashInfer's Batch*Wrapper, recording: begin_forward() sets the plan, forward*() records a call."""
-
-    role = None
 
     def __init__(self, rec, *args, use_cuda_graph=False, **kwargs):
         self.rec, self.plan = rec, None
@@ -41,8 +39,6 @@ class _Decode(_Wrapper):
         self.plan = {"qo_indptr": torch.arange(rows + 1, dtype=torch.int64), "kv_indptr": host(indptr, "indptr"),
                      "kv_indices": host(indices, "indices"), "kv_last_page_len": host(last_page_len),
                      "page_size": int(page_size), "plan_window_left": int(window_left), "custom_mask": None}
-
-    plan_ = begin_forward
 
     def forward(self, q, kv_buffer, sm_scale=None, logits_soft_cap=None, **unused):
         self._call("decode", True, self.plan["plan_window_left"], kv_buffer)
@@ -114,8 +110,6 @@ def build(sg, setup):
     if any(x["kind"] == "chunked" for x in setup.layers_spec):
         raise UnsupportedCase("chunked layers: server_args refuses FlashInfer for Llama 4")
     fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
-    from recorder import Recorder
-
     rec = Recorder(setup)
     fi.BatchDecodeWithPagedKVCacheWrapper = lambda *a, **k: _Decode(rec, *a, **k)
     fi.BatchPrefillWithPagedKVCacheWrapper = lambda *a, **k: _PagedPrefill(rec, *a, **k)
@@ -167,10 +161,10 @@ def to_plan(setup, rec):
             meta_calls.append({"role": c["role"] if not has_mask else "verify", "page_size": c["page_size"],
                                "rows": rows, "rows_per_batch_row": 1, "causal": c["causal"],
                                "window_left": c["window_left"], "has_mask": has_mask})
-            arrays[f"{path}.qo_indptr"] = c["qo_indptr"].numpy().astype(np.int32)
-            arrays[f"{path}.kv_indptr"] = c["kv_indptr"].numpy().astype(np.int32)
-            arrays[f"{path}.kv_indices"] = c["kv_indices"].numpy().astype(np.int32)
-            arrays[f"{path}.kv_last_page_len"] = c["kv_last_page_len"].numpy().astype(np.int32)
+            arrays[f"{path}.qo_indptr"] = int32(c["qo_indptr"], "qo_indptr")
+            arrays[f"{path}.kv_indptr"] = int32(c["kv_indptr"], "kv_indptr")
+            arrays[f"{path}.kv_indices"] = int32(c["kv_indices"], "kv_indices")
+            arrays[f"{path}.kv_last_page_len"] = int32(c["kv_last_page_len"], "kv_last_page_len")
             arrays[f"{path}.custom_mask"] = (c["custom_mask"].numpy().astype(np.uint8) if has_mask
                                              else np.zeros(0, np.uint8))
             arrays[f"{path}.mask_indptr"] = _mask_indptr(c) if has_mask else np.zeros(0, np.int32)

@@ -5,7 +5,16 @@ exactly what production hands the kernel: the page table or index arrays as laid
 as the kernel counts it, the K/V view's page size, the causal flag, which pool's buffer. The
 recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's checked executor.
 """
+import numpy as np
 import torch
+
+
+def int32(t, what):
+    """A recorded index tensor as the contract's int32 array; a value outside int32 is an error."""
+    a = t.reshape(-1).numpy().astype(np.int64)
+    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+        raise OverflowError(f"{what} holds values outside int32")
+    return a.astype(np.int32)
 
 
 def host(t, name="tensor"):
@@ -39,15 +48,10 @@ class Recorder:
             "page_table": host(page_table, "page_table").to(torch.int64),
             "cache_seqlens": host(cache_seqlens, "cache_seqlens").to(torch.int64),
             "cu_seqlens_q": host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64),
-            # cu_seqlens_k_new describes new K/V appended by the call; without k/v (always here) the
-            # kernel does not read it, so the plan carries the prefix sums of cache_seqlens instead.
-            "cu_seqlens_k": None,
             "max_seqlen_q": int(max_seqlen_q),
             "causal": bool(causal),
             "window_left": int(window_size[0]),
             "window_right": int(window_size[1]),
-            "softcap": float(softcap or 0.0),
-            "softmax_scale": float(softmax_scale),
         })
         tokens = q.shape[0]
         heads = q.shape[1]
@@ -69,7 +73,7 @@ class Recorder:
             "kv_indptr": host(kv_indptr, "kv_indptr").to(torch.int64),
             "kv_indices": host(kv_indices, "kv_indices").to(torch.int64),
             "num_kv_splits": host(num_kv_splits, "num_kv_splits").to(torch.int64), "max_kv_splits": int(max_kv_splits),
-            "window": -1, "kv_offsets": None, "softcap": float(logit_cap or 0.0), "sm_scale": float(sm_scale),
+            "window": -1, "kv_offsets": None,
         })
 
     def extend_attention_fwd(self, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
@@ -87,7 +91,6 @@ class Recorder:
             "mask_indptr": None if mask_indptr is None else host(mask_indptr).to(torch.int64),
             "max_len_extend": int(max_len_extend), "window": int(sliding_window_size),
             "kv_offsets": None if window_kv_offsets is None else host(window_kv_offsets).to(torch.int64),
-            "softcap": float(logit_cap or 0.0), "sm_scale": float(sm_scale),
         })
 
     def run_layers(self, backend):

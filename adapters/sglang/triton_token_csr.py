@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
-from recorder import Recorder
+from recorder import Recorder, int32
 
 
 def build(sg, setup):
@@ -112,10 +112,11 @@ def to_plan(setup, rec, tokens):
         rows = c["rows"]
         offsets = c["kv_offsets"] if c["kv_offsets"] is not None else torch.zeros(rows, dtype=torch.int64)
         splits = c.get("num_kv_splits")
-        arrays[f"csrs.{i}.kv_indptr"] = _i32(c["kv_indptr"])
+        arrays[f"csrs.{i}.kv_indptr"] = int32(c["kv_indptr"], "kv_indptr")
         arrays[f"csrs.{i}.kv_indices"] = c["kv_indices"].numpy().astype(np.int64)
-        arrays[f"csrs.{i}.kv_offsets"] = _i32(offsets)
-        arrays[f"csrs.{i}.num_kv_splits"] = _i32(splits if splits is not None else torch.ones(rows, dtype=torch.int64))
+        arrays[f"csrs.{i}.kv_offsets"] = int32(offsets, "window_kv_offsets")
+        arrays[f"csrs.{i}.num_kv_splits"] = int32(splits if splits is not None else torch.ones(rows, dtype=torch.int64),
+                                                      "num_kv_splits")
     if not meta_csrs:  # nothing launched (IDLE without rows): an empty full CSR
         meta_csrs.append({"kind": "full", "window_or_chunk": 0, "pool": "full"})
         for name, dt in (("kv_indptr", np.int32), ("kv_indices", np.int64), ("kv_offsets", np.int32),
@@ -126,7 +127,7 @@ def to_plan(setup, rec, tokens):
     qpr = rows // setup.padded_bs if kernel == "decode" and setup.padded_bs else 1
     arrays["positions"] = _positions(kernel, csrs, tokens, setup.case.array("positions"), setup.bs)
     if kernel == "extend":
-        arrays["qo_indptr"] = _i32(first["qo_indptr"])
+        arrays["qo_indptr"] = int32(first["qo_indptr"], "qo_indptr")
         mask = first["custom_mask"] if first["mask_indptr"] is not None else None
         arrays["mask_indptr"] = (first["mask_indptr"].numpy().astype(np.int64) if mask is not None
                                  else np.zeros(0, np.int64))
@@ -171,9 +172,3 @@ def _positions(kernel, csrs, tokens, batch_positions, real_rows):
         seen = here
     return seen.astype(np.int32)
 
-
-def _i32(t):
-    a = t.numpy().astype(np.int64)
-    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-        raise OverflowError("int32 field out of range")
-    return a.astype(np.int32)
