@@ -1,26 +1,47 @@
 #!/usr/bin/env bash
-# The GPU campaign, for owners of an NVIDIA GPU: installs the pinned sglang kernels into an isolated
-# folder (.gpu/site, never committed), builds kvfuzz (with CUDA where nvcc is found), runs a campaign
-# against each real executor in adapters/gpu/ and prints one table: backend, cases checked,
-# unsupported, findings by property, cases/s, share of the time inside the executor.
-#   KVFUZZ_GPU_SECONDS   campaign length per executor (default 300)
-#   KVFUZZ_GPU_ADAPTERS  adapter files to run (default adapters/gpu/*.py); each must print its declaration
-#   KVFUZZ_GPU_OUT       findings folder (default findings-gpu)
-# Needs: python3 with torch and triton on a CUDA machine (the adapters import them), and network for
-# pip the first time (later runs reuse .gpu/site). Exit 1 if any campaign had findings.
+# The GPU campaign, for owners of an NVIDIA GPU: installs the pinned kernel packages into an
+# isolated folder (.gpu/site, never committed), builds kvfuzz with CUDA, runs a campaign against
+# each real executor and prints one table: backend, cases checked, unsupported, findings by
+# property, cases/s, share of the time inside the kernel's adapter. Then a compute-sanitizer
+# memcheck campaign of kvfuzz's own CUDA executor.
+#   KVFUZZ_GPU_SECONDS    campaign length per executor (default 300)
+#   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flex_page_table
+#                         cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI, built here)
+#   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
+#                         after another, nproc jobs each)
+#   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
+#   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
+#   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
+# Needs python3 with torch and triton on a CUDA machine, and network the first time:
+# `python3 ci/gpu_wheels.py` fetches the pinned wheels into .gpu/wheels. A machine without network:
+# run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
+# with (`mkdir -p .gpu/debs && cd .gpu/debs && apt-get download nlohmann-json3-dev libcli11-dev
+# librapidcheck-dev`), and copy .gpu/ over. Exit 1 if any campaign had findings or memcheck errors.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${KVFUZZ_GPU_SECONDS:-300}
 out=${KVFUZZ_GPU_OUT:-findings-gpu}
-site=.gpu/site
-sglang_pin=sglang==0.5.10.post1  # the newest sglang PyPI serves here; its Triton kernels are pure Python
+profiles=${KVFUZZ_GPU_PROFILES:-tiny small}
+memcheck_cases=${KVFUZZ_GPU_MEMCHECK_CASES:-100}
+site=$PWD/.gpu/site
+wheels=.gpu/wheels
 
-bash ci/setup.sh
-if [ ! -f "$site/sglang/srt/layers/attention/triton_ops/decode_attention.py" ]; then
-  mkdir -p .gpu/whl "$site"
-  python3 -m pip download --quiet --no-deps --only-binary=:all: -d .gpu/whl "$sglang_pin"
-  # Only the kernel files: sglang's package __init__ pulls in the whole server.
-  python3 - "$site" .gpu/whl/sglang-*.whl <<'PY'
+# 1. Packages: Debian (or the offline copies in .gpu/debs) and the pinned wheels.
+cmake_args=(-DKVFUZZ_TESTS=OFF -DKVFUZZ_NATIVE=OFF -DKVFUZZ_WERROR=OFF)
+if [ -d .gpu/debs ] && ! dpkg-query -W -f='${Status}' nlohmann-json3-dev 2>/dev/null | grep -q 'ok installed'; then
+  mkdir -p .gpu/deps
+  for deb in .gpu/debs/*.deb; do dpkg -x "$deb" .gpu/deps; done
+  cmake_args+=("-DCMAKE_PREFIX_PATH=$PWD/.gpu/deps/usr")
+else
+  bash ci/setup.sh
+fi
+ls $wheels/flashinfer_python-*.whl >/dev/null 2>&1 || python3 ci/gpu_wheels.py "$wheels"
+if [ ! -f "$site/flashinfer/__init__.py" ]; then
+  mkdir -p "$site"
+  # shellcheck disable=SC2046  # the wheel list
+  python3 -m pip install --quiet --no-index --no-deps --target "$site" $(ls $wheels/*.whl | grep -v /sglang-)
+  # sglang's Triton kernels only: the package's __init__ pulls in the whole server.
+  python3 - "$site" $wheels/sglang-*.whl <<'PY'
 import sys, zipfile
 site, wheel = sys.argv[1], sys.argv[2]
 with zipfile.ZipFile(wheel) as z:
@@ -29,25 +50,72 @@ with zipfile.ZipFile(wheel) as z:
             z.extract(name, site)
 PY
 fi
-KVFUZZ_BUILD_TARGETS="kvfuzz kvfuzz-worker" bash ci/build.sh
-export PYTHONPATH="$PWD/$site:$PWD/adapters" PYTHONUNBUFFERED=1
+
+# 2. Build (CUDA code when nvcc is found).
+targets="kvfuzz kvfuzz-worker"
+command -v nvcc >/dev/null && targets="$targets cuda_page_table"
+KVFUZZ_BUILD_TARGETS=$targets bash ci/build.sh "${cmake_args[@]}"
+export PYTHONPATH="$site:$PWD/adapters" PYTHONUNBUFFERED=1 FLASHINFER_WORKSPACE_BASE="$PWD/.gpu"
+
+adapter_command() {
+  case $1 in
+    cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
+    *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
+       echo "python3 $PWD/adapters/gpu/$1.py" ;;
+  esac
+}
+
+# 3. Campaigns.
+read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flex_page_table cuda_page_table}"
+jobs=$(nproc)
+[ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
+profile_args=()
+for p in $profiles; do profile_args+=(--profile "$p"); done
 mkdir -p "$out"
-rows=()
-status=0
-for adapter in ${KVFUZZ_GPU_ADAPTERS:-adapters/gpu/*.py}; do
-  name=$(basename "$adapter" .py)
-  log="$out/$name.log"
-  echo "== $name: ${seconds} s campaign (log $log)"
+campaign() {
+  local name=$1 rc=0
+  ./build/fuzz/kvfuzz run --seconds "$seconds" "${profile_args[@]}" --jobs "$jobs" \
+    --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
+    --shrink-seconds 30 --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
+  echo "$rc" >"$out/$name.rc"
+}
+for name in "${names[@]}"; do
+  adapter_command "$name" >/dev/null
+  echo "== $name: ${seconds} s campaign, $jobs jobs (log $out/$name.log)"
+  if [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ]; then campaign "$name" & else campaign "$name"; fi
+done
+wait
+
+# 4. compute-sanitizer memcheck over kvfuzz's own CUDA executor.
+memcheck_line=""
+if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] && command -v compute-sanitizer >/dev/null; then
+  rm -rf "$out/memcheck" && mkdir -p "$out/memcheck"
+  echo "== memcheck: $memcheck_cases cases of cuda_page_table under compute-sanitizer"
   rc=0
-  ./build/fuzz/kvfuzz run --seconds "$seconds" --profile tiny --profile small --jobs "$(nproc)" \
-    --adapter "python3 $adapter" --backend "$name" --out "$out/$name" --max-saved 2 --shrink-seconds 30 \
-    --adapter-timeout 600 >"$log" 2>&1 || rc=$?
-  [ "$rc" -le 1 ] || { echo "kvfuzz exited $rc on $name:"; tail -5 "$log"; status=1; continue; }
-  [ "$rc" -eq 1 ] && status=1
-  rows+=("$(python3 - "$log" "$(nproc)" <<'PY'
+  ./build/fuzz/kvfuzz run --cases "$memcheck_cases" "${profile_args[@]}" --jobs "$(nproc)" --no-shrink \
+    --adapter "compute-sanitizer --tool memcheck --log-file $PWD/$out/memcheck/%p.log $(adapter_command cuda_page_table)" \
+    --backend cuda_page_table --out "$out/memcheck/findings" --adapter-timeout 600 >"$out/memcheck.log" 2>&1 || rc=$?
+  errors=$(cat "$out"/memcheck/*.log 2>/dev/null | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
+  memcheck_line="memcheck: $memcheck_cases cases, kvfuzz exit $rc, $errors memcheck errors (logs $out/memcheck/)"
+  echo "$rc" >"$out/memcheck.rc"
+  { [ "$rc" -le 1 ] && [ "$errors" -eq 0 ]; } || echo 1 >"$out/memcheck.rc"
+fi
+
+# 5. The table.
+status=0
+echo
+printf '%-22s %9s %12s %9s %10s  %s\n' backend checked unsupported cases/s "in kernel" "findings by property"
+for name in "${names[@]}"; do
+  rc=$(cat "$out/$name.rc")
+  [ "$rc" -eq 0 ] || status=1
+  if [ "$rc" -gt 1 ]; then
+    printf '%-22s kvfuzz exited %s: %s\n' "$name" "$rc" "$(tail -1 "$out/$name.log")"
+    continue
+  fi
+  python3 - "$name" "$out/$name.log" "$jobs" <<'PY'
 import re, sys
-text = open(sys.argv[1]).read()
-jobs = int(sys.argv[2])
+name, path, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+text = open(path).read()
 m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
 wall = float(m.group(2)) if m else 0.0
 rate = m.group(3) if m else "?"
@@ -62,16 +130,12 @@ for prop, count in re.findall(r"^([\w-]+)/\S+\s+(\d+)\s+\d+\s", text, re.M):
 inside = re.search(r"([\d.]+) s inside the adapter's function", text)
 share = f"{100 * float(inside.group(1)) / (wall * jobs):.0f}%" if inside and wall else "?"
 findings = ", ".join(f"{p} {n}" for p, n in sorted(found.items())) or "none"
-print(f"{checked}\t{unsupported}\t{findings}\t{rate}\t{share}")
+print(f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {share:>10}  {findings}")
 PY
-)")
-  rows[-1]="$name	${rows[-1]}"
 done
-echo
-printf '%-22s %9s %12s %9s %10s  %s\n' backend checked unsupported cases/s "in kernel" "findings by property"
-for r in "${rows[@]}"; do
-  IFS=$'\t' read -r name checked unsupported findings rate share <<<"$r"
-  printf '%-22s %9s %12s %9s %10s  %s\n' "$name" "$checked" "$unsupported" "$rate" "$share" "$findings"
-done
-echo "(\"in kernel\": time inside the adapters' function over the campaign's wall time times its jobs)"
+echo "(\"in kernel\": time inside the adapter's function over the campaign's wall time times its $jobs jobs)"
+if [ -n "$memcheck_line" ]; then
+  echo "$memcheck_line"
+  [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1
+fi
 exit $status

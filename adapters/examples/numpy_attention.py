@@ -3,7 +3,11 @@
 Plain float64 numpy, written from the semantics, not from kvfuzz's C++: a query reads the keys its
 metadata names, masked by a boolean [q_len, k_len] matrix.
 """
+import math
+
 import numpy as np
+
+LOG2E = 1.0 / math.log(2.0)
 
 
 def attend(q, k, v, visible, sm_scale, softcap):
@@ -53,6 +57,18 @@ def merge(out_a, lse_a, out_b, lse_b):
         wb = np.where(np.isneginf(lse_b), 0.0, np.exp(lse_b - np.where(np.isfinite(lse), lse, 0.0)))
     out = wa[..., None] * out_a + wb[..., None] * out_b
     return np.where(np.isneginf(lse)[..., None], 0.0, out), lse
+
+
+def merge_base2(acc, part, natural_exp=False):
+    """Merges FlashInfer-style partial results (out, base-2 lse) in call order: exp2/log2 on the
+    base-2 values (cascade.cuh MergeState, a true merge), or with natural_exp exp/log on the same
+    base-2 values (sglang's triton merge_state fallback: the fault kvfuzz reproduces)."""
+    if acc is None:
+        return part
+    if natural_exp:
+        return merge(acc[0], acc[1], part[0], part[1])
+    out, lse = merge(acc[0], acc[1] / LOG2E, part[0], part[1] / LOG2E)
+    return out, lse * LOG2E
 
 
 def take(array, index):

@@ -17,7 +17,6 @@ base-2 values: the fault mode, reproduced as kvfuzz's executor computes it).
 
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_paged_csr.py" --backend numpy_paged_csr
 """
-import math
 import os
 import sys
 
@@ -26,9 +25,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
-from numpy_attention import attend, merge, take  # noqa: E402
-
-LOG2E = 1.0 / math.log(2.0)
+from numpy_attention import LOG2E, attend, merge_base2, take  # noqa: E402
 
 
 def run_call(case, call, prefix, layer, out, lse):
@@ -98,14 +95,7 @@ def run(case):
             o = np.zeros(out_shape[1:])
             l = np.full(lse_shape[1:], -np.inf)
             run_call(case, call, f"groups.{g}.calls.{c}.", layer, o, l)
-            part = (o, l * LOG2E)  # FlashInfer returns log2-sum-exp
-            if acc is None:
-                acc = part
-            elif natural_exp:
-                acc = merge(acc[0], acc[1], part[0], part[1])  # exp/log on base-2 values: the fallback's error
-            else:
-                merged = merge(acc[0], acc[1] / LOG2E, part[0], part[1] / LOG2E)  # exp2/log2: a true merge
-                acc = (merged[0], merged[1] * LOG2E)
+            acc = merge_base2(acc, (o, l * LOG2E), natural_exp)  # FlashInfer returns log2-sum-exp
         if acc is not None:
             out[layer], lse[layer] = acc[0], acc[1] / LOG2E
     return out.astype(np.float32), lse.astype(np.float32)

@@ -41,6 +41,7 @@ sys.path.insert(0, SITE)
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev  # noqa: E402
 
 
 def _stub_sglang():
@@ -62,25 +63,8 @@ _stub_sglang()
 from sglang.srt.layers.attention.triton_ops.decode_attention import decode_attention_fwd  # noqa: E402
 from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd  # noqa: E402
 
-DEV = torch.device("cuda")
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 MIN_BLOCK_KV = 32  # decode_attention.py _MIN_BLOCK_KV
-
-
 MIN_DOT_DIM = 16   # tl.dot needs every dimension >= 16: smaller head dims are zero-padded to 16
-
-
-def dev(a, dtype=None, pad_to=None):
-    """A numpy array as a CUDA tensor; index arrays of length 0 get one unused 0 (a real allocation)."""
-    a = np.ascontiguousarray(a)
-    if a.size == 0 and a.ndim == 1:
-        a = np.zeros(1, dtype=a.dtype)
-    t = torch.from_numpy(a).to(DEV)
-    if pad_to is not None and t.shape[-1] < pad_to:
-        t = torch.nn.functional.pad(t, (0, pad_to - t.shape[-1]))  # zeros: add nothing to q.k or to out
-    return t if dtype is None else t.to(dtype).contiguous()
-
-
 PAD = os.environ.get("SGLANG_TRITON_PAD", "shared")
 
 

@@ -1,0 +1,76 @@
+"""A float64 numpy model of the FlashInfer calls flashinfer_paged_csr.py makes (KVFLASHINFER_EMULATE=1).
+
+Same signatures as flashinfer_kernels.py, written from FlashInfer's documented semantics: row r of
+a paged call reads pages kv_indices[kv_indptr[r]:kv_indptr[r + 1]] of the [pages, ps, Hkv, D]
+cache, (pages - 1) * ps + last_page_len[r] keys; a ragged row reads k[kv_indptr[r]:kv_indptr[r + 1]];
+query i of q_len sits at key index k_len - q_len + i (bottom-right); window_left >= 0 keeps keys at
+or after that index - window_left; a custom mask (flattened bool, row r's q_len x k_len block at the
+sum of the earlier rows' q_len * k_len, as FlashInfer derives mask_indptr) replaces the causal rule.
+It checks this adapter's argument building on a CPU, not FlashInfer.
+"""
+import numpy as np
+
+from numpy_attention import LOG2E, attend, merge_base2, take
+
+
+def _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, sm_scale, softcap, k, v):
+    out = np.zeros((q.shape[0], q.shape[1], v.shape[-1]))
+    lse = np.full(q.shape[:2], -np.inf)
+    mask_at = 0
+    for r in range(len(qo_indptr) - 1):
+        q0, q1 = int(qo_indptr[r]), int(qo_indptr[r + 1])
+        rows = key_rows(r)
+        k_len, q_len = len(rows), q1 - q0
+        keys = np.arange(k_len)
+        q_abs = k_len - q_len + np.arange(q_len)[:, None]
+        visible = np.ones((q_len, k_len), bool)
+        if custom_mask is not None:
+            visible = take(custom_mask, mask_at + np.arange(q_len * k_len)).reshape(q_len, k_len).astype(bool)
+            mask_at += q_len * k_len
+        elif causal:
+            visible &= keys[None, :] <= q_abs
+        if window_left >= 0:
+            visible &= keys[None, :] >= q_abs - window_left
+        o, s = attend(q[q0:q1], take(k, rows), take(v, rows), visible, sm_scale, softcap)
+        out[q0:q1], lse[q0:q1] = o, s * LOG2E
+    return out, lse
+
+
+def _paged_rows(kv_indptr, kv_indices, last_page_len, page_size):
+    def key_rows(r):
+        p0, p1 = int(kv_indptr[r]), int(kv_indptr[r + 1])
+        if p1 <= p0:
+            return np.zeros(0, np.int64)
+        k_len = (p1 - p0 - 1) * page_size + int(take(last_page_len, r))
+        keys = np.arange(k_len)
+        return take(kv_indices, p0 + keys // page_size).astype(np.int64) * page_size + keys % page_size
+    return key_rows
+
+
+def _flat(pages):
+    return pages.reshape(-1, *pages.shape[2:])
+
+
+def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
+           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
+    rows = np.arange(len(kv_indptr), dtype=np.int64)
+    return _rows(q, rows, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), True, None,
+                 window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
+
+
+def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_page_len, *, page_size, causal,
+                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
+    return _rows(q, qo_indptr, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), causal,
+                 custom_mask, window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
+
+
+def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo_heads, num_kv_heads, sm_scale,
+                   logits_soft_cap, window_left, dtype):
+    def key_rows(r):
+        return np.arange(int(kv_indptr[r]), int(kv_indptr[r + 1]), dtype=np.int64)
+    return _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, sm_scale, logits_soft_cap,
+                 k, v)
+
+
+def merge_state(out_a, lse_a, out_b, lse_b, dtype):
+    return merge_base2((out_a, lse_a), (out_b, lse_b))

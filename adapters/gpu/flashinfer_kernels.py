@@ -1,0 +1,76 @@
+"""The FlashInfer calls of flashinfer_paged_csr.py: flashinfer-python's own wrappers and merge_state.
+
+numpy in, numpy out (bf16 / fp16 outputs convert to float32 exactly): out [n, H, Dv] and the
+kernel's base-2 LSE [n, H]. One wrapper object per kind, re-planned for every call, all over one
+128 MiB float workspace as sglang shares one (flashinfer_backend.py global_workspace_buffer).
+"""
+import torch
+from flashinfer import (BatchDecodeWithPagedKVCacheWrapper, BatchPrefillWithPagedKVCacheWrapper,
+                        BatchPrefillWithRaggedKVCacheWrapper)
+from flashinfer.cascade import merge_state as _merge_state
+
+from cuda_arrays import DEV, TORCH_DTYPES, dev, host
+
+BACKEND = "fa2"  # sglang's prefill_backend and decode_backend
+_workspace = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=DEV)
+_wrappers = {}
+
+
+def _wrapper(kind, use_tensor_cores=False):
+    key = (kind, use_tensor_cores)
+    if key not in _wrappers:
+        if kind == "decode":
+            _wrappers[key] = BatchDecodeWithPagedKVCacheWrapper(_workspace, "NHD", use_tensor_cores=use_tensor_cores,
+                                                                backend=BACKEND)
+        elif kind == "paged":
+            _wrappers[key] = BatchPrefillWithPagedKVCacheWrapper(_workspace, "NHD", backend=BACKEND)
+        else:
+            _wrappers[key] = BatchPrefillWithRaggedKVCacheWrapper(_workspace, "NHD", backend=BACKEND)
+    return _wrappers[key]
+
+
+def _run(wrapper, *inputs):
+    o, lse = wrapper.run(*inputs, return_lse=True)
+    torch.cuda.synchronize()
+    return host(o), host(lse)
+
+
+def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
+           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
+    dt = TORCH_DTYPES[dtype]
+    w = _wrapper("decode", use_tensor_cores)
+    w.plan(dev(kv_indptr), dev(kv_indices), dev(last_page_len), num_qo_heads, num_kv_heads, q.shape[-1],
+           page_size, window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+           q_data_type=dt, kv_data_type=dt)
+    return _run(w, dev(q, dt), (dev(k_pages, dt), dev(v_pages, dt)))
+
+
+def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_page_len, *, page_size, causal,
+                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
+    dt = TORCH_DTYPES[dtype]
+    w = _wrapper("paged")
+    w.plan(dev(qo_indptr), dev(kv_indptr), dev(kv_indices), dev(last_page_len), num_qo_heads, num_kv_heads,
+           q.shape[-1], page_size, head_dim_vo=v_pages.shape[-1],
+           custom_mask=None if custom_mask is None else dev(custom_mask), causal=causal,
+           window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+           q_data_type=dt, kv_data_type=dt)
+    return _run(w, dev(q, dt), (dev(k_pages, dt), dev(v_pages, dt)))
+
+
+def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo_heads, num_kv_heads, sm_scale,
+                   logits_soft_cap, window_left, dtype):
+    dt = TORCH_DTYPES[dtype]
+    w = _wrapper("ragged")
+    w.plan(dev(qo_indptr), dev(kv_indptr), num_qo_heads, num_kv_heads, q.shape[-1], v.shape[-1],
+           custom_mask=None if custom_mask is None else dev(custom_mask), causal=causal,
+           window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
+           q_data_type=dt, kv_data_type=dt)
+    return _run(w, dev(q, dt), dev(k, dt), dev(v, dt))
+
+
+def merge_state(out_a, lse_a, out_b, lse_b, dtype):
+    """flashinfer.cascade.merge_state on two calls' outputs (in the kernel's dtype) and base-2 LSEs."""
+    dt = TORCH_DTYPES[dtype]
+    o, s = _merge_state(dev(out_a, dt), dev(lse_a), dev(out_b, dt), dev(lse_b))
+    torch.cuda.synchronize()
+    return host(o), host(s)

@@ -1,0 +1,155 @@
+"""FlashInfer's real wrappers under kvfuzz: a paged_csr executor on the GPU.
+
+Runs each call of the paged_csr plan (backends/contract/FAMILIES.md; FlashInfer's wrapper calls as
+sglang's FlashInferAttnBackend makes them) through flashinfer-python's own wrappers, backend "fa2"
+as sglang sets it (flashinfer_backend.py: prefill_backend = decode_backend = "fa2"):
+  - role "decode" / "draft": BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores when the GQA group
+    is >= 4 (sglang's should_use_tensor_core for fp16/bf16 caches). The kernel reads ONE query per
+    kernel row: q is [rows, H, D], row r's query the token at qo_indptr[r] (a padded row with no
+    token gets a zero query, as a CUDA-graph batch hands the kernel padding); a row of more than
+    one query token cannot be expressed and is reported as an error.
+  - role "ragged": BatchPrefillWithRaggedKVCacheWrapper over this step's new K/V (k_new / v_new).
+  - every other role: BatchPrefillWithPagedKVCacheWrapper.
+  What each wrapper is handed is the plan's, unchanged: qo_indptr (prefill), kv_indptr, kv_indices,
+  kv_last_page_len, the page size (the K/V pool viewed as [slots / ps, ps, Hkv, D]), causal,
+  window_left and logits_soft_cap at plan time, the custom mask as laid out (flattened bool; FlashInfer
+  derives its own mask offsets from qo/kv lengths, the plan's mask_indptr is NOT passed), sm_scale.
+  Each call returns FlashInfer's base-2 LSE; a group's calls are merged in order by
+  flashinfer.cascade.merge_state (plan["merge"] == "flashinfer_base2", what sglang calls), or for
+  "natural_exp" (sglang's Triton merge_state fallback, kvfuzz's fault mode) by numpy_attention's
+  emulation of it. Tokens no row of a call covers keep that call out of their merge.
+Wired: all modes, full / sliding-window / chunked layers (chunks are in the plan's CSR), hybrid SWA
+pools, CUDA-graph padding, bf16 / fp16, any page size, GQA, softcap, head dims 16..128 with
+head_dim == v_head_dim. Not wired: MLA (FlashInfer's MLA wrapper takes the mla family), fp32 and fp8.
+KVFLASHINFER_EMULATE=1 runs the same wrapper arguments through a float64 numpy model of the three
+wrappers (flashinfer_emulated.py; no torch, no FlashInfer): a CPU check of this adapter, not of
+FlashInfer.
+
+    PYTHONPATH=.gpu/site:adapters kvfuzz check case.json \
+        --adapter "python3 adapters/gpu/flashinfer_paged_csr.py" --backend flashinfer_paged_csr
+"""
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import kvfuzz_adapter as kv  # noqa: E402
+from numpy_attention import LOG2E, merge_base2  # noqa: E402
+
+EMULATE = os.environ.get("KVFLASHINFER_EMULATE") == "1"
+HEAD_DIMS = "any" if EMULATE else [16, 32, 64, 128]
+if EMULATE:
+    import flashinfer_emulated as kernels  # noqa: E402
+else:
+    import flashinfer_kernels as kernels  # noqa: E402
+
+
+def rows_of(qo_indptr, rows, n_tokens):
+    """[(row, first token, q_len)] of a call; an indptr outside the batch raises."""
+    out = []
+    for r in range(rows):
+        q0, q1 = int(qo_indptr[r]), int(qo_indptr[r + 1])
+        if q1 < q0 or q0 < 0 or q1 > n_tokens:
+            raise IndexError(f"row {r}: qo_indptr [{q0}, {q1}) is not a token range of the batch's {n_tokens}")
+        out.append((r, q0, q1 - q0))
+    return out
+
+
+def paged_pool(case, layer, ps):
+    """The layer's pool as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, D] (slots padded to whole pages)."""
+    k, v = case.k_cache(layer), case.v_cache(layer)
+    pad = -len(k) % ps
+    if pad:
+        k = np.concatenate([k, np.zeros((pad,) + k.shape[1:], k.dtype)])
+        v = np.concatenate([v, np.zeros((pad,) + v.shape[1:], v.dtype)])
+    return k.reshape(-1, ps, *k.shape[1:]), v.reshape(-1, ps, *v.shape[1:])
+
+
+def run_call(case, call, prefix, layer):
+    """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] and which tokens it covers [T]."""
+    T = case.num_tokens
+    H, Hkv = case.model["q_heads"], case.model["kv_heads"]
+    qo_indptr = case.array(prefix + "qo_indptr").astype(np.int32)
+    kv_indptr = case.array(prefix + "kv_indptr").astype(np.int32)
+    rows = rows_of(qo_indptr, call["rows"], T)
+    common = dict(num_qo_heads=H, num_kv_heads=Hkv, sm_scale=float(case.sm_scale),
+                  logits_soft_cap=float(case.softcap), window_left=int(call["window_left"]), dtype=case.dtype)
+    q = case.q[layer]
+    covered = np.zeros(T, bool)
+    out = np.zeros((T, H, case.model["v_head_dim"]), np.float32)
+    lse = np.full((T, H), -np.inf, np.float32)
+    if call["role"] in ("decode", "draft"):
+        if any(n > 1 for _, _, n in rows):
+            r = next(r for r, _, n in rows if n > 1)
+            raise ValueError(f"{call['role']} call row {r} has {rows[r][2]} query tokens: "
+                             "BatchDecodeWithPagedKVCacheWrapper reads one query per row")
+        q_rows = np.zeros((len(rows),) + q.shape[1:], np.float32)
+        live = [(r, t) for r, t, n in rows if n == 1]
+        for r, t in live:
+            q_rows[r] = q[t]
+        k_pages, v_pages = paged_pool(case, layer, call["page_size"])
+        o, s = kernels.decode(q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
+                              case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
+                              use_tensor_cores=H // Hkv >= 4, **common)
+        for r, t in live:
+            out[t], lse[t], covered[t] = o[r], s[r], True
+        return out, lse, covered
+    mask = case.array(prefix + "custom_mask").astype(bool) if call["has_mask"] else None
+    if call["role"] == "ragged":
+        o, s = kernels.prefill_ragged(q, case.k_new[layer], case.v_new[layer], qo_indptr, kv_indptr,
+                                      causal=bool(call["causal"]), custom_mask=mask, **common)
+    else:
+        k_pages, v_pages = paged_pool(case, layer, call["page_size"])
+        o, s = kernels.prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, case.array(prefix + "kv_indices"),
+                                     case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
+                                     causal=bool(call["causal"]), custom_mask=mask, **common)
+    for _, t, n in rows:
+        out[t:t + n], lse[t:t + n], covered[t:t + n] = o[t:t + n], s[t:t + n], True
+    return out, lse, covered
+
+
+def merge_layer(parts, natural_exp, dtype):
+    """A group's calls merged in order; a token enters a merge only from the calls that cover it."""
+    out, lse, covered = parts[0]
+    for o, s, c in parts[1:]:
+        if natural_exp:
+            m_out, m_lse = merge_base2((out, lse), (o, s), natural_exp=True)
+        else:
+            m_out, m_lse = kernels.merge_state(out, lse, o, s, dtype)
+        both = covered & c
+        only_b = c & ~covered
+        out = np.where(both[:, None, None], m_out, np.where(only_b[:, None, None], o, out))
+        lse = np.where(both[:, None], m_lse, np.where(only_b[:, None], s, lse))
+        covered = covered | c
+    return out, lse
+
+
+@kv.executor(name="flashinfer_paged_csr", family="paged_csr",
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16", "fp16"], "page_sizes": "any",
+                       "head_dims": HEAD_DIMS, "mla": False, "non_mla": True, "hybrid_swa": True,
+                       "cuda_graph": True, "softcap": True, "gqa": True},
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256})
+def run(case):
+    """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend fa2"""
+    if case.model["head_dim"] != case.model["v_head_dim"]:
+        raise kv.Unsupported(f"head_dim {case.model['head_dim']} != v_head_dim {case.model['v_head_dim']} "
+                             "(the fa2 kernels take one head dim)")
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape, np.float32)
+    lse = np.full(lse_shape, -np.inf, np.float32)
+    natural_exp = case.plan["merge"] == "natural_exp"
+    for layer in range(len(case.layers)):
+        g = case.plan["group_of_layer"][layer]
+        calls = case.plan["groups"][g]["calls"]
+        parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer) for c, call in enumerate(calls)]
+        if parts:
+            o, s = merge_layer(parts, natural_exp, case.dtype)
+            out[layer], lse[layer] = o, s / LOG2E
+    return out, lse
+
+
+if __name__ == "__main__":
+    kv.serve(run)

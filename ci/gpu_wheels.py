@@ -1,0 +1,73 @@
+"""Downloads the GPU campaign's pinned Python packages into one folder (default .gpu/wheels).
+
+    python3 ci/gpu_wheels.py [folder] [--python 3.12]
+
+Wheels are for this interpreter, or with --python X.Y for CPython X.Y on x86-64 Linux (to carry
+them to a machine without network). The folder then installs anywhere without network (ci/gpu.sh: pip install --no-index). FlashInfer's
+wheel (62 MB, with the CUDA sources of every kernel it ships) is rewritten to a copy holding all of
+its Python and only the sources of the kernels kvfuzz runs (batch decode / prefill / MLA, single
+decode / prefill, POD, page, cascade; FlashInfer's own headers), 17 MB, so that the folder fits
+one copy to a GPU machine; the kernels it compiles from them are unchanged. Exit 2 when pip fails.
+"""
+import pathlib
+import re
+import subprocess
+import sys
+import zipfile
+
+PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
+        "idna==3.20", "charset-normalizer==3.5.2", "certifi==2026.10.18", "nvidia-ml-py==13.615.71",
+        "tqdm==4.70.1", "sglang==0.5.10.post1"]
+PLATFORM = ["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
+            "--platform", "any"]
+KEPT_SOURCES = re.compile(r"flashinfer/data/csrc/(batch_decode|batch_prefill|batch_mla|single_|pod|batch_pod|page"
+                          r"|cascade|flashinfer_cascade|flashinfer_page|tvm_ffi_utils|[^/]*\.(h|cuh)$)[^/]*$")
+
+
+def kept(name):
+    if name.startswith("flashinfer/data/csrc/"):
+        return bool(KEPT_SOURCES.match(name))
+    if name.startswith(("flashinfer/data/cutlass/", "flashinfer/data/cccl/")):
+        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include neither)
+    if name.startswith("flashinfer/data/") or ".dist-info/" in name:
+        return True
+    return name.endswith((".py", ".pyi", ".jinja", ".json", ".typed"))
+
+
+def slim(wheel):
+    tmp = wheel.with_suffix(".slim")
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+        for info in src.infolist():
+            if kept(info.filename):
+                out.writestr(info, src.read(info), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+    tmp.replace(wheel)
+
+
+def main():
+    args = sys.argv[1:]
+    target = []
+    if "--python" in args:
+        at = args.index("--python")
+        if at + 1 >= len(args) or not re.fullmatch(r"3\.\d+", args[at + 1]):
+            print("gpu_wheels: --python needs a version like 3.12", file=sys.stderr)
+            sys.exit(2)
+        target = ["--python-version", args[at + 1], *PLATFORM]
+        del args[at:at + 2]
+    folder = pathlib.Path(args[0] if args else ".gpu/wheels")
+    folder.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", *target,
+           "-d", str(folder), *PINS]
+    if subprocess.call(cmd) != 0:
+        print(f"gpu_wheels: pip download failed: {' '.join(cmd)}", file=sys.stderr)
+        sys.exit(2)
+    for wheel in folder.glob("flashinfer_python-*.whl"):
+        with zipfile.ZipFile(wheel) as z:
+            full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
+        if full:
+            slim(wheel)
+    total = sum(p.stat().st_size for p in folder.glob("*.whl"))
+    print(f"gpu_wheels: {len(PINS)} packages in {folder} ({total / 2**20:.1f} MiB)")
+
+
+if __name__ == "__main__":
+    main()
