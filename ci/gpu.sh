@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${KVFUZZ_GPU_SECONDS:-300}
-out=${KVFUZZ_GPU_OUT:-findings-gpu}
+out=$(realpath -m "${KVFUZZ_GPU_OUT:-findings-gpu}")
 profiles=${KVFUZZ_GPU_PROFILES:-tiny small}
 memcheck_cases=${KVFUZZ_GPU_MEMCHECK_CASES:-100}
 site=$PWD/.gpu/site
@@ -93,12 +93,13 @@ if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] &&
   echo "== memcheck: $memcheck_cases cases of cuda_page_table under compute-sanitizer"
   rc=0
   ./build/fuzz/kvfuzz run --cases "$memcheck_cases" "${profile_args[@]}" --jobs "$(nproc)" --no-shrink \
-    --adapter "compute-sanitizer --tool memcheck --log-file $PWD/$out/memcheck/%p.log $(adapter_command cuda_page_table)" \
+    --adapter "compute-sanitizer --tool memcheck --log-file $out/memcheck/%p.log $(adapter_command cuda_page_table)" \
     --backend cuda_page_table --out "$out/memcheck/findings" --adapter-timeout 600 >"$out/memcheck.log" 2>&1 || rc=$?
-  errors=$(cat "$out"/memcheck/*.log 2>/dev/null | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
-  memcheck_line="memcheck: $memcheck_cases cases, kvfuzz exit $rc, $errors memcheck errors (logs $out/memcheck/)"
+  errors=$( { cat "$out"/memcheck/*.log 2>/dev/null || true; } | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
+  logs=$(find "$out/memcheck" -maxdepth 1 -name '*.log' | wc -l)
+  memcheck_line="memcheck: $memcheck_cases cases, kvfuzz exit $rc, $logs worker logs, $errors memcheck errors (logs $out/memcheck/)"
   echo "$rc" >"$out/memcheck.rc"
-  { [ "$rc" -le 1 ] && [ "$errors" -eq 0 ]; } || echo 1 >"$out/memcheck.rc"
+  { [ "$rc" -le 1 ] && [ "$errors" -eq 0 ] && [ "$logs" -gt 0 ]; } || echo 1 >"$out/memcheck.rc"
 fi
 
 # 5. The table.

@@ -6,7 +6,7 @@ Wheels are for this interpreter, or with --python X.Y for CPython X.Y on x86-64 
 them to a machine without network). The folder then installs anywhere without network (ci/gpu.sh: pip install --no-index). FlashInfer's
 wheel (62 MB, with the CUDA sources of every kernel it ships) is rewritten to a copy holding all of
 its Python and only the sources of the kernels kvfuzz runs (batch decode / prefill / MLA, single
-decode / prefill, POD, page, cascade; FlashInfer's own headers), 17 MB, so that the folder fits
+decode / prefill, POD, page, cascade; FlashInfer's own headers and its CCCL), 21 MB, so that the folder fits
 one copy to a GPU machine; the kernels it compiles from them are unchanged. Exit 2 when pip fails.
 """
 import pathlib
@@ -27,8 +27,8 @@ KEPT_SOURCES = re.compile(r"flashinfer/data/csrc/(batch_decode|batch_prefill|bat
 def kept(name):
     if name.startswith("flashinfer/data/csrc/"):
         return bool(KEPT_SOURCES.match(name))
-    if name.startswith(("flashinfer/data/cutlass/", "flashinfer/data/cccl/")):
-        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include neither)
+    if name.startswith("flashinfer/data/cutlass/"):
+        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include none; they need cccl)
     if name.startswith("flashinfer/data/") or ".dist-info/" in name:
         return True
     return name.endswith((".py", ".pyi", ".jinja", ".json", ".typed"))

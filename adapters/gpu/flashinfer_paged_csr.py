@@ -18,9 +18,13 @@ as sglang sets it (flashinfer_backend.py: prefill_backend = decode_backend = "fa
   flashinfer.cascade.merge_state (plan["merge"] == "flashinfer_base2", what sglang calls), or for
   "natural_exp" (sglang's Triton merge_state fallback, kvfuzz's fault mode) by numpy_attention's
   emulation of it. Tokens no row of a call covers keep that call out of their merge.
-Wired: all modes, full / sliding-window / chunked layers (chunks are in the plan's CSR), hybrid SWA
-pools, CUDA-graph padding, bf16 / fp16, any page size, GQA, softcap, head dims 16..128 with
-head_dim == v_head_dim. Not wired: MLA (FlashInfer's MLA wrapper takes the mla family), fp32 and fp8.
+Head dims: merge_state dispatches 64, 128, 256 and 512 only (cascade.cuh DISPATCH_HEAD_DIM), so Q/K
+and V are zero-padded to one width W, the smallest of 64 / 128 / 256 that holds both head dims
+(zeros change neither q.k, with sm_scale passed, nor the kept V channels); a real 64 or 128 passes
+unpadded. Wired: all modes, full / sliding-window / chunked layers (chunks are in the plan's CSR),
+hybrid SWA pools, CUDA-graph padding, bf16 (sglang's dtype; each dtype is another set of JIT
+builds), any page size, GQA, softcap. Not wired: MLA (FlashInfer's MLA wrapper takes the mla
+family), fp16, fp32 and fp8.
 KVFLASHINFER_EMULATE=1 runs the same wrapper arguments through a float64 numpy model of the three
 wrappers (flashinfer_emulated.py; no torch, no FlashInfer): a CPU check of this adapter, not of
 FlashInfer.
@@ -40,7 +44,7 @@ import kvfuzz_adapter as kv  # noqa: E402
 from numpy_attention import LOG2E, merge_base2  # noqa: E402
 
 EMULATE = os.environ.get("KVFLASHINFER_EMULATE") == "1"
-HEAD_DIMS = "any" if EMULATE else [16, 32, 64, 128]
+WIDTHS = (64, 128, 256)
 if EMULATE:
     import flashinfer_emulated as kernels  # noqa: E402
 else:
@@ -58,14 +62,23 @@ def rows_of(qo_indptr, rows, n_tokens):
     return out
 
 
-def paged_pool(case, layer, ps):
-    """The layer's pool as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, D] (slots padded to whole pages)."""
+def width(case):
+    need = max(case.model["head_dim"], case.model["v_head_dim"])
+    return next(w for w in WIDTHS if w >= need)
+
+
+def padded(a, rows, w):
+    """[n, H, d] -> [rows, H, w], zeros after (more rows: whole pages; more columns: the width W)."""
+    out = np.zeros((rows,) + a.shape[1:-1] + (w,), np.float32)
+    out[:len(a), ..., :a.shape[-1]] = a
+    return out
+
+
+def paged_pool(case, layer, ps, w):
+    """The layer's pool as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, W] (slots padded to whole pages)."""
     k, v = case.k_cache(layer), case.v_cache(layer)
-    pad = -len(k) % ps
-    if pad:
-        k = np.concatenate([k, np.zeros((pad,) + k.shape[1:], k.dtype)])
-        v = np.concatenate([v, np.zeros((pad,) + v.shape[1:], v.dtype)])
-    return k.reshape(-1, ps, *k.shape[1:]), v.reshape(-1, ps, *v.shape[1:])
+    rows = len(k) + (-len(k) % ps)
+    return padded(k, rows, w).reshape(-1, ps, k.shape[1], w), padded(v, rows, w).reshape(-1, ps, v.shape[1], w)
 
 
 def run_call(case, call, prefix, layer):
@@ -77,9 +90,10 @@ def run_call(case, call, prefix, layer):
     rows = rows_of(qo_indptr, call["rows"], T)
     common = dict(num_qo_heads=H, num_kv_heads=Hkv, sm_scale=float(case.sm_scale),
                   logits_soft_cap=float(case.softcap), window_left=int(call["window_left"]), dtype=case.dtype)
-    q = case.q[layer]
+    w = width(case)
+    q = padded(case.q[layer], T, w)
     covered = np.zeros(T, bool)
-    out = np.zeros((T, H, case.model["v_head_dim"]), np.float32)
+    out = np.zeros((T, H, w), np.float32)
     lse = np.full((T, H), -np.inf, np.float32)
     if call["role"] in ("decode", "draft"):
         if any(n > 1 for _, _, n in rows):
@@ -90,7 +104,7 @@ def run_call(case, call, prefix, layer):
         live = [(r, t) for r, t, n in rows if n == 1]
         for r, t in live:
             q_rows[r] = q[t]
-        k_pages, v_pages = paged_pool(case, layer, call["page_size"])
+        k_pages, v_pages = paged_pool(case, layer, call["page_size"], w)
         o, s = kernels.decode(q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
                               case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
                               use_tensor_cores=H // Hkv >= 4, **common)
@@ -99,10 +113,11 @@ def run_call(case, call, prefix, layer):
         return out, lse, covered
     mask = case.array(prefix + "custom_mask").astype(bool) if call["has_mask"] else None
     if call["role"] == "ragged":
-        o, s = kernels.prefill_ragged(q, case.k_new[layer], case.v_new[layer], qo_indptr, kv_indptr,
+        k_new, v_new = padded(case.k_new[layer], T, w), padded(case.v_new[layer], T, w)
+        o, s = kernels.prefill_ragged(q, k_new, v_new, qo_indptr, kv_indptr,
                                       causal=bool(call["causal"]), custom_mask=mask, **common)
     else:
-        k_pages, v_pages = paged_pool(case, layer, call["page_size"])
+        k_pages, v_pages = paged_pool(case, layer, call["page_size"], w)
         o, s = kernels.prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, case.array(prefix + "kv_indices"),
                                      case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
                                      causal=bool(call["causal"]), custom_mask=mask, **common)
@@ -128,15 +143,14 @@ def merge_layer(parts, natural_exp, dtype):
 
 
 @kv.executor(name="flashinfer_paged_csr", family="paged_csr",
-             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16", "fp16"], "page_sizes": "any",
-                       "head_dims": HEAD_DIMS, "mla": False, "non_mla": True, "hybrid_swa": True,
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16"], "page_sizes": "any",
+                       "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True},
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256})
 def run(case):
     """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend fa2"""
-    if case.model["head_dim"] != case.model["v_head_dim"]:
-        raise kv.Unsupported(f"head_dim {case.model['head_dim']} != v_head_dim {case.model['v_head_dim']} "
-                             "(the fa2 kernels take one head dim)")
+    if max(case.model["head_dim"], case.model["v_head_dim"]) > WIDTHS[-1]:
+        raise kv.Unsupported(f"head dims above {WIDTHS[-1]}")
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape, np.float32)
     lse = np.full(lse_shape, -np.inf, np.float32)
@@ -147,7 +161,7 @@ def run(case):
         parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer) for c, call in enumerate(calls)]
         if parts:
             o, s = merge_layer(parts, natural_exp, case.dtype)
-            out[layer], lse[layer] = o, s / LOG2E
+            out[layer], lse[layer] = o[..., :case.model["v_head_dim"]], s / LOG2E
     return out, lse
 
 
