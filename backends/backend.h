@@ -115,6 +115,7 @@ struct KernelRounding {
   DType out_dtype = DType::fp32;  // the dtype of the outputs it returns
   int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
   int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
+  bool row_sum_rounded = false;   // the row sum adds P as rounded to p_dtype (FlashInfer's fa2 MMA row sum)
 };
 
 class Backend {

@@ -21,7 +21,7 @@ PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "reque
 PLATFORM = ["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
             "--platform", "any"]
 KEPT_SOURCES = re.compile(r"flashinfer/data/csrc/(batch_decode|batch_prefill|batch_mla|single_|pod|batch_pod|page"
-                          r"|cascade|flashinfer_cascade|flashinfer_page|tvm_ffi_utils|[^/]*\.(h|cuh)$)[^/]*$")
+                          r"|cascade|flashinfer_cascade|flashinfer_page|quantization|flashinfer_quantization|tvm_ffi_utils|[^/]*\.(h|cuh)$)[^/]*$")
 
 
 def kept(name):

@@ -40,6 +40,7 @@ PrecisionModel precision_of(const Backend& backend, const Scenario& s) {
   if (r.p_dtype) pm.p_dtype = *r.p_dtype;
   pm.out_dtype = r.out_dtype;
   pm.max_merges += r.extra_merges;
+  pm.row_sum_rounded = r.row_sum_rounded;
   if (r.tile_keys > 0) pm.tile_keys = r.tile_keys;
   return pm;
 }
@@ -67,7 +68,7 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
   const double alpha = (1.0 + beta) * (1.0 + u_p) - 1.0;
   const double g = gamma(keys + tiles + 1.0);
   const double nu = alpha + g * (1.0 + alpha);
-  const double lam = beta + g * (1.0 + beta);
+  const double lam = pm.row_sum_rounded ? nu : beta + g * (1.0 + beta);
 
   // LSE of a partial, and what merging adds.
   const double magnitudes = a + delta + std::log(keys) + range + 1.0;

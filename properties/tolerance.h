@@ -29,6 +29,8 @@
 //              in the numerator also by the P rounding: alpha = (1 + beta)(1 + u_p) - 1
 //   sums       numerator and row sum: gamma(n + T + 1) relative to the sums of |terms|, so
 //              |N^_d - N_d| <= nu S_d L, nu = alpha + g (1 + alpha); |L^ - L| <= lam L, likewise
+//              (lam = beta + g (1 + beta); = nu when the kernel sums the rounded P, row_sum_rounded:
+//              FlashInfer's fa2 prefill kernels take the row sum by an MMA on P in the cache dtype)
 //   ratio      |N^/L^ - N/L| = |dN - o dL| / L^ <= (nu S_d + lam |o_d|) / (1 - lam)
 //   subnormal  a p rounded below p_dtype's normal range (fp8, fp16) is off by up to half the
 //              subnormal spacing eta, absolutely: + eta (1 + beta) n v_max / (1 - lam), as the
@@ -70,6 +72,7 @@ struct PrecisionModel {
   DType out_dtype = DType::fp32;  // the output's dtype (real kernels: bf16 or fp16)
   int32_t max_merges = 0;         // LSE merges a result may pass through (split-KV, cascades)
   int32_t tile_keys = 1;          // fewest keys per softmax tile; 1 assumes nothing
+  bool row_sum_rounded = false;   // the row sum adds the rounded P too (lam as nu)
 };
 
 // kvfuzz's CPU executors: P in the cache dtype, fp32 output, tiles of kTile keys, and up to

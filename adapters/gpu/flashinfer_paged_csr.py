@@ -146,7 +146,7 @@ def merge_layer(parts, natural_exp, dtype):
              supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16"], "page_sizes": "any",
                        "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256, "row_sum": "p"})
 def run(case):
     """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend fa2"""
     if max(case.model["head_dim"], case.model["v_head_dim"]) > WIDTHS[-1]:

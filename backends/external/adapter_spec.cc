@@ -119,6 +119,9 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
       q.fail("max_merges", "must be an integer in [0, 4096]");
     spec.max_merges = prec["max_merges"].get<int32_t>();
   }
+  const std::string row_sum = q.text("row_sum", "fp32");
+  if (row_sum != "fp32" && row_sum != "p") q.fail("row_sum", "must be \"fp32\" or \"p\"");
+  spec.row_sum_rounded = row_sum == "p";
   if (!kPrecisionDtypes.count(spec.out_dtype) || spec.out_dtype == "cache")
     q.fail("out_dtype", "must be one of fp32, fp16, bf16");
   return spec;

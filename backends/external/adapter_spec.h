@@ -36,6 +36,7 @@ struct AdapterSpec {
   // output rounded to `out_dtype` (properties/tolerance.h).
   std::string p_dtype = "cache", out_dtype = "fp32";
   int32_t max_merges = 64;  // LSE merges of its own (split-KV, cascades) the bound must allow
+  bool row_sum_rounded = false;  // "row_sum": "p": the softmax row sum adds P as rounded to p_dtype
 
   Support supports(const Scenario& s, int32_t kernel_page_size) const;
   // One line for `kvfuzz backends`.

@@ -35,6 +35,7 @@ KernelRounding PairBackend::rounding() const {
   if (spec.p_dtype != "cache") r.p_dtype = *parse_dtype(spec.p_dtype);
   r.out_dtype = *parse_dtype(spec.out_dtype);
   r.extra_merges = spec.max_merges;
+  r.row_sum_rounded = spec.row_sum_rounded;
   r.tile_keys = 1;  // nothing is known of its tiling
   return r;
 }

@@ -23,7 +23,7 @@ namespace {
 constexpr int32_t kDim = 128, kKeys = 256, kSeeds = 40;
 
 // Request 1 decodes its 256th token (256 visible keys); request 2 holds other keys.
-Scenario decode_case(DType dtype, uint64_t seed) {
+Scenario decode_case(DType dtype, uint64_t seed, int32_t keys = kKeys) {
   Scenario s;
   s.model.q_heads = 1;
   s.model.kv_heads = 1;
@@ -35,7 +35,7 @@ Scenario decode_case(DType dtype, uint64_t seed) {
   s.batch.mode = Mode::decode;
   for (int32_t r : {1, 2}) {
     s.history.push_back(Op{OpKind::admit, r, 0, {}, {}});
-    s.history.push_back(Op{OpKind::extend, r, kKeys - 1, {}, {}});
+    s.history.push_back(Op{OpKind::extend, r, keys - 1, {}, {}});
     s.batch.entries.push_back(BatchEntry{r, 1, {}});
   }
   return s;
@@ -78,9 +78,36 @@ struct Verdict {
   double worst = 0;                     // largest error / bound
 };
 
-Verdict judge(const Scenario& s, const OracleResult& oracle, const Attended& a) {
+// Request 1's query as FlashInfer's fa2 prefill kernel sums it: one tile, p = exp(s - max) in fp32
+// rounded to the cache dtype, and the row sum over the ROUNDED p (an MMA on P), as the numerator.
+Attended rounded_row_sum_attention(const Scenario& s, int32_t wrong, int32_t keys = kKeys) {
+  const ValueSource values(s);
+  std::vector<float> q(kDim), k(kDim), v(kDim);
+  values.fill(0, Tensor::q, 1, keys - 1, 0, q);
+  std::vector<float> logits(static_cast<size_t>(keys));
+  float m = -INFINITY;
+  for (int32_t c = 0; c < keys; ++c) {
+    values.fill(0, Tensor::k, c == wrong ? 2 : 1, c, 0, k);
+    logits[size_t(c)] = logit(q.data(), k.data(), kDim, float(s.model.sm_scale), 0.0f);
+    m = std::max(m, logits[size_t(c)]);
+  }
+  Attended a;
+  float row_sum = 0;
+  for (int32_t c = 0; c < keys; ++c) {
+    values.fill(0, Tensor::v, c == wrong ? 2 : 1, c, 0, v);
+    const float p = round_to(s.values.dtype, std::exp(logits[size_t(c)] - m));
+    row_sum += p;
+    for (int32_t d = 0; d < kDim; ++d) a.out[size_t(d)] += p * v[size_t(d)];
+  }
+  for (float& o : a.out) o /= row_sum;
+  a.lse = m + std::log(row_sum);
+  return a;
+}
+
+Verdict judge(const Scenario& s, const OracleResult& oracle, const Attended& a, const PrecisionModel& pm,
+              int32_t keys = kKeys) {
   const int64_t query = 0;  // request 1's decode token
-  const Tolerance t = tolerance(s, cpu_precision(s), kKeys, oracle.qk_norm_at(0, query, 0), oracle.lse_at(0, query, 0));
+  const Tolerance t = tolerance(s, pm, keys, oracle.qk_norm_at(0, query, 0), oracle.lse_at(0, query, 0));
   Verdict v;
   const auto ref = oracle.out_at(0, query, 0), ref_abs = oracle.abs_out_at(0, query, 0);
   for (size_t d = 0; d < kDim; ++d) {
@@ -102,14 +129,14 @@ TEST(Tolerance, PassesTheRightKeysAndCatchesOneWrongKeyAtGeneratorShapes) {
       const Scenario s = decode_case(dtype, seed);
       const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
       for (int32_t splits : {1, 4}) {
-        const Verdict right = judge(s, oracle, cpu_attention(s, splits, -1));
+        const Verdict right = judge(s, oracle, cpu_attention(s, splits, -1), cpu_precision(s));
         EXPECT_TRUE(right.out_ok && right.lse_ok) << to_string(dtype) << " seed " << seed << " splits " << splits;
         if (splits == 1) bound_sum += right.bound_sum, abs_o_sum += right.abs_o_sum;
         worst_right = std::max(worst_right, right.worst);
       }
       Rng rng(seed);
       const auto wrong_key = static_cast<int32_t>(rng.below(kKeys));
-      const Verdict wrong = judge(s, oracle, cpu_attention(s, 1, wrong_key));
+      const Verdict wrong = judge(s, oracle, cpu_attention(s, 1, wrong_key), cpu_precision(s));
       caught += !(wrong.out_ok && wrong.lse_ok);
     }
     std::printf("[ %s ] one wrong key of %d caught in %d of %d seeds; bound %.3g = %.1f%% of the mean |o| %.3g;"
@@ -118,6 +145,36 @@ TEST(Tolerance, PassesTheRightKeysAndCatchesOneWrongKeyAtGeneratorShapes) {
                 100 * bound_sum / abs_o_sum, abs_o_sum / (kSeeds * kDim), worst_right);
     EXPECT_GE(caught, kSeeds * 9 / 10) << to_string(dtype);
   }
+}
+
+// FlashInfer's fa2 prefill kernels sum the rounded P in the row sum: the LSE is then off by up to
+// the P rounding (2^-8 relative in bf16). Declared (row_sum_rounded), such an executor passes at
+// 256 keys and at 2 (where the rounding does not average out); undeclared, its LSE fails the bound
+// over 2 keys for some seed (what the H100 showed). A wrong key among 256 weighs about the P
+// rounding, so the declared bound catches it less often than an fp32 row sum's: still caught.
+TEST(Tolerance, RoundedRowSumPassesWhenDeclaredAndStillCatchesOneWrongKey) {
+  int caught = 0, lse_fails_undeclared = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    for (int32_t keys : {kKeys, 2}) {
+      const Scenario s = decode_case(DType::bf16, seed, keys);
+      const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
+      PrecisionModel declared = cpu_precision(s);
+      declared.row_sum_rounded = true;
+      const Verdict right = judge(s, oracle, rounded_row_sum_attention(s, -1, keys), declared, keys);
+      EXPECT_TRUE(right.out_ok && right.lse_ok) << "seed " << seed << ", " << keys << " keys";
+      if (keys == 2)
+        lse_fails_undeclared += !judge(s, oracle, rounded_row_sum_attention(s, -1, keys), cpu_precision(s), keys).lse_ok;
+      if (keys != kKeys) continue;
+      Rng rng(seed);
+      const auto wrong_key = static_cast<int32_t>(rng.below(kKeys));
+      const Verdict wrong = judge(s, oracle, rounded_row_sum_attention(s, wrong_key), declared);
+      caught += !(wrong.out_ok && wrong.lse_ok);
+    }
+  }
+  std::printf("[ bf16, rounded row sum ] one wrong key of %d caught in %d of %d seeds; undeclared, the LSE over 2 keys"
+              " fails in %d\n", kKeys, caught, kSeeds, lse_fails_undeclared);
+  EXPECT_GE(caught, kSeeds / 4);
+  EXPECT_GE(lse_fails_undeclared, 1);
 }
 
 }  // namespace
