@@ -3,7 +3,14 @@
 numpy in, numpy out (bf16 / fp16 outputs convert to float32 exactly): out [n, H, Dv] and the
 kernel's base-2 LSE [n, H]. One wrapper object per kind, re-planned for every call, all over one
 128 MiB float workspace as sglang shares one (flashinfer_backend.py global_workspace_buffer).
+The ragged kind has two wrappers, for calls with and without a custom mask: FlashInfer 0.7.2.post1's
+BatchPrefillWithRaggedKVCacheWrapper.plan keeps the previous plan's custom mask when planned
+without one (prefill.py: the paged wrapper resets _custom_mask_buf to None, the ragged one does
+not), so one shared wrapper runs a later causal call under a stale mask (flashinfer_stale_mask.py
+shows it; KVFLASHINFER_SHARED_RAGGED=1 shares one wrapper, as sglang does, to reproduce it here).
 """
+import os
+
 import torch
 from flashinfer import (BatchDecodeWithPagedKVCacheWrapper, BatchPrefillWithPagedKVCacheWrapper,
                         BatchPrefillWithRaggedKVCacheWrapper)
@@ -12,15 +19,17 @@ from flashinfer.cascade import merge_state as _merge_state
 from cuda_arrays import DEV, TORCH_DTYPES, dev, host
 
 BACKEND = "fa2"  # sglang's prefill_backend and decode_backend
+SHARED_RAGGED = os.environ.get("KVFLASHINFER_SHARED_RAGGED") == "1"
 _workspace = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=DEV)
 _wrappers = {}
 
 
-def _wrapper(kind, use_tensor_cores=False):
-    key = (kind, use_tensor_cores)
+def _wrapper(kind, variant=False):
+    """variant: use_tensor_cores for decode, masked for ragged."""
+    key = (kind, variant and not (kind == "ragged" and SHARED_RAGGED))
     if key not in _wrappers:
         if kind == "decode":
-            _wrappers[key] = BatchDecodeWithPagedKVCacheWrapper(_workspace, "NHD", use_tensor_cores=use_tensor_cores,
+            _wrappers[key] = BatchDecodeWithPagedKVCacheWrapper(_workspace, "NHD", use_tensor_cores=variant,
                                                                 backend=BACKEND)
         elif kind == "paged":
             _wrappers[key] = BatchPrefillWithPagedKVCacheWrapper(_workspace, "NHD", backend=BACKEND)
@@ -60,7 +69,7 @@ def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_pa
 def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo_heads, num_kv_heads, sm_scale,
                    logits_soft_cap, window_left, dtype):
     dt = TORCH_DTYPES[dtype]
-    w = _wrapper("ragged")
+    w = _wrapper("ragged", custom_mask is not None)
     w.plan(dev(qo_indptr), dev(kv_indptr), num_qo_heads, num_kv_heads, q.shape[-1], v.shape[-1],
            custom_mask=None if custom_mask is None else dev(custom_mask), causal=causal,
            window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,

@@ -14,6 +14,7 @@ as sglang sets it (flashinfer_backend.py: prefill_backend = decode_backend = "fa
   kv_last_page_len, the page size (the K/V pool viewed as [slots / ps, ps, Hkv, D]), causal,
   window_left and logits_soft_cap at plan time, the custom mask as laid out (flattened bool; FlashInfer
   derives its own mask offsets from qo/kv lengths, the plan's mask_indptr is NOT passed), sm_scale.
+  A call of no rows (IDLE) launches nothing: the wrappers' plan fails on an empty batch.
   Each call returns FlashInfer's base-2 LSE; a group's calls are merged in order by
   flashinfer.cascade.merge_state (plan["merge"] == "flashinfer_base2", what sglang calls), or for
   "natural_exp" (sglang's Triton merge_state fallback, kvfuzz's fault mode) by numpy_attention's
@@ -88,6 +89,8 @@ def run_call(case, call, prefix, layer):
     qo_indptr = case.array(prefix + "qo_indptr").astype(np.int32)
     kv_indptr = case.array(prefix + "kv_indptr").astype(np.int32)
     rows = rows_of(qo_indptr, call["rows"], T)
+    if not rows:  # the wrappers reject a batch of no rows (an IDLE step): nothing is launched
+        return np.zeros((T, H, width(case)), np.float32), np.full((T, H), -np.inf, np.float32), np.zeros(T, bool)
     common = dict(num_qo_heads=H, num_kv_heads=Hkv, sm_scale=float(case.sm_scale),
                   logits_soft_cap=float(case.softcap), window_left=int(call["window_left"]), dtype=case.dtype)
     w = width(case)
