@@ -16,7 +16,9 @@
 # `python3 ci/gpu_wheels.py` fetches the pinned wheels into .gpu/wheels. A machine without network:
 # run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
 # with (`mkdir -p .gpu/debs && cd .gpu/debs && apt-get download nlohmann-json3-dev libcli11-dev
-# librapidcheck-dev`), and copy .gpu/ over. Exit 1 if any campaign had findings or memcheck errors.
+# librapidcheck-dev`), and copy .gpu/ over. Saved findings are triaged against
+# adapters/gpu/known_issues.json (ci/gpu_table.py). Exit 1 on a NEW finding, a campaign that failed,
+# or a memcheck error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${KVFUZZ_GPU_SECONDS:-300}
@@ -105,36 +107,7 @@ fi
 # 5. The table.
 status=0
 echo
-printf '%-22s %9s %12s %9s %10s  %s\n' backend checked unsupported cases/s "in kernel" "findings by property"
-for name in "${names[@]}"; do
-  rc=$(cat "$out/$name.rc")
-  [ "$rc" -eq 0 ] || status=1
-  if [ "$rc" -gt 1 ]; then
-    printf '%-22s kvfuzz exited %s: %s\n' "$name" "$rc" "$(tail -1 "$out/$name.log")"
-    continue
-  fi
-  python3 - "$name" "$out/$name.log" "$jobs" <<'PY'
-import re, sys
-name, path, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-text = open(path).read()
-m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
-wall = float(m.group(2)) if m else 0.0
-rate = m.group(3) if m else "?"
-checked = unsupported = 0
-for line in text.splitlines():
-    f = line.split()
-    if len(f) == 3 and ":" in f[0] and f[1].isdigit() and f[2].isdigit():
-        checked, unsupported = checked + int(f[1]), unsupported + int(f[2])
-found = {}
-for prop, count in re.findall(r"^([\w-]+)/\S+\s+(\d+)\s+\d+\s", text, re.M):
-    found[prop] = found.get(prop, 0) + int(count)
-inside = re.search(r"([\d.]+) s inside the adapter's function", text)
-share = f"{100 * float(inside.group(1)) / (wall * jobs):.0f}%" if inside and wall else "?"
-findings = ", ".join(f"{p} {n}" for p, n in sorted(found.items())) or "none"
-print(f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {share:>10}  {findings}")
-PY
-done
-echo "(\"in kernel\": time inside the adapter's function over the campaign's wall time times its $jobs jobs)"
+python3 ci/gpu_table.py "$out" "$jobs" "${names[@]}" || status=1
 if [ -n "$memcheck_line" ]; then
   echo "$memcheck_line"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1

@@ -108,7 +108,7 @@ case "$1" in
     status=0
     for backend in $BACKENDS; do
       echo "== triage of $out/$backend (adapters/sglang/known_issues.json)"
-      python3 adapters/sglang/triage.py "$out/$backend" || status=$?
+      python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || status=$?
     done
     exit $status ;;
   *) usage ;;

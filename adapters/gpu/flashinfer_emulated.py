@@ -4,8 +4,11 @@ Same signatures as flashinfer_kernels.py, written from FlashInfer's documented s
 a paged call reads pages kv_indices[kv_indptr[r]:kv_indptr[r + 1]] of the [pages, ps, Hkv, D]
 cache, (pages - 1) * ps + last_page_len[r] keys; a ragged row reads k[kv_indptr[r]:kv_indptr[r + 1]];
 query i of q_len sits at key index k_len - q_len + i (bottom-right); window_left >= 0 keeps keys at
-or after that index - window_left; a custom mask (flattened bool, row r's q_len x k_len block at the
-sum of the earlier rows' q_len * k_len, as FlashInfer derives mask_indptr) replaces the causal rule.
+or after that index - window_left; a custom mask (flattened bool) replaces the causal rule, row r's
+q_len x k_len block starting where FlashInfer's plan puts it: the sum of the earlier rows' q_len
+times (pages - 1) * ps + last_page_len (prefill.py _compute_page_mask_indptr), which for a row of
+no pages is 1 - ps + ... rather than 0 (the mask offsets of later rows shift; a negative one is
+read out of bounds here, an IndexError, where the GPU faults).
 It checks this adapter's argument building on a CPU, not FlashInfer.
 """
 import numpy as np
@@ -13,7 +16,7 @@ import numpy as np
 from numpy_attention import LOG2E, attend, merge_base2, take
 
 
-def _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, sm_scale, softcap, k, v):
+def _rows(q, qo_indptr, kv_indptr, key_rows, mask_len, causal, custom_mask, window_left, sm_scale, softcap, k, v):
     out = np.zeros((q.shape[0], q.shape[1], v.shape[-1]))
     lse = np.full(q.shape[:2], -np.inf)
     mask_at = 0
@@ -26,7 +29,7 @@ def _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, s
         visible = np.ones((q_len, k_len), bool)
         if custom_mask is not None:
             visible = take(custom_mask, mask_at + np.arange(q_len * k_len)).reshape(q_len, k_len).astype(bool)
-            mask_at += q_len * k_len
+            mask_at += q_len * mask_len(r)
         elif causal:
             visible &= keys[None, :] <= q_abs
         if window_left >= 0:
@@ -34,6 +37,10 @@ def _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, s
         o, s = attend(q[q0:q1], take(k, rows), take(v, rows), visible, sm_scale, softcap)
         out[q0:q1], lse[q0:q1] = o, s * LOG2E
     return out, lse
+
+
+def _paged_mask_len(kv_indptr, last_page_len, page_size):
+    return lambda r: (int(kv_indptr[r + 1]) - int(kv_indptr[r]) - 1) * page_size + int(take(last_page_len, r))
 
 
 def _paged_rows(kv_indptr, kv_indices, last_page_len, page_size):
@@ -54,13 +61,14 @@ def _flat(pages):
 def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
            num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
     rows = np.arange(len(kv_indptr), dtype=np.int64)
-    return _rows(q, rows, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), True, None,
+    return _rows(q, rows, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), None, True, None,
                  window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
 
 
 def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_page_len, *, page_size, causal,
                   custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
-    return _rows(q, qo_indptr, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), causal,
+    return _rows(q, qo_indptr, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size),
+                 _paged_mask_len(kv_indptr, last_page_len, page_size), causal,
                  custom_mask, window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
 
 
@@ -68,8 +76,8 @@ def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo
                    logits_soft_cap, window_left, dtype):
     def key_rows(r):
         return np.arange(int(kv_indptr[r]), int(kv_indptr[r + 1]), dtype=np.int64)
-    return _rows(q, qo_indptr, kv_indptr, key_rows, causal, custom_mask, window_left, sm_scale, logits_soft_cap,
-                 k, v)
+    return _rows(q, qo_indptr, kv_indptr, key_rows, lambda r: len(key_rows(r)), causal, custom_mask, window_left,
+                 sm_scale, logits_soft_cap, k, v)
 
 
 def merge_state(out_a, lse_a, out_b, lse_b, dtype):

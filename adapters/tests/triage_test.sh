@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# adapters/sglang/triage.py: a finding that matches a known issue is reported under its id (exit 0),
+# adapters/triage.py: a finding that matches a known issue is reported under its id (exit 0),
 # one that matches none is NEW (exit 1), a malformed issues file is bad input (exit 2).
 # Usage: triage_test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
 SRC=$1 WORK=$2
-TRIAGE="python3 $SRC/adapters/sglang/triage.py"
+TRIAGE="python3 $SRC/adapters/triage.py"
+ISSUES="--issues $SRC/adapters/sglang/known_issues.json"
 rm -rf "$WORK" && mkdir -p "$WORK/known" "$WORK/new"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
@@ -21,17 +22,38 @@ JSON
 
 finding "$WORK/known" cache-extent draft_extend_v2 full
 finding "$WORK/known" stride-divide decode chunked
-$TRIAGE "$WORK/known" >"$WORK/known.out" 2>&1
+$TRIAGE "$WORK/known" $ISSUES >"$WORK/known.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "known findings: exit $rc"
 grep -q "^sglang#26512 *cache-extent" "$WORK/known.out" || fail "draft_extend_v2 not triaged as sglang#26512"
 grep -q "^sglang#32902 *stride-divide" "$WORK/known.out" || fail "chunked ps>1 decode not triaged as sglang#32902"
 
 finding "$WORK/new" oracle decode full
-$TRIAGE "$WORK/new" >"$WORK/new.out" 2>&1
+$TRIAGE "$WORK/new" $ISSUES >"$WORK/new.out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "unknown finding: exit $rc, expected 1"
 grep -q "^NEW *oracle" "$WORK/new.out" || fail "an unmatched finding is not reported NEW"
+
+# The GPU list's fields: the finding's property and the layers' windows.
+gpu_finding() {  # gpu_finding DIR PROPERTY WINDOW: a saved finding of triton:sglang_triton
+  local base="$1/$2-triton-sglang_triton-9"
+  cat >"$base.json" <<JSON
+{"version": 2, "model": {"layers": [{"kind": "sliding_window", "window": $3}]},
+ "cache": {"page_size": 1, "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}
+JSON
+  printf 'case 9 (seed 1): 1 requests\ntriton:sglang_triton: %s: something\n' "$2" >"$base.txt"
+}
+GPU_ISSUES="--issues $SRC/adapters/gpu/known_issues.json"
+mkdir -p "$WORK/gpu_known" "$WORK/gpu_new_window" "$WORK/gpu_new_property"
+gpu_finding "$WORK/gpu_known" cache-extent 0
+$TRIAGE "$WORK/gpu_known" $GPU_ISSUES >"$WORK/gpu_known.out" 2>&1 || fail "window-0 Triton finding: exit $?"
+grep -q "^sglang-triton-window0 *cache-extent" "$WORK/gpu_known.out" || fail "window 0 not triaged as sglang-triton-window0"
+gpu_finding "$WORK/gpu_new_window" cache-extent 3
+$TRIAGE "$WORK/gpu_new_window" $GPU_ISSUES >"$WORK/gpu_new_window.out" 2>&1
+[ $? -eq 1 ] || fail "a window-3 finding matched the window-0 issue"
+gpu_finding "$WORK/gpu_new_property" crash 0
+$TRIAGE "$WORK/gpu_new_property" $GPU_ISSUES >"$WORK/gpu_new_property.out" 2>&1
+[ $? -eq 1 ] || fail "a crash matched an issue listing only oracle and cache-extent"
 
 echo '{"issues": [{"id": "x", "match": {"colour": "red"}}]}' >"$WORK/bad.json"
 $TRIAGE "$WORK/known" --issues "$WORK/bad.json" >"$WORK/bad.out" 2>&1

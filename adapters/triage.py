@@ -1,6 +1,7 @@
-"""Sorts a campaign's findings into known issues (known_issues.json) and new ones.
+"""Sorts a campaign's findings into known issues and new ones.
 
-    python3 adapters/sglang/triage.py findings-sglang/0.5.10.post1 [--issues adapters/sglang/known_issues.json]
+    python3 adapters/triage.py findings-sglang/0.5.10.post1/fa --issues adapters/sglang/known_issues.json
+    python3 adapters/triage.py findings-gpu/flashinfer_paged_csr --issues adapters/gpu/known_issues.json
 
 Reads every saved finding (`<property>-<backend>-<case>.json` with its `.txt`), matches its case
 and backend against each issue's signature, prints one line per finding and a count per issue,
@@ -14,11 +15,13 @@ import os
 import sys
 
 
-def signature(case, backend):
+def signature(case, backend, prop):
     layers = case["model"]["layers"]
     batch, cache = case["batch"], case["cache"]
     return {
         "backend": backend,
+        "property": prop,
+        "windows": {layer.get("window") for layer in layers if layer["kind"] == "sliding_window"},
         "mode": batch["mode"],
         "page_size": cache["page_size"],
         "layer_kinds": {layer["kind"] for layer in layers},
@@ -31,6 +34,8 @@ def signature(case, backend):
 def matches(match, sig):
     checks = {
         "backend": lambda v: sig["backend"].startswith(v),
+        "properties": lambda v: sig["property"] in v,
+        "windows_any": lambda v: bool(sig["windows"] & set(v)),
         "modes": lambda v: sig["mode"] in v,
         "page_size_min": lambda v: sig["page_size"] >= v,
         "layer_kinds_any": lambda v: bool(sig["layer_kinds"] & set(v)),
@@ -47,7 +52,7 @@ def matches(match, sig):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("folder")
-    p.add_argument("--issues", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "known_issues.json"))
+    p.add_argument("--issues", required=True, help="the known-issues file (adapters/*/known_issues.json)")
     args = p.parse_args()
     if not os.path.isdir(args.folder):
         p.error(f"{args.folder}: not a folder")
@@ -68,7 +73,7 @@ def main():
         backend = second.split(": ")[0]
         prop = os.path.basename(path).split("-" + backend.replace(":", "-"))[0]
         try:
-            hit = next((i for i in issues if matches(i["match"], signature(case, backend))), None)
+            hit = next((i for i in issues if matches(i["match"], signature(case, backend, prop))), None)
         except ValueError as e:
             print(f"triage: {args.issues}: {e}", file=sys.stderr)
             return 2

@@ -1,0 +1,77 @@
+"""The GPU campaign's table (ci/gpu.sh): one row per real executor from its campaign log, its
+saved findings triaged against adapters/gpu/known_issues.json (adapters/triage.py).
+
+    python3 ci/gpu_table.py OUT JOBS NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
+
+Exit 1 when a campaign failed (kvfuzz exit > 1) or a saved finding is NEW (known to no entry).
+"""
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRIAGE = [sys.executable, os.path.join(HERE, "..", "adapters", "triage.py")]
+ISSUES = os.path.join(HERE, "..", "adapters", "gpu", "known_issues.json")
+
+
+def triage(folder):
+    """(known, new) saved findings, writing the triage's report next to the folder."""
+    if not os.path.isdir(folder) or not any(f.endswith(".json") for f in os.listdir(folder)):
+        return 0, 0
+    result = subprocess.run(TRIAGE + [folder, "--issues", ISSUES], capture_output=True, text=True)
+    with open(folder + ".triage", "w") as f:
+        f.write(result.stdout + result.stderr)
+    if result.returncode > 1:
+        raise SystemExit(f"gpu_table: triage of {folder} failed: {result.stderr.strip()}")
+    rows = [line.split() for line in result.stdout.splitlines()]
+    saved = [r for r in rows if len(r) == 3 and r[2].endswith(".json") and r[0] != "minimal"]
+    new = sum(1 for r in saved if r[0] == "NEW")
+    return len(saved) - new, new
+
+
+def row(name, log, jobs, known, new):
+    text = open(log).read()
+    m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
+    wall = float(m.group(2)) if m else 0.0
+    checked = unsupported = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 3 and ":" in f[0] and f[1].isdigit() and f[2].isdigit():
+            checked, unsupported = checked + int(f[1]), unsupported + int(f[2])
+    found = {}
+    for prop, count in re.findall(r"^([\w-]+)/\S+\s+(\d+)\s+\d+\s", text, re.M):
+        found[prop] = found.get(prop, 0) + int(count)
+    inside = re.search(r"([\d.]+) s inside the adapter's function", text)
+    share = f"{100 * float(inside.group(1)) / (wall * jobs):.0f}%" if inside and wall else "?"
+    findings = ", ".join(f"{p} {n}" for p, n in sorted(found.items())) or "none"
+    saved = f"{known} + {new} NEW" if new else str(known)
+    return f"{name:<22} {checked:>9} {unsupported:>12} {m.group(3) if m else '?':>9} {share:>10} {saved:>12}  {findings}"
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    out, jobs, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    status = 0
+    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'cases/s':>9} {'in kernel':>10} {'saved known':>12}"
+          "  findings by property")
+    for name in names:
+        rc = int(open(os.path.join(out, name + ".rc")).read())
+        log = os.path.join(out, name + ".log")
+        if rc > 1:
+            last = open(log).read().strip().splitlines()[-1:] or [""]
+            print(f"{name:<22} kvfuzz exited {rc}: {last[0]}")
+            status = 1
+            continue
+        known, new = triage(os.path.join(out, name))
+        status |= new > 0
+        print(row(name, log, jobs, known, new))
+    print(f'("in kernel": time inside the adapter\'s function over the campaign\'s wall time times its {jobs} jobs;')
+    print(f' "saved known": saved findings adapters/gpu/known_issues.json knows, NEW ones listed in {out}/<backend>.triage)')
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
