@@ -190,6 +190,26 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
   }
 }
 
+namespace {
+
+// With the column probes skipped: the foreign reads the owner probes found (in-bounds).
+void check_foreign(const CaseContext& ctx, const OpaqueReads& reads, std::vector<Finding>& findings) {
+  size_t reports = 0;
+  for (int32_t layer = 0; layer < reads.layers; ++layer) {
+    for (int64_t token = 0; token < reads.num_tokens; ++token) {
+      const int32_t row = ctx.row_of(token);
+      const std::vector<std::string>& foreign = reads.at(layer, token).foreign;
+      if (row >= ctx.batch().bs || foreign.empty() || reports++ >= kMaxReports) continue;
+      std::ostringstream os;
+      os << describe_row(ctx, layer, row, token) << ":";
+      for (size_t i = 0; i < foreign.size() && i < 3; ++i) os << "\n  foreign read  " << foreign[i];
+      findings.push_back({"in-bounds", "", os.str(), layer, row, token});
+    }
+  }
+}
+
+}  // namespace
+
 void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run, std::vector<Finding>& findings) {
   const ForwardBatch& fb = ctx.batch();
   const Scenario& s = ctx.scenario();
@@ -252,8 +272,12 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
     OpaqueReads reads = recover_reads(ctx, backend, run);
     for (Finding& f : reads.findings) result.findings.push_back(std::move(f));
     for (Finding& f : reads.notes) result.notes.push_back(std::move(f));
-    if (!reads.reads.empty())
+    if (!reads.extent_skipped.empty()) {
+      result.notes.push_back({"extent-not-checked", std::string(backend.name()), reads.extent_skipped});
+      if (!reads.reads.empty()) check_foreign(ctx, reads, result.findings);
+    } else if (!reads.reads.empty()) {
       check_extent(ctx, run, result.findings, [&reads](int32_t layer, int64_t token) { return reads.at(layer, token); });
+    }
   }
   for (Finding& f : result.findings) f.backend = std::string(backend.name());
   return result;
