@@ -162,10 +162,9 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype));
   OpaqueReads result;
   const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
-  if (c.column_probes > kMaxColumnProbeSets && values > kMaxProbeValues) {
+  if (values > kMaxProbeValues) {
     result.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
-                            std::to_string(values) + " pool values; the limit is " + std::to_string(kMaxColumnProbeSets) +
-                            " sets or " + std::to_string(kMaxProbeValues) + " values)";
+                            std::to_string(values) + " pool values, over the limit of " + std::to_string(kMaxProbeValues) + ")";
     c.column_probes = 0;
   }
   result.layers = static_cast<int32_t>(m.layers.size());

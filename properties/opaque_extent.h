@@ -21,11 +21,14 @@
 //     unowned slots gives non-finite outputs where the finite run was right, the kernel loaded
 //     unowned slots and masked them: reported as a note (information), not a finding.
 //
-// Column probes need ceil(columns / (C x per_channel)) sets, hundreds at the `long` profile's
-// 131072 keys, each carrying the case's written pools. When they would number more than
-// kMaxColumnProbeSets and exchange more than kMaxProbeValues pool values in all, they are skipped:
-// `extent_skipped` says so ("extent not checked: N probe sets needed", a note, never a pass), the
-// reads carry no columns, and the owner probes still find foreign reads.
+// Column probes need ceil(columns / (C x per_channel)) sets, each carrying the case's written
+// pools (kvfuzz holds them all at once, the adapter reads them all). What limits them is that
+// cost, not their count (the CPU profiles' narrow heads need hundreds of cheap sets): when the
+// column probe sets would carry more than kMaxProbeValues pool values in all — a `long` case's
+// 131072 keys need 16 to 171 sets of up to 2^29 values — they are skipped: `extent_skipped` says
+// so ("extent not checked: N probe sets needed", a note, never a pass), the reads carry no
+// columns, and the owner probes (one set for the long profile's few requests) still find
+// foreign reads; oracle agreement runs as always.
 //
 //   OpaqueReads r = recover_reads(ctx, backend, run);
 //   ResolvedReads q = r.at(layer, token);
@@ -39,8 +42,7 @@
 
 namespace kvfuzz {
 
-inline constexpr int32_t kMaxColumnProbeSets = 16;
-inline constexpr int64_t kMaxProbeValues = int64_t{1} << 30;
+inline constexpr int64_t kMaxProbeValues = int64_t{1} << 30;  // 4 GiB of float32
 
 struct OpaqueReads {
   int32_t layers = 0;

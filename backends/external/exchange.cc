@@ -53,9 +53,9 @@ NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, in
 }
 
 // Layer l's K or V pool of one value set: dense, or sparse above kSparsePoolElements.
-void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, nlohmann::json& index) {
+void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int64_t sparse_above, nlohmann::json& index) {
   const std::string name = std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l);
-  if (p.dense_elements() <= kSparsePoolElements) {
+  if (p.dense_elements() <= sparse_above) {
     put(sub, name, pool_rows(p, t, {}, p.num_slots), index);
     return;
   }
@@ -114,7 +114,8 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
 }
 
 void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names) {
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
+                           int64_t sparse_above) {
   const RunInput& first = inputs.front();
   const Scenario& s = first.scenario;
   const Model& m = s.model;
@@ -135,8 +136,8 @@ void write_execute_request(const std::string& dir, const Family& family, const P
     put(sub, "v_new", NpyArray::of<float>({L, T, m.kv_heads, m.v_head_dim}, in.tensors.v_data()), index);
     for (int32_t l = 0; l < L; ++l) {
       const KvPool& p = in.pools.layer(l);
-      put_pool(sub, l, p, Tensor::k, index);
-      if (!m.mla) put_pool(sub, l, p, Tensor::v, index);
+      put_pool(sub, l, p, Tensor::k, sparse_above, index);
+      if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
     }
     sets[set_names[i]] = index;
   }
