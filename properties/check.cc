@@ -210,8 +210,8 @@ void check_foreign(const CaseContext& ctx, const OpaqueReads& reads, std::vector
 
 }  // namespace
 
-void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run, std::vector<Finding>& findings,
-                     std::vector<Finding>* notes) {
+void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run,
+                     std::vector<Finding>& findings, std::vector<Finding>* notes) {
   int64_t unbounded = 0, max_keys = 0;
   const ForwardBatch& fb = ctx.batch();
   const Scenario& s = ctx.scenario();
@@ -268,9 +268,10 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
   }
   if (unbounded > 0 && notes)
     notes->push_back({"oracle-not-bounded", std::string(backend.name()),
-                      "oracle agreement not checked on " + std::to_string(unbounded) + " (query, head) pairs of up to " +
-                          std::to_string(max_keys) + " keys: the declared precision (tile_keys " +
-                          std::to_string(pm.tile_keys) + ") gives no worst-case bound there; declare the kernel's tile size"});
+                      "oracle agreement not checked on " + std::to_string(unbounded) +
+                          " (query, head) pairs of up to " + std::to_string(max_keys) +
+                          " keys: the declared precision (tile_keys " + std::to_string(pm.tile_keys) +
+                          ") gives no worst-case bound there; declare the kernel's tile size"});
 }
 
 CheckResult check_run(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {

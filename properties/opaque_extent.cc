@@ -164,7 +164,8 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
   if (values > kMaxProbeValues) {
     result.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
-                            std::to_string(values) + " pool values, over the limit of " + std::to_string(kMaxProbeValues) + ")";
+                            std::to_string(values) + " pool values, over the limit of " +
+                            std::to_string(kMaxProbeValues) + ")";
     c.column_probes = 0;
   }
   result.layers = static_cast<int32_t>(m.layers.size());

@@ -51,7 +51,7 @@ struct OpaqueReads {
   std::vector<Finding> findings;     // probes that do not decode, or a failing probe run
   std::vector<Finding> notes;        // masked reads of unowned slots
   int32_t probe_runs = 0;
-  std::string extent_skipped;        // non-empty: no column probes ran, reads hold foreign reads only
+  std::string extent_skipped;  // non-empty: no column probes ran, reads hold foreign reads only
 
   const ResolvedReads& at(int32_t layer, int64_t token) const {
     return reads[static_cast<size_t>(layer) * static_cast<size_t>(num_tokens) + static_cast<size_t>(token)];

@@ -22,8 +22,8 @@ namespace kvfuzz {
 
 // tiny..large run on a CPU machine in seconds; `long` is for GPU machines: one request of at
 // least 131072 keys in a pool of more than 2^31 elements per layer (generate_long.cc), to probe
-// real kernels' 32-bit index arithmetic. Its pools are sparse, so a long case needs about 3 GB of
-// RAM in kvfuzz and 1 GB of exchange files per value set (README, "Size profiles").
+// real kernels' 32-bit index arithmetic. Its pools are sparse: a long case needs up to ~5 GB of
+// RAM in kvfuzz, ~11 GB in a Python adapter and ~4 GB of /dev/shm (README, "Size profiles").
 enum class Profile : uint8_t { tiny, small, medium, large, long_ };
 inline constexpr Profile kProfiles[] = {Profile::tiny, Profile::small, Profile::medium, Profile::large, Profile::long_};
 

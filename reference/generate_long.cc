@@ -51,12 +51,14 @@ Model long_model(Rng& rng, int32_t page_size) {
 // Keys of the long request at the batch step: 2^17 and the corners past it.
 int32_t long_keys(Rng& rng, int32_t page_size) {
   constexpr int32_t k = 131072;
-  const int32_t corners[] = {k, k, k + 1, k + page_size - 1, k + page_size, k + page_size + 1,
-                             k + static_cast<int32_t>(rng.range(2, 8192))};
+  const int32_t corners[] = {
+      k, k, k + 1, k + page_size - 1, k + page_size, k + page_size + 1, k + static_cast<int32_t>(rng.range(2, 8192))};
   return corners[rng.below(std::size(corners))];
 }
 
-int32_t pages_for(int64_t tokens, int32_t page_size) { return static_cast<int32_t>((tokens + page_size - 1) / page_size); }
+int32_t pages_for(int64_t tokens, int32_t page_size) {
+  return static_cast<int32_t>((tokens + page_size - 1) / page_size);
+}
 
 }  // namespace
 
@@ -127,7 +129,8 @@ Scenario generate_long(Rng rng) {
 
   for (int32_t id = 0; id < batch_size; ++id)
     b.entries.push_back({id, b.mode == Mode::decode ? 0 : step[static_cast<size_t>(id)], {}});
-  std::rotate(b.entries.begin(), b.entries.begin() + static_cast<std::ptrdiff_t>(rng.below(static_cast<uint64_t>(batch_size))),
+  std::rotate(b.entries.begin(),
+              b.entries.begin() + static_cast<std::ptrdiff_t>(rng.below(static_cast<uint64_t>(batch_size))),
               b.entries.end());
   b.graph_bs = rng.chance(1, 3) ? batch_size + static_cast<int32_t>(rng.range(0, 2)) : 0;
   b.kv_splits = rng.chance(1, 2) ? 1 : static_cast<int32_t>(rng.range(2, 16));

@@ -90,9 +90,11 @@ KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& valu
       float* k_row = p.k_row_for_write(slot);
       float* v_row = m.mla ? nullptr : p.v_row_for_write(slot);
       for (int32_t h = 0; h < m.kv_heads; ++h) {
-        values(l, Tensor::k, c.request, c.column, h, {k_row + int64_t{h} * m.head_dim, static_cast<size_t>(m.head_dim)});
+        values(l, Tensor::k, c.request, c.column, h,
+               {k_row + int64_t{h} * m.head_dim, static_cast<size_t>(m.head_dim)});
         if (!m.mla)
-          values(l, Tensor::v, c.request, c.column, h, {v_row + int64_t{h} * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
+          values(l, Tensor::v, c.request, c.column, h,
+                 {v_row + int64_t{h} * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
       }
     }
     pools_.push_back(std::move(p));

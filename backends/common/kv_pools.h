@@ -68,7 +68,9 @@ class KvPool {
   const float* k_slot(int64_t slot, const Where& where = {}) const { return k(slot, 0, where); }
   const float* v_slot(int64_t slot, const Where& where = {}) const { return v(slot, 0, where); }
   std::span<const float> k_fill() const { return k_fill_; }
-  std::span<const float> v_fill() const { return mla ? std::span<const float>(k_fill_) : std::span<const float>(v_fill_); }
+  std::span<const float> v_fill() const {
+    return mla ? std::span<const float>(k_fill_) : std::span<const float>(v_fill_);
+  }
   std::vector<int64_t> stored_slots() const;
   // num_slots x kv_heads x head_dim: the size of the dense K pool.
   int64_t dense_elements() const { return num_slots * k_width(); }
@@ -94,8 +96,8 @@ class KvPool {
   float* v_row_for_write(int64_t slot) { return row_for_write(v_blocks_, v_fill_, slot); }
   static float* row_for_write(Blocks& blocks, const std::vector<float>& fill, int64_t slot);
 
-  Blocks k_blocks_, v_blocks_;              // v_blocks_ empty for MLA
-  std::vector<float> k_fill_, v_fill_;      // [kv_heads][head_dim], [kv_heads][v_head_dim]
+  Blocks k_blocks_, v_blocks_;          // v_blocks_ empty for MLA
+  std::vector<float> k_fill_, v_fill_;  // [kv_heads][head_dim], [kv_heads][v_head_dim]
   const std::vector<SlotContent>* content_ = nullptr;
 };
 

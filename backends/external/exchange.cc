@@ -53,7 +53,8 @@ NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, in
 }
 
 // Layer l's K or V pool of one value set: dense, or sparse above kSparsePoolElements.
-void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int64_t sparse_above, nlohmann::json& index) {
+void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int64_t sparse_above,
+              nlohmann::json& index) {
   const std::string name = std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l);
   if (p.dense_elements() <= sparse_above) {
     put(sub, name, pool_rows(p, t, {}, p.num_slots), index);

@@ -42,9 +42,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   static std::string adapter_profile = "small";
   add_adapter_options(adapter, adapters);
   adapter->add_option("--cases", adapter_cases, "Generated cases")->check(positive())->capture_default_str();
-  adapter->add_option("--profile", adapter_profile, "Size profile")
-      ->check(profile_check())
-      ->capture_default_str();
+  adapter->add_option("--profile", adapter_profile, "Size profile")->check(profile_check())->capture_default_str();
   adapter->callback([&exit_code] {
     if (adapters.commands.empty()) throw InvalidCase("bench adapter: give the executor with --adapter CMD");
     register_adapters(adapters);

@@ -87,7 +87,8 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
       if (array.value().value("sparse", false)) {
         ExecuteResult r;
         r.unsupported = "kvfuzz-worker hands libraries dense pools; " + array.key() + " of " +
-                        std::to_string(array.value().value("num_slots", int64_t{0})) + " slots came sparse (PROTOCOL.md)";
+                        std::to_string(array.value().value("num_slots", int64_t{0})) +
+                        " slots came sparse (PROTOCOL.md)";
         return r;
       }
 
