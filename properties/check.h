@@ -73,6 +73,8 @@ std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int
 using ReadsOf = std::function<ResolvedReads(int32_t layer, int64_t token)>;
 void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings,
                   const ReadsOf& reads_of = nullptr);
-void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run, std::vector<Finding>& findings);
+// Rows whose tolerance has no bound (Tolerance::bounded) are counted in a note when `notes` is given.
+void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run,
+                     std::vector<Finding>& findings, std::vector<Finding>* notes = nullptr);
 
 }  // namespace kvfuzz

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backends/common/backend_failure.h"
+#include "reference/validate.h"
 
 namespace kvfuzz {
 namespace {
@@ -158,8 +159,15 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const Model& m = s.model;
   const Prepared& p = ctx.prepared();
   const ForwardBatch& fb = p.batch;
-  const Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype));
+  Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype));
   OpaqueReads result;
+  const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
+  if (values > kMaxProbeValues) {
+    result.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
+                            std::to_string(values) + " pool values, over the limit of " +
+                            std::to_string(kMaxProbeValues) + ")";
+    c.column_probes = 0;
+  }
   result.layers = static_cast<int32_t>(m.layers.size());
   result.num_tokens = fb.num_tokens();
   result.reads.resize(static_cast<size_t>(result.layers) * static_cast<size_t>(result.num_tokens));
@@ -283,7 +291,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       if (!decodable) continue;
       // Foreign keys share column codes with own ones; without foreign reads the counts add up.
       if (overflow) r.foreign.push_back("a column read 4 or more times (the probe codes cannot say which)");
-      if (foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total)
+      if (result.extent_skipped.empty() && foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total)
         r.foreign.push_back(std::to_string(total - own_total) + " read(s) of columns beyond every request's length");
       std::sort(r.columns.begin(), r.columns.end());
       // NaN in unowned slots reached the output although the probes show no read of one: the

@@ -21,6 +21,15 @@
 //     unowned slots gives non-finite outputs where the finite run was right, the kernel loaded
 //     unowned slots and masked them: reported as a note (information), not a finding.
 //
+// Column probes need ceil(columns / (C x per_channel)) sets, each carrying the case's written
+// pools (kvfuzz holds them all at once, the adapter reads them all). What limits them is that
+// cost, not their count (the CPU profiles' narrow heads need hundreds of cheap sets): when the
+// column probe sets would carry more than kMaxProbeValues pool values in all — a `long` case's
+// 131072 keys need 16 to 171 sets of up to 2^29 values — they are skipped: `extent_skipped` says
+// so ("extent not checked: N probe sets needed", a note, never a pass), the reads carry no
+// columns, and the owner probes (one set for the long profile's few requests) still find
+// foreign reads; oracle agreement runs as always.
+//
 //   OpaqueReads r = recover_reads(ctx, backend, run);
 //   ResolvedReads q = r.at(layer, token);
 #pragma once
@@ -33,6 +42,8 @@
 
 namespace kvfuzz {
 
+inline constexpr int64_t kMaxProbeValues = int64_t{1} << 30;  // 4 GiB of float32
+
 struct OpaqueReads {
   int32_t layers = 0;
   int64_t num_tokens = 0;
@@ -40,6 +51,7 @@ struct OpaqueReads {
   std::vector<Finding> findings;     // probes that do not decode, or a failing probe run
   std::vector<Finding> notes;        // masked reads of unowned slots
   int32_t probe_runs = 0;
+  std::string extent_skipped;  // non-empty: no column probes ran, reads hold foreign reads only
 
   const ResolvedReads& at(int32_t layer, int64_t token) const {
     return reads[static_cast<size_t>(layer) * static_cast<size_t>(num_tokens) + static_cast<size_t>(token)];

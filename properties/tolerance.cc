@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "backends/common/attention_math.h"
 #include "reference/values.h"
@@ -95,6 +96,12 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
   t.o_coef = (1.0 + u_out) * (1.0 + g_fin) * c_o + u_out;
   t.abs = (1.0 + u_out) * (1.0 + g_fin) * c_abs + kOracleError;
   t.lse = eps_lse + merges * kappa + kOracleError * (1.0 + std::abs(std::isinf(oracle_lse) ? 0.0 : oracle_lse));
+  // Past lam or omega = 1 the bounds above are negative or NaN: no bound (Tolerance::bounded).
+  const double omega = merges > 0 ? std::expm1(eps_lse + merges * kappa) : 0.0;
+  if (!(lam < 1.0 && omega < 1.0) || !std::isfinite(t.s_coef) || !std::isfinite(t.lse) || !std::isfinite(t.abs)) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    t.s_coef = t.o_coef = t.abs = t.lse = kInf;
+  }
   return t;
 }
 

@@ -58,6 +58,7 @@
 //   bool ok = std::abs(out[d] - ref[d]) <= t.out(oracle.abs_out_at(l, q, h)[d], ref[d]);
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "backends/backend.h"
@@ -90,6 +91,10 @@ struct Tolerance {
 
   // The bound of an element with oracle output o and abs_out s.
   double out(double s, double o) const;
+  // False when the derivation gives no bound: at enough keys and tiles (a `long` case against a
+  // kernel that declares no tile size) the worst-case weight error reaches 1. Every bound is
+  // then +inf and check_agreement says so in a note instead of passing silently.
+  bool bounded() const { return std::isfinite(s_coef) && std::isfinite(lse); }
 };
 
 // n: the query's visible keys; qk_norm, lse: the oracle's for this (layer, query, head).

@@ -12,12 +12,13 @@ std::string_view to_string(Profile p) {
     case Profile::small: return "small";
     case Profile::medium: return "medium";
     case Profile::large: return "large";
+    case Profile::long_: return "long";
   }
   return "?";
 }
 
 std::optional<Profile> parse_profile(std::string_view s) {
-  for (Profile p : {Profile::tiny, Profile::small, Profile::medium, Profile::large})
+  for (Profile p : kProfiles)
     if (s == to_string(p)) return p;
   return std::nullopt;
 }
@@ -29,6 +30,7 @@ ProfileBounds bounds(Profile p) {
     case Profile::small: return {8, 32, 3, 32, 256, 8, 32, 64, 6, 12};
     case Profile::medium: return {16, 64, 4, 64, 2048, 16, 96, 512, 12, 24};
     case Profile::large: return {16, 128, 4, 256, 4096, 16, 160, 1024, 8, 64};
+    case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
   }
   return bounds(Profile::small);
 }
@@ -83,6 +85,16 @@ void tighten_context(Scenario& s) {
 Scenario generate(uint64_t seed, Profile profile) {
   const ProfileBounds b = bounds(profile);
   const Rng root(seed);
+  if (profile == Profile::long_) {
+    for (uint64_t attempt = 0; attempt < 8; ++attempt) {
+      const Rng rng = root.fork(attempt);
+      Scenario s = generate_long(rng.fork("long"));
+      s.values = generate_values(rng.fork("values"));
+      s.batch.device_sms = generate_device_sms(rng.fork("device_sms"));
+      if (is_valid(s)) return s;
+    }
+    return fallback(seed);
+  }
   for (uint64_t attempt = 0; attempt < 8; ++attempt) {
     Rng rng = root.fork(attempt);
     Scenario s;

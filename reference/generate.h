@@ -20,12 +20,19 @@
 
 namespace kvfuzz {
 
-enum class Profile : uint8_t { tiny, small, medium, large };
+// tiny..large run on a CPU machine in seconds; `long` is for GPU machines: one request of at
+// least 131072 keys in a pool of more than 2^31 elements per layer (generate_long.cc), to probe
+// real kernels' 32-bit index arithmetic. Its pools are sparse: a long case needs up to ~5 GB of
+// RAM in kvfuzz, ~11 GB in a Python adapter and ~4 GB of /dev/shm (README, "Size profiles").
+enum class Profile : uint8_t { tiny, small, medium, large, long_ };
+inline constexpr Profile kProfiles[] = {Profile::tiny, Profile::small, Profile::medium, Profile::large, Profile::long_};
 
 std::string_view to_string(Profile p);
 std::optional<Profile> parse_profile(std::string_view s);
 
-// Always returns a scenario that passes validate().
+// Always returns a scenario that passes validate(). A draw of tiny..large that keeps exceeding
+// the limits falls back to the next smaller profile; `long` is outside that chain and retries
+// within itself.
 Scenario generate(uint64_t seed, Profile profile);
 
 // Size bounds of a profile; the generators stay inside them.
@@ -42,5 +49,8 @@ int32_t generate_page_size(Rng& rng, const ProfileBounds& b);
 int32_t corner_length(Rng& rng, int32_t page_size, int32_t max);
 // Fills cache sizes, history and batch; returns false if this draw could not be made valid.
 bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s);
+// Model, cache, history and batch of a `long` case (generate_long.cc); values and device_sms are
+// the caller's.
+Scenario generate_long(Rng rng);
 
 }  // namespace kvfuzz

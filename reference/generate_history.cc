@@ -131,7 +131,8 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
   const int64_t pages = rng.chance(1, 2) ? tight : tight * static_cast<int64_t>(rng.range(2, 4));
   const int64_t width = int64_t{s.model.kv_heads} * (s.model.head_dim + s.model.v_head_dim);
   const int64_t memory_pages = limits::kMaxPoolFloats / 2 / (width * static_cast<int64_t>(s.model.layers.size()) * ps);
-  c.full_pages = static_cast<int32_t>(std::clamp<int64_t>(pages, 4, std::min(memory_pages, limits::kMaxPoolSlots / ps / 2)));
+  c.full_pages = static_cast<int32_t>(
+      std::clamp<int64_t>(pages, 4, std::min(memory_pages, limits::kCpuProfilePoolSlots / ps / 2)));
   const bool any_window = std::any_of(s.model.layers.begin(), s.model.layers.end(),
                                       [](const Layer& l) { return l.kind == LayerKind::sliding_window; });
   c.swa_pages = any_window && rng.chance(2, 3) ? std::max(4, c.full_pages * static_cast<int32_t>(rng.range(2, 4)) / 4) : 0;

@@ -1,5 +1,6 @@
 #include "reference/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -80,19 +81,11 @@ void validate_cache(const CacheConfig& c) {
                                       str(limits::kMaxReqToTokenEntries));
 }
 
-void validate_memory(const Scenario& s) {
-  const Model& m = s.model;
-  const int64_t full_slots = int64_t{s.cache.full_pages + 1} * s.cache.page_size;
-  const int64_t swa_slots = int64_t{s.cache.swa_pages + 1} * s.cache.page_size;
-  const int64_t width = int64_t{m.kv_heads} * (m.head_dim + (m.mla ? 0 : m.v_head_dim));
-  int64_t floats = 0;
-  for (const Layer& l : m.layers) {
-    const bool swa_pool = l.kind == LayerKind::sliding_window && s.cache.swa_pages > 0;
-    floats += (swa_pool ? swa_slots : full_slots) * width;
-  }
-  if (floats > limits::kMaxPoolFloats)
-    fail("cache.full_pages", "the K/V pools would hold " + str(floats) + " values, over the limit of " +
-                                 str(limits::kMaxPoolFloats) + " (fewer pages, heads or layers)");
+void validate_memory(const Scenario& s, const CacheState& cache) {
+  const int64_t floats = written_pool_values(s, cache);
+  if (floats > limits::kMaxWrittenPoolFloats)
+    fail("history", "the K/V pools would hold " + str(floats) + " written values, over the limit of " +
+                        str(limits::kMaxWrittenPoolFloats) + " (fewer live tokens, heads or layers)");
 }
 
 void check_tree(const std::string& field, const std::vector<int32_t>& parents, int32_t topk) {
@@ -189,6 +182,18 @@ void validate_work(const Scenario& s) {
 
 }  // namespace
 
+int64_t written_pool_values(const Scenario& s, const CacheState& cache) {
+  const Model& m = s.model;
+  auto live = [](const std::vector<SlotContent>& content) {
+    return std::count_if(content.begin(), content.end(), [](const SlotContent& c) { return c.live(); });
+  };
+  const int64_t full = live(cache.full_content), swa = live(cache.swa_content);
+  const int64_t width = int64_t{m.kv_heads} * (m.head_dim + (m.mla ? 0 : m.v_head_dim));
+  int64_t values = 0;
+  for (const Layer& l : m.layers) values += (l.kind == LayerKind::sliding_window && cache.hybrid ? swa : full) * width;
+  return values;
+}
+
 bool is_tree(const std::vector<int32_t>& parents, int32_t topk, std::string* why) {
   auto reject = [&](std::string what) {
     if (why) *why = std::move(what);
@@ -211,13 +216,12 @@ bool is_tree(const std::vector<int32_t>& parents, int32_t topk, std::string* why
 void validate(const Scenario& s) {
   validate_cache(s.cache);
   validate_model(s.model, s.cache);
-  validate_memory(s);
   validate_history_shape(s);
   validate_batch_shape(s);
   validate_values(s.values);
   // The replay checks what depends on the order of events: live requests, pool capacity,
   // context length, pending drafts, and the batch against the requests it names.
-  prepare(s);
+  validate_memory(s, prepare(s).cache);
   validate_work(s);
 }
 

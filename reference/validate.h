@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "reference/cache.h"
 #include "reference/scenario.h"
 
 namespace kvfuzz {
@@ -21,6 +22,12 @@ void validate(const Scenario& s);
 // validate() as a predicate: false, with InvalidCase's message in `why` when given, for an
 // invalid case.
 bool is_valid(const Scenario& s, std::string* why = nullptr);
+
+// The K and V values the case's pools hold written (kv_pools.h stores nothing else): live tokens
+// of each layer's pool times kv_heads x (head_dim + v_head_dim), summed over layers. validate()
+// bounds it by limits::kMaxWrittenPoolFloats.
+//   int64_t v = written_pool_values(s, prepare(s).cache);
+int64_t written_pool_values(const Scenario& s, const CacheState& cache);
 
 // True when the sequence is a spec-decode tree of `parents.size()` nodes: parents[0] == -1,
 // 0 <= parents[i] < i, and (topk > 0) no node has more than topk children. Writes the reason

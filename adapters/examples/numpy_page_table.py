@@ -42,7 +42,6 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
     seqlens = case.array(prefix + "cache_seqlens")
     table = case.array(prefix + "page_table")
     width, ps = call["width"], call["view_page_size"]
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
     q_all = case.q[layer]
     for b in range(call["rows"]):
         q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
@@ -58,7 +57,7 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
             pages = np.where(keys // ps == last, pages + 1, pages)
         slots = pages * ps + keys % ps
         if BREAK == "freed_slot" and k_len > 0:
-            slots[0] = k_pool.shape[0] - 1  # the pool's last slot: past every allocation
+            slots[0] = case.num_slots(layer) - 1  # the pool's last slot: past every allocation
         q_len = q1 - q0
         last_key = k_len - q_len + np.arange(q_len)[:, None]
         visible = np.ones((q_len, k_len), dtype=bool)
@@ -72,7 +71,9 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
             visible &= keys[None, :] <= last_key
         if window_left >= 0:
             visible &= keys[None, :] >= last_key - window_left
-        o, l = attend(q_all[q0:q1], k_pool[slots], v_pool[slots], visible, case.sm_scale, case.softcap)
+        # Rows by slot (case.pool_rows): the pools of `long` cases come sparse and are not materialized.
+        k, v = case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots)
+        o, l = attend(q_all[q0:q1], k, v, visible, case.sm_scale, case.softcap)
         out[q0:q1], lse[q0:q1] = o, l
 
 

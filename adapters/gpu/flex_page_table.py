@@ -168,16 +168,28 @@ def padded(x, rows, width):
     return t.unsqueeze(0)
 
 
+def padded_pool(case, layer, which, rows, width):
+    """Layer's K or V pool as padded() lays it out, built on the device from its parts: a sparse
+    pool (the `long` profile's, over 2^31 elements) never exists dense on the host."""
+    n, fill, slots, stored = case.pool_parts(layer, which)
+    d = fill.shape[-1]
+    t = torch.zeros((fill.shape[0], rows, width), dtype=torch.float32, device=DEV)
+    t[:, :n, :d] = torch.from_numpy(np.ascontiguousarray(fill)).to(DEV)[:, None, :]
+    if len(slots):
+        idx = torch.from_numpy(np.ascontiguousarray(slots)).to(DEV)
+        t[:, idx, :d] = torch.from_numpy(np.ascontiguousarray(stored)).to(DEV).transpose(0, 1)
+    return t.unsqueeze(0)
+
+
 def run_part_flex(case, layer, m, window_left):
     dt = TORCH_DTYPE[case.dtype]
     q = case.q[layer]
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
-    n_tokens, n_slots = q.shape[0], k_pool.shape[0]
-    d_pad = p2(max(q.shape[2], k_pool.shape[2]), 16)
-    dv_pad = p2(v_pool.shape[2], 16)
+    n_tokens, n_slots = q.shape[0], case.num_slots(layer)
+    d_pad = p2(max(q.shape[2], case.model["head_dim"]), 16)
+    dv_pad = p2(case.model["v_head_dim"], 16)
     qt = padded(q, m["t_pad"], d_pad).to(dt)
-    kt = padded(k_pool, m["s_pad"], d_pad).to(dt)
-    vt = padded(v_pool, m["s_pad"], dv_pad).to(dt)
+    kt = padded_pool(case, layer, "k", m["s_pad"], d_pad).to(dt)
+    vt = padded_pool(case, layer, "v", m["s_pad"], dv_pad).to(dt)
     tiles = torch.from_numpy(m["tiles"]).to(DEV)
     num = tiles.sum(-1).to(torch.int32)
     idx = torch.argsort(tiles.to(torch.int32), dim=-1, descending=True, stable=True).to(torch.int32)
@@ -210,7 +222,7 @@ def run(case):
     for layer in range(len(case.layers)):
         group, prefix = group_of(case, layer)
         window_left = int(case.plan["window_left"][layer])
-        n_slots = case.k_cache(layer).shape[0]
+        n_slots = case.num_slots(layer)
         merged = None
         for i, call in enumerate(group["parts"]):
             m = part_metadata(case, call, f"{prefix}parts.{i}.", n_slots, case.num_tokens)

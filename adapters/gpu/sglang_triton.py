@@ -81,6 +81,18 @@ def dims(case):
     return w, w
 
 
+def device_pool(case, layer, which, dtype, pad_to):
+    """Layer's K or V pool [slots, kv_heads, max(dim, pad_to)] on the device, built from its parts:
+    a sparse pool (the `long` profile's, over 2^31 elements) never exists dense on the host."""
+    n, fill, slots, rows = case.pool_parts(layer, which)
+    width = max(pad_to, fill.shape[-1])
+    t = torch.zeros((n, fill.shape[0], width), dtype=dtype, device=DEV)
+    t[:, :, :fill.shape[-1]] = dev(fill, dtype)
+    if len(slots):
+        t[dev(slots)] = dev(rows, dtype, width)
+    return t
+
+
 def run_decode(case, csr, prefix, layer, dtype, out, lse):
     plan = case.plan
     rows = min(plan["rows"], case.num_tokens)
@@ -92,7 +104,7 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
         return
     D, Dp = dims(case)
     q = dev(case.q[layer][:rows], dtype, D)
-    k_buf, v_buf = dev(case.k_cache(layer), dtype, D), dev(case.v_cache(layer), dtype, Dp)
+    k_buf, v_buf = device_pool(case, layer, "k", dtype, D), device_pool(case, layer, "v", dtype, Dp)
     o = torch.zeros((rows, H, Dp), dtype=dtype, device=DEV)
     attn_logits = torch.zeros((rows, H, max_splits, Dp), dtype=torch.float32, device=DEV)
     attn_lse = torch.full((rows, H, max_splits), -math.inf, dtype=torch.float32, device=DEV)
@@ -167,7 +179,7 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
     D, Dp = dims(case)
     q = dev(case.q[layer], dtype, D)
     k_ext, v_ext = dev(case.k_new[layer], dtype, D), dev(case.v_new[layer], dtype, Dp)
-    k_buf, v_buf = dev(case.k_cache(layer), dtype, D), dev(case.v_cache(layer), dtype, Dp)
+    k_buf, v_buf = device_pool(case, layer, "k", dtype, D), device_pool(case, layer, "v", dtype, Dp)
     mask = mask_indptr_np = mask_indptr = None
     if plan["use_custom_mask"]:
         mask = dev(case.array("custom_mask")).to(torch.bool)

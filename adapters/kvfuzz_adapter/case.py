@@ -1,6 +1,8 @@
 """What an adapter's function receives: one case of one request (PROTOCOL.md, FAMILIES.md)."""
 import math
 
+import numpy as np
+
 
 class _Base:
     def __init__(self, manifest, folder, guarded):
@@ -63,14 +65,69 @@ class Case(_Base):
         return self._set("v_new")
 
     def k_cache(self, layer):
-        """[slots, kv_heads, head_dim] float32: the layer's pool (full or SWA: self.layers[layer]["pool"])."""
-        return self._set(f"k_cache.{layer}")
+        """[slots, kv_heads, head_dim] float32: the layer's pool (full or SWA: self.layers[layer]["pool"]).
+        A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that."""
+        return self._pool(layer, "k")
 
     def v_cache(self, layer):
         """[slots, kv_heads, v_head_dim]; for MLA models the first v_head_dim values of K."""
         if self.model["mla"]:
             return self.k_cache(layer)[:, :, : self.model["v_head_dim"]]
-        return self._set(f"v_cache.{layer}")
+        return self._pool(layer, "v")
+
+    def pool_parts(self, layer, which):
+        """(num_slots, fill [kv_heads, dim], slots [n] int64 ascending, rows [n, kv_heads, dim]) of
+        layer's K ("k") or V ("v") pool: slot slots[i] holds rows[i], every other slot holds fill.
+        For a GPU adapter to build the pool on the device without a dense host copy; works for
+        dense pools too (every slot stored). MLA: V is the first v_head_dim values of K's parts."""
+        if which not in ("k", "v"):
+            raise ValueError(f"pool_parts: which must be 'k' or 'v', not {which!r}")
+        if which == "v" and self.model["mla"]:
+            n, fill, slots, rows = self.pool_parts(layer, "k")
+            vd = self.model["v_head_dim"]
+            return n, fill[:, :vd], slots, rows[:, :, :vd]
+        name = f"{which}_cache.{layer}"
+        if not self._sparse(name):
+            dense = self._set(name)
+            return dense.shape[0], np.zeros(dense.shape[1:], np.float32), np.arange(dense.shape[0], dtype=np.int64), dense
+        return (self.manifest["sets"][self.value_set][name]["num_slots"], self._set(f"{name}.fill"),
+                self._set(f"{name}.slots"), self._set(f"{name}.rows"))
+
+    def pool_rows(self, layer, which, slots):
+        """rows [len(slots), kv_heads, dim] of layer's K ("k") or V ("v") pool at `slots` (int64):
+        what k_cache(layer)[slots] gives, without materializing a sparse pool."""
+        if which == "v" and self.model["mla"]:
+            return self.pool_rows(layer, "k", slots)[:, :, : self.model["v_head_dim"]]
+        if not self._sparse(f"{which}_cache.{layer}"):
+            return self._pool(layer, which)[slots]
+        n, fill, stored, rows = self.pool_parts(layer, which)
+        slots = np.asarray(slots, dtype=np.int64)
+        if slots.size and (slots.min() < 0 or slots.max() >= n):
+            raise IndexError(f"{which}_cache.{layer}: slot outside the pool of {n} slots")
+        if stored.shape[0] == 0:
+            return np.broadcast_to(fill, slots.shape + fill.shape).copy()
+        at = np.minimum(np.searchsorted(stored, slots), stored.shape[0] - 1)
+        return np.where((stored[at] == slots)[..., None, None], rows[at], fill)
+
+    def num_slots(self, layer):
+        """Slots of layer's pool (full or SWA)."""
+        return self.info["pools"]["swa_slots" if self.layers[layer]["pool"] == "swa" else "full_slots"]
+
+    def _sparse(self, name):
+        return bool(self.manifest["sets"][self.value_set].get(name, {}).get("sparse", False))
+
+    def _pool(self, layer, which):
+        name = f"{which}_cache.{layer}"
+        if not self._sparse(name):
+            return self._set(name)
+        key = f"{self.value_set}/{name}"
+        if key not in self._cache:
+            n, fill, slots, rows = self.pool_parts(layer, which)
+            dense = np.empty((n,) + fill.shape, np.float32)
+            dense[...] = fill
+            dense[slots] = rows
+            self._cache[key] = self._guarded.hold(key, dense)
+        return self._cache[key]
 
     def output_shapes(self):
         layers, tokens = len(self.layers), self.num_tokens

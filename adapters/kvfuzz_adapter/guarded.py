@@ -16,7 +16,10 @@ class Guarded:
         self._arrays = {}  # name -> (buffer, view, copy of the view's bytes)
 
     def load(self, name, path):
-        src = np.load(path, allow_pickle=False)
+        return self.hold(name, np.load(path, allow_pickle=False))
+
+    def hold(self, name, src):
+        """An array built here (a pool materialized from its sparse parts), guarded like a loaded one."""
         buf = np.empty(src.nbytes + 2 * GUARD_BYTES, dtype=np.uint8)
         buf[:GUARD_BYTES] = SENTINEL
         buf[GUARD_BYTES + src.nbytes:] = SENTINEL

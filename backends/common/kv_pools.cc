@@ -1,5 +1,6 @@
 #include "backends/common/kv_pools.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -14,11 +15,31 @@ PoolKind pool_of(const Scenario& s, int32_t layer) {
 
 void KvPool::write(int64_t slot, int32_t head, const float* k, const float* v, const Where& where) {
   check(slot, where);
-  float* kd = k_.data() + (slot * kv_heads + head) * head_dim;
+  float* kd = k_row_for_write(slot) + int64_t{head} * head_dim;
   for (int32_t d = 0; d < head_dim; ++d) kd[d] = k[d];
   if (mla) return;  // V is a view of K
-  float* vd = v_.data() + (slot * kv_heads + head) * v_head_dim;
+  float* vd = v_row_for_write(slot) + int64_t{head} * v_head_dim;
   for (int32_t d = 0; d < v_head_dim; ++d) vd[d] = v[d];
+}
+
+float* KvPool::row_for_write(Blocks& blocks, const std::vector<float>& fill, int64_t slot) {
+  std::vector<float>& b = blocks[static_cast<size_t>(static_cast<uint64_t>(slot) / kBlockSlots)];
+  const auto width = static_cast<int64_t>(fill.size());
+  if (b.empty()) {
+    b.resize(static_cast<size_t>(kBlockSlots * width));
+    for (int64_t i = 0; i < kBlockSlots; ++i) std::copy(fill.begin(), fill.end(), b.begin() + i * width);
+  }
+  return b.data() + static_cast<int64_t>(static_cast<uint64_t>(slot) % kBlockSlots) * width;
+}
+
+std::vector<int64_t> KvPool::stored_slots() const {
+  std::vector<int64_t> slots;
+  for (size_t b = 0; b < k_blocks_.size(); ++b) {
+    if (k_blocks_[b].empty() && (mla || v_blocks_[b].empty())) continue;
+    const int64_t first = static_cast<int64_t>(b) * kBlockSlots;
+    for (int64_t slot = first; slot < std::min(num_slots, first + kBlockSlots); ++slot) slots.push_back(slot);
+  }
+  return slots;
 }
 
 ValueFn value_fn(const ValueSource& values) {
@@ -54,22 +75,26 @@ KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& valu
     p.v_head_dim = m.v_head_dim;
     p.mla = m.mla;
     p.content_ = p.kind == PoolKind::swa ? &cache.swa_content : &cache.full_content;
-    p.k_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.head_dim), poison.k);
-    if (!m.mla) p.v_.assign(static_cast<size_t>(p.num_slots * m.kv_heads * m.v_head_dim), poison.v);
-    auto pattern = [&](std::vector<float>& x, const std::vector<float>& row) {
-      if (row.empty()) return;
-      for (size_t at = 0; at + row.size() <= x.size(); at += row.size()) std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(at));
+    // The fill row: the poison's pattern, else its value in every element.
+    auto fill = [](float value, const std::vector<float>& row, int64_t width) {
+      return row.empty() ? std::vector<float>(static_cast<size_t>(width), value) : row;
     };
-    pattern(p.k_, poison.k_row);
-    pattern(p.v_, poison.v_row);
+    p.k_fill_ = fill(poison.k, poison.k_row, p.k_width());
+    if (!m.mla) p.v_fill_ = fill(poison.v, poison.v_row, p.v_width());
+    const auto blocks = static_cast<size_t>((p.num_slots + KvPool::kBlockSlots - 1) / KvPool::kBlockSlots);
+    p.k_blocks_.resize(blocks);
+    if (!m.mla) p.v_blocks_.resize(blocks);
     for (int64_t slot = 0; slot < p.num_slots; ++slot) {
       const SlotContent& c = p.content(slot);
       if (!c.live() || !c.written || c.column < 0) continue;
+      float* k_row = p.k_row_for_write(slot);
+      float* v_row = m.mla ? nullptr : p.v_row_for_write(slot);
       for (int32_t h = 0; h < m.kv_heads; ++h) {
-        const size_t at = static_cast<size_t>(slot * m.kv_heads + h);
-        values(l, Tensor::k, c.request, c.column, h, {p.k_.data() + at * m.head_dim, static_cast<size_t>(m.head_dim)});
+        values(l, Tensor::k, c.request, c.column, h,
+               {k_row + int64_t{h} * m.head_dim, static_cast<size_t>(m.head_dim)});
         if (!m.mla)
-          values(l, Tensor::v, c.request, c.column, h, {p.v_.data() + at * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
+          values(l, Tensor::v, c.request, c.column, h,
+                 {v_row + int64_t{h} * m.v_head_dim, static_cast<size_t>(m.v_head_dim)});
       }
     }
     pools_.push_back(std::move(p));

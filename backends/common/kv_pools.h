@@ -32,8 +32,15 @@ std::string to_string(PoolKind k);
 // The pool a layer reads and writes.
 PoolKind pool_of(const Scenario& s, int32_t layer);
 
+// One layer's pool. Storage is sparse in what it materializes: blocks of kBlockSlots slots are
+// allocated on their first write (filled with the pool's fill row first), and a slot of a block
+// never written reads as the fill row (the poison, or 0). Memory is O(live tokens), not
+// O(num_slots), so a pool of more than 2^31 elements (the `long` profile) costs what its requests
+// hold; the accessors are the same for every size.
 class KvPool {
  public:
+  static constexpr int64_t kBlockSlots = 64;
+
   PoolKind kind = PoolKind::full;
   int64_t num_slots = 0;
   int32_t kv_heads = 0, head_dim = 0, v_head_dim = 0;
@@ -41,20 +48,32 @@ class KvPool {
 
   const float* k(int64_t slot, int32_t head, const Where& where) const {
     check(slot, where);
-    return k_.data() + (slot * kv_heads + head) * head_dim;
+    return k_row(slot) + int64_t{head} * head_dim;
   }
   const float* v(int64_t slot, int32_t head, const Where& where) const {
     check(slot, where);
-    if (mla) return k_.data() + (slot * kv_heads + head) * head_dim;
-    return v_.data() + (slot * kv_heads + head) * v_head_dim;
+    if (mla) return k_row(slot) + int64_t{head} * head_dim;
+    return v_row(slot) + int64_t{head} * v_head_dim;
   }
   // Writes one token's K/V (set_kv_buffer).
   void write(int64_t slot, int32_t head, const float* k, const float* v, const Where& where);
   const SlotContent& content(int64_t slot) const { return (*content_)[static_cast<size_t>(slot)]; }
-  // The raw pools, for handing to an external executor: [num_slots][kv_heads][head_dim] and
-  // [num_slots][kv_heads][v_head_dim] (empty for MLA, whose V is the first v_head_dim of K).
-  const std::vector<float>& k_data() const { return k_; }
-  const std::vector<float>& v_data() const { return v_; }
+
+  // What an external executor is handed (backends/external/exchange.cc): a slot's row of every
+  // head, [kv_heads][head_dim] and [kv_heads][v_head_dim] (MLA: V is K's row, whose first
+  // v_head_dim values it reads), the fill row of unstored slots, and the stored slots, ascending
+  // (every written slot is one; so are the other slots of their blocks, holding the fill).
+  int64_t k_width() const { return int64_t{kv_heads} * head_dim; }
+  int64_t v_width() const { return int64_t{kv_heads} * v_head_dim; }
+  const float* k_slot(int64_t slot, const Where& where = {}) const { return k(slot, 0, where); }
+  const float* v_slot(int64_t slot, const Where& where = {}) const { return v(slot, 0, where); }
+  std::span<const float> k_fill() const { return k_fill_; }
+  std::span<const float> v_fill() const {
+    return mla ? std::span<const float>(k_fill_) : std::span<const float>(v_fill_);
+  }
+  std::vector<int64_t> stored_slots() const;
+  // num_slots x kv_heads x head_dim: the size of the dense K pool.
+  int64_t dense_elements() const { return num_slots * k_width(); }
 
   void check(int64_t slot, const Where& where) const {
     if (slot < 0 || slot >= num_slots)
@@ -64,8 +83,21 @@ class KvPool {
 
  private:
   friend class KvPools;
-  std::vector<float> k_;  // [num_slots][kv_heads][head_dim]
-  std::vector<float> v_;  // [num_slots][kv_heads][v_head_dim]; empty for MLA
+  using Blocks = std::vector<std::vector<float>>;  // [num_slots / kBlockSlots] of [kBlockSlots][width] or empty
+
+  static const float* row(const Blocks& blocks, const std::vector<float>& fill, int64_t slot, int64_t width) {
+    const std::vector<float>& b = blocks[static_cast<size_t>(static_cast<uint64_t>(slot) / kBlockSlots)];
+    return b.empty() ? fill.data() : b.data() + static_cast<int64_t>(static_cast<uint64_t>(slot) % kBlockSlots) * width;
+  }
+  const float* k_row(int64_t slot) const { return row(k_blocks_, k_fill_, slot, k_width()); }
+  const float* v_row(int64_t slot) const { return row(v_blocks_, v_fill_, slot, v_width()); }
+  // The slot's row of every head, its block allocated (and filled) on first use.
+  float* k_row_for_write(int64_t slot) { return row_for_write(k_blocks_, k_fill_, slot); }
+  float* v_row_for_write(int64_t slot) { return row_for_write(v_blocks_, v_fill_, slot); }
+  static float* row_for_write(Blocks& blocks, const std::vector<float>& fill, int64_t slot);
+
+  Blocks k_blocks_, v_blocks_;          // v_blocks_ empty for MLA
+  std::vector<float> k_fill_, v_fill_;  // [kv_heads][head_dim], [kv_heads][v_head_dim]
   const std::vector<SlotContent>* content_ = nullptr;
 };
 

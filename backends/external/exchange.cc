@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "backends/contract/npy.h"
 #include "reference/io.h"
@@ -34,6 +35,43 @@ std::vector<float> read_float(const std::string& path, const std::vector<int64_t
     throw ContractError(path + ": shape " + str(a.shape) + ", expected " + str(shape));
   }
   return a.as_float(path);
+}
+
+// Rows [n][kv_heads][dim] of a pool, one per slot, as float32.
+NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, int64_t count) {
+  const int64_t width = t == Tensor::k ? p.k_width() : p.v_width();
+  const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
+  NpyArray a{npy_descr<float>(), {count, p.kv_heads, dim}, {}};
+  a.bytes.resize(static_cast<size_t>(count * width) * sizeof(float));
+  auto* out = reinterpret_cast<float*>(a.bytes.data());
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t slot = slots.empty() ? i : slots[static_cast<size_t>(i)];
+    const float* row = t == Tensor::k ? p.k_slot(slot) : p.v_slot(slot);
+    std::copy(row, row + width, out + i * width);
+  }
+  return a;
+}
+
+// Layer l's K or V pool of one value set: dense, or sparse above kSparsePoolElements.
+void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int64_t sparse_above,
+              nlohmann::json& index) {
+  const std::string name = std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l);
+  if (p.dense_elements() <= sparse_above) {
+    put(sub, name, pool_rows(p, t, {}, p.num_slots), index);
+    return;
+  }
+  const std::vector<int64_t> slots = p.stored_slots();
+  const std::span<const float> fill = t == Tensor::k ? p.k_fill() : p.v_fill();
+  const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
+  nlohmann::json parts = nlohmann::json::object();
+  put(sub, name + ".slots", vec(slots), parts);
+  put(sub, name + ".rows", pool_rows(p, t, slots, static_cast<int64_t>(slots.size())), parts);
+  put(sub, name + ".fill", NpyArray::of<float>({p.kv_heads, dim}, fill.data(), fill.size()), parts);
+  index[name] = {{"dtype", npy_descr<float>()},
+                 {"shape", {p.num_slots, p.kv_heads, dim}},
+                 {"sparse", true},
+                 {"num_slots", p.num_slots},
+                 {"parts", parts}};
 }
 
 }  // namespace
@@ -77,7 +115,8 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
 }
 
 void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names) {
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
+                           int64_t sparse_above) {
   const RunInput& first = inputs.front();
   const Scenario& s = first.scenario;
   const Model& m = s.model;
@@ -98,9 +137,8 @@ void write_execute_request(const std::string& dir, const Family& family, const P
     put(sub, "v_new", NpyArray::of<float>({L, T, m.kv_heads, m.v_head_dim}, in.tensors.v_data()), index);
     for (int32_t l = 0; l < L; ++l) {
       const KvPool& p = in.pools.layer(l);
-      put(sub, "k_cache." + std::to_string(l), NpyArray::of<float>({p.num_slots, p.kv_heads, p.head_dim}, p.k_data()), index);
-      if (!m.mla)
-        put(sub, "v_cache." + std::to_string(l), NpyArray::of<float>({p.num_slots, p.kv_heads, p.v_head_dim}, p.v_data()), index);
+      put_pool(sub, l, p, Tensor::k, sparse_above, index);
+      if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
     }
     sets[set_names[i]] = index;
   }

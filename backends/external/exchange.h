@@ -22,10 +22,17 @@ namespace kvfuzz {
 // The model, cache and batch facts every request carries (manifest.json "case").
 nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const ForwardBatch& fb);
 
+// Pools of more dense K elements (num_slots x kv_heads x head_dim) than this go out sparse:
+// `<set>/k_cache.<l>.slots.npy` (the stored slots, ascending), `.rows.npy` (their rows) and
+// `.fill.npy` (what every other slot holds); smaller ones as one dense `<set>/k_cache.<l>.npy`.
+inline constexpr int64_t kSparsePoolElements = int64_t{1} << 26;
+
 // An executor request: the family's metadata at the top of `dir`, one sub-folder of Q, new K/V
 // and pools per value set. The pools must already hold the step's new K/V.
+// `sparse_above` moves the threshold (tests write one case both ways).
 void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names);
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
+                           int64_t sparse_above = kSparsePoolElements);
 
 // Reads `dir`/out.npy and lse.npy of one value set into `out`.
 void read_outputs(const std::string& dir, const RunInput& in, RunOutput& out);

@@ -114,7 +114,9 @@ typedef struct kvfuzz_call {
   kvfuzz_array q;                  /* [layers, tokens, q_heads, head_dim] float32 */
   kvfuzz_array k_new;              /* [layers, tokens, kv_heads, head_dim]: already in the pools */
   kvfuzz_array v_new;              /* [layers, tokens, kv_heads, v_head_dim] */
-  const kvfuzz_array* k_cache;     /* [num_layers] of [slots, kv_heads, head_dim] float32 */
+  const kvfuzz_array* k_cache;     /* [num_layers] of [slots, kv_heads, head_dim] float32; always dense:
+                                      kvfuzz-worker answers cases whose pools came sparse (over 2^26
+                                      elements, PROTOCOL.md) unsupported, without calling the library */
   const kvfuzz_array* v_cache;     /* [num_layers] of [slots, kv_heads, v_head_dim]; MLA models:
                                       data NULL, V is the first v_head_dim values of each K row */
 

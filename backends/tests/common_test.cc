@@ -2,7 +2,9 @@
 // softmax and merge arithmetic, pools and the checked K/V writes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "backends/common/attention_math.h"
@@ -143,6 +145,43 @@ TEST(KvPools, PoisonEverySlotNoLiveTokenOwns) {
   EXPECT_FALSE(std::isnan(pool.k(p.cache.r2t(1, 0), 0, {})[0]));  // a live token
   EXPECT_TRUE(std::isnan(pool.k(p.cache.r2t(1, 5) + 1, 0, {})[0]));  // past the end of the last page
   EXPECT_THROW(pool.k(pool.num_slots, 0, {}), Violation);
+}
+
+// Storage is sparse: a written row reads back, every slot never written reads the fill (the
+// poison pattern), only written blocks are stored, and slots outside the pool still throw.
+TEST(KvPools, SparseStorageReadsWrittenRowsAndTheFillElsewhere) {
+  Scenario s = decode_case();
+  s.cache.full_pages = 1 << 16;  // 2^18 slots, of which 6 hold tokens
+  const Prepared p = prepare(s);
+  Poison poison;
+  poison.k = 3.0f;
+  poison.v_row.assign(static_cast<size_t>(s.model.kv_heads * s.model.v_head_dim), 0.0f);
+  poison.v_row[1] = 7.0f;
+  const ValueSource values(s);
+  KvPools pools(s, p.cache, value_fn(values), poison);
+  KvPool& pool = pools.layer(0);
+  const int64_t live = p.cache.r2t(1, 0), far = pool.num_slots - 1;
+  std::vector<float> want(static_cast<size_t>(s.model.head_dim));
+  values.fill(0, Tensor::k, 0, 0, 0, want);
+  EXPECT_EQ(0, std::memcmp(pool.k(live, 0, {}), want.data(), want.size() * sizeof(float)));
+  EXPECT_EQ(pool.k(far, 0, {})[0], 3.0f);
+  EXPECT_EQ(pool.v(far, 0, {})[1], 7.0f);
+  EXPECT_EQ(pool.v(far, 0, {})[0], 0.0f);
+  const std::vector<int64_t> before = pool.stored_slots();
+  EXPECT_LE(before.size(), static_cast<size_t>(2 * KvPool::kBlockSlots));
+  EXPECT_TRUE(std::binary_search(before.begin(), before.end(), live));
+
+  std::vector<float> k(static_cast<size_t>(s.model.head_dim), 5.0f), v(static_cast<size_t>(s.model.v_head_dim), 6.0f);
+  pool.write(far, 0, k.data(), v.data(), {});
+  EXPECT_EQ(pool.k(far, 0, {})[0], 5.0f);
+  EXPECT_EQ(pool.v(far, 0, {})[1], 6.0f);
+  EXPECT_EQ(pool.k(far - 1, 0, {})[0], 3.0f);  // the same block, not written
+  const std::vector<int64_t> after = pool.stored_slots();
+  EXPECT_TRUE(std::binary_search(after.begin(), after.end(), far));
+  EXPECT_TRUE(std::is_sorted(after.begin(), after.end()));
+  EXPECT_THROW(pool.k(pool.num_slots, 0, {}), Violation);
+  EXPECT_THROW(pool.v(-1, 0, {}), Violation);
+  EXPECT_THROW(pool.write(pool.num_slots, 0, k.data(), v.data(), {}), Violation);
 }
 
 TEST(KvStore, WritesOnlyTheTokensOwnSlot) {

@@ -1,9 +1,13 @@
 // The backend contract: .npy arrays, every family's schema round trip, adapter declarations.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "backends/contract/families.h"
 #include "backends/contract/npy.h"
 #include "backends/external/adapter_spec.h"
+#include "backends/external/exchange.h"
 #include "backends/registry.h"
 #include "properties/case_context.h"
 #include "properties/check.h"
@@ -85,6 +89,36 @@ TEST(Contract, EveryFamilyRoundTripsItsPlans) {
     }
   }
   EXPECT_GT(checked, 100);
+}
+
+// Pools above the threshold go out as slots + rows + fill, below it dense; kvfuzz_adapter's Case
+// reads both to the same dense array (adapters/tests/sparse_pool_test.py, run from here).
+TEST(Exchange, WritesSparsePoolsAboveTheThresholdAndDenseBelow) {
+  const CaseContext ctx(generate(3, Profile::small));
+  const Backend& b = *find_backend("fa");
+  const BackendRun run = run_backend(ctx, b);
+  ASSERT_TRUE(run.ran);
+  const Prepared& p = ctx.prepared();
+  KvPools pools(ctx.scenario(), p.cache, value_fn(ctx.values()), finite_poison(ctx.scenario().values.dtype));
+  const std::vector<RunInput> inputs{{ctx.scenario(), p.cache, p.batch, pools, ctx.tensors()}};
+  const std::string root = ::testing::TempDir() + "kvfuzz-exchange-test";
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root + "/dense");
+  std::filesystem::create_directories(root + "/sparse");
+  const Family& family = *find_family(b.family());
+  write_execute_request(root + "/dense", family, *run.plan, inputs, {"main"}, kSparsePoolElements);
+  write_execute_request(root + "/sparse", family, *run.plan, inputs, {"main"}, 0);
+  EXPECT_TRUE(std::filesystem::exists(root + "/dense/main/k_cache.0.npy"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/dense/main/k_cache.0.slots.npy"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/sparse/main/k_cache.0.npy"));
+  for (const char* part : {"slots", "rows", "fill"})
+    EXPECT_TRUE(std::filesystem::exists(root + "/sparse/main/k_cache.0." + part + ".npy")) << part;
+  const NpyArray slots = read_npy(root + "/sparse/main/k_cache.0.slots.npy");
+  EXPECT_EQ(slots.descr, "<i8");
+  EXPECT_LT(slots.shape[0], pools.layer(0).num_slots + 1);
+  const std::string script = std::string(KVFUZZ_SOURCE_DIR) + "/adapters/tests/sparse_pool_test.py";
+  EXPECT_EQ(0, std::system(("python3 '" + script + "' '" + root + "/dense' '" + root + "/sparse'").c_str()));
+  std::filesystem::remove_all(root);
 }
 
 TEST(Contract, AMissingArrayOrWrongTypeNamesIt) {

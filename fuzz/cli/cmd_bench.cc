@@ -29,7 +29,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   static std::string profile = "small";
   static uint64_t seed = 1;
   backends->add_option("--cases", cases, "Generated cases")->check(positive())->capture_default_str();
-  backends->add_option("--profile", profile, "Size profile")->check(CLI::IsMember({"tiny", "small", "medium", "large"}))->capture_default_str();
+  backends->add_option("--profile", profile, "Size profile")->check(profile_check())->capture_default_str();
   backends->add_option("--seed", seed, "Seed")->check(seed_check())->capture_default_str();
   backends->callback([&exit_code] {
     print_backend_bench(run_backend_bench(all_backends(), *parse_profile(profile), cases, seed), std::cout);
@@ -42,9 +42,7 @@ void add_bench(CLI::App& app, int& exit_code) {
   static std::string adapter_profile = "small";
   add_adapter_options(adapter, adapters);
   adapter->add_option("--cases", adapter_cases, "Generated cases")->check(positive())->capture_default_str();
-  adapter->add_option("--profile", adapter_profile, "Size profile")
-      ->check(CLI::IsMember({"tiny", "small", "medium", "large"}))
-      ->capture_default_str();
+  adapter->add_option("--profile", adapter_profile, "Size profile")->check(profile_check())->capture_default_str();
   adapter->callback([&exit_code] {
     if (adapters.commands.empty()) throw InvalidCase("bench adapter: give the executor with --adapter CMD");
     register_adapters(adapters);

@@ -15,9 +15,7 @@ void add_gen(CLI::App& app, int& exit_code) {
   static uint64_t seed = 0;
   static std::string profile = "small";
   cmd->add_option("--seed", seed, "Seed of the case")->check(seed_check())->capture_default_str();
-  cmd->add_option("--profile", profile, "Size profile")
-      ->check(CLI::IsMember({"tiny", "small", "medium", "large"}))
-      ->capture_default_str();
+  cmd->add_option("--profile", profile, "Size profile")->check(profile_check())->capture_default_str();
   cmd->callback([&exit_code] {
     std::cout << to_json(generate(seed, *parse_profile(profile)));
     exit_code = 0;

@@ -45,7 +45,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));
   cmd->add_option("--out", out, "Folder for findings")->capture_default_str();
   cmd->add_option("--profile", profiles, "Size profiles to rotate through (default tiny small small medium)")
-      ->check(CLI::IsMember({"tiny", "small", "medium", "large"}));
+      ->check(profile_check());
   cmd->add_option("--fault", faults, "Switch on a named planner fault");
   cmd->add_option("--metamorphic-every", metamorphic_every, "Run the metamorphic variants on every n-th case (0: never)")
       ->check(CLI::Range(0, 1000000))

@@ -2,6 +2,7 @@
 
 #include "backends/registry.h"
 #include "reference/case_error.h"
+#include "reference/generate.h"
 
 namespace kvfuzz::cli {
 
@@ -45,6 +46,17 @@ CLI::Validator bounded_below(bool allow_zero) {
 }
 
 }  // namespace
+
+CLI::Validator profile_check() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (parse_profile(s)) return "";
+        std::string known;
+        for (Profile p : kProfiles) known += (known.empty() ? "" : ", ") + std::string(to_string(p));
+        return "unknown profile '" + s + "' (known: " + known + ")";
+      },
+      "PROFILE");
+}
 
 CLI::Validator non_negative() { return bounded_below(true); }
 CLI::Validator positive() { return bounded_below(false); }

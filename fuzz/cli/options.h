@@ -33,6 +33,9 @@ std::vector<std::string> adapter_flags(const AdapterOptions& options);
 // For --seed: a decimal integer in [0, 2^64), nothing else (CLI11 would wrap "-3").
 CLI::Validator seed_check();
 
+// For --profile: one of generate.h's profiles (tiny, small, medium, large, long).
+CLI::Validator profile_check();
+
 // For counts and durations: a number >= 0 (non_negative) or > 0 (positive), with a message that
 // says so (CLI11's own names the whole double range).
 CLI::Validator non_negative();

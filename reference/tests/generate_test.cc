@@ -37,6 +37,33 @@ TEST(Generate, MatchesRecordedFingerprints) {
   }
 }
 
+// The long profile: the same bytes for a seed, a request of at least 2^17 keys, a K pool of more
+// than 2^31 elements per layer, and pages of that request on both sides of element offset 2^31.
+TEST(Generate, LongReachesPastInt32Offsets) {
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(6)); ++seed) {
+    const Scenario s = generate(seed, Profile::long_);
+    ASSERT_EQ(to_json(s), to_json(generate(seed, Profile::long_))) << seed;
+    const Prepared p = prepare(s);
+    const int64_t width = int64_t{s.model.kv_heads} * s.model.head_dim;
+    EXPECT_GT(p.cache.full_slots * width, int64_t{1} << 31) << seed;
+    int32_t longest = 0, row = -1;
+    for (int32_t i = 0; i < p.batch.bs; ++i) {
+      if (p.batch.seq_lens[static_cast<size_t>(i)] > longest) {
+        longest = p.batch.seq_lens[static_cast<size_t>(i)];
+        row = p.batch.req_pool_indices[static_cast<size_t>(i)];
+      }
+    }
+    EXPECT_GE(longest, 131072) << seed;
+    int64_t low = 0, high = 0;
+    for (int32_t column = 0; column < longest; ++column) {
+      const int64_t offset = int64_t{p.cache.r2t(row, column)} * width;
+      (offset >= (int64_t{1} << 31) ? high : low) += 1;
+    }
+    EXPECT_GT(high, 0) << seed << ": no key of the long request at element offset 2^31 or above";
+    EXPECT_GT(low, 0) << seed;
+  }
+}
+
 TEST(Generate, ReachesTheCorners) {
   std::set<Mode> modes;
   std::set<OpKind> ops;

@@ -49,7 +49,15 @@ TEST(Validate, RejectsBadCasesNamingFieldAndLimit) {
       {"chunk vs page", [](Scenario& s) { s.model.layers[0] = {LayerKind::chunked, 0, 6}; }, "not a multiple of cache.page_size"},
       {"page size", [](Scenario& s) { s.cache.page_size = 0; }, "cache.page_size: 0 is out of range [1, 256]"},
       {"absurd pool", [](Scenario& s) { s.cache.full_pages = 2000000000; }, "cache.full_pages"},
-      {"pool memory", [](Scenario& s) { s.cache.full_pages = 1000000; s.model.head_dim = 512; s.model.v_head_dim = 512; }, "over the limit of"},
+      {"pool memory",
+       [](Scenario& s) {
+         s.model.q_heads = s.model.kv_heads = 128;
+         s.model.head_dim = s.model.v_head_dim = 512;
+         s.cache.full_pages = s.cache.swa_pages = 2000;
+         s.cache.max_context_len = 8192;
+         s.history[1].len = 5000;
+       },
+       "written values, over the limit of"},
       {"req_to_token size", [](Scenario& s) { s.cache.max_requests = 1000; s.cache.max_context_len = 100000; }, "req_to_token would hold"},
       {"swa without window", [](Scenario& s) { s.model.layers.pop_back(); }, "an SWA pool needs"},
       {"unknown request", [](Scenario& s) { s.history.push_back({O::extend, 9, 1, {}, {}}); }, "history[4]: request 9 is not live"},

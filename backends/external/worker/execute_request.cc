@@ -82,6 +82,16 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
   const auto layers = static_cast<int32_t>(model.at("layers").size());
   const bool mla = model.at("mla").get<bool>();
 
+  for (const auto& set : manifest.at("sets").items())
+    for (const auto& array : set.value().items())
+      if (array.value().value("sparse", false)) {
+        ExecuteResult r;
+        r.unsupported = "kvfuzz-worker hands libraries dense pools; " + array.key() + " of " +
+                        std::to_string(array.value().value("num_slots", int64_t{0})) +
+                        " slots came sparse (PROTOCOL.md)";
+        return r;
+      }
+
   HeldList metadata;  // loaded once, shared by the value sets
   std::vector<kvfuzz_array> arrays;
   for (const auto& item : manifest.at("arrays").items())

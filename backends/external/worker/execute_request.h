@@ -1,5 +1,8 @@
 // One "execute" request answered through an executor library: the exchange folder in, out.npy
-// and lse.npy per value set out.
+// and lse.npy per value set out. A request whose pools came sparse (exchange.h:
+// kSparsePoolElements, the `long` profile) is answered unsupported: the C ABI hands libraries
+// dense [slots][kv_heads][dim] pools, and materializing one of more than 2^26 elements per layer
+// and value set is what the sparse form avoids.
 //
 // Where it sits: kvfuzz-worker's loop (worker_main.cc) calls it per request. It reads the manifest
 // and arrays that kvfuzz wrote (backends/external/exchange.cc), puts every array in a guarded
@@ -24,6 +27,7 @@ namespace kvfuzz::worker {
 struct ExecuteResult {
   std::vector<std::string> violations;                    // writes out of bounds or into inputs
   std::string error;                                      // the library's message when it failed
+  std::string unsupported;                                // why the request was not run (sparse pools)
   nlohmann::json seconds = nlohmann::json::object();      // {value set: seconds in the library}
 };
 

@@ -56,6 +56,8 @@ nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& requ
       std::string all;
       for (const std::string& v : r.violations) all += (all.empty() ? "" : "; ") + v;
       a.update({{"ok", false}, {"property", "in-bounds"}, {"error", library.path() + ": " + all}});
+    } else if (!r.unsupported.empty()) {
+      a.update({{"ok", false}, {"unsupported", r.unsupported}});
     } else if (!r.error.empty()) {
       a.update({{"ok", false}, {"error", library.path() + ": " + r.error}});
     } else {
