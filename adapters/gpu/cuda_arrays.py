@@ -7,8 +7,11 @@ TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.flo
 
 
 def dev(a, dtype=None, pad_to=None):
-    """A numpy array as a CUDA tensor; index arrays of length 0 get one unused 0 (a real allocation);
-    pad_to zero-pads the last dimension (zeros add nothing to q.k or to the kept V channels)."""
+    """A numpy array as a CUDA tensor (a CUDA tensor as it is); index arrays of length 0 get one
+    unused 0 (a real allocation); pad_to zero-pads the last dimension (zeros add nothing to q.k or
+    to the kept V channels)."""
+    if isinstance(a, torch.Tensor):
+        return a if dtype is None else a.to(dtype).contiguous()
     a = np.ascontiguousarray(a)
     if a.size == 0 and a.ndim == 1:
         a = np.zeros(1, dtype=a.dtype)
@@ -16,6 +19,19 @@ def dev(a, dtype=None, pad_to=None):
     if pad_to is not None and t.shape[-1] < pad_to:
         t = torch.nn.functional.pad(t, (0, pad_to - t.shape[-1]))
     return t if dtype is None else t.to(dtype).contiguous()
+
+
+def device_pool(case, layer, which, dtype, width=0, slots_to=0):
+    """Layer's K ("k") or V ("v") pool on the device, [max(slots, slots_to), kv_heads, max(dim, width)]
+    (extra slots and columns zero), built from Case.pool_parts: a sparse pool (the `long` profile's,
+    over 2^31 elements) never exists dense on the host."""
+    n, fill, slots, rows = case.pool_parts(layer, which)
+    d = fill.shape[-1]
+    t = torch.zeros((max(n, slots_to), fill.shape[0], max(d, width)), dtype=dtype, device=DEV)
+    t[:n, :, :d] = dev(fill, dtype)
+    if len(slots):
+        t[dev(slots), :, :d] = dev(rows, dtype)
+    return t
 
 
 def host(t):

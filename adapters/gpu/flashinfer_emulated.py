@@ -39,6 +39,13 @@ def _rows(q, qo_indptr, kv_indptr, key_rows, mask_len, causal, custom_mask, wind
     return out, lse
 
 
+def pages(case, layer, which, slots, page_size, width):
+    pool = case.k_cache(layer) if which == "k" else case.v_cache(layer)
+    out = np.zeros((slots, pool.shape[1], width), np.float32)
+    out[:len(pool), :, :pool.shape[2]] = pool
+    return out.reshape(-1, page_size, pool.shape[1], width)
+
+
 def _paged_mask_len(kv_indptr, last_page_len, page_size):
     return lambda r: (int(kv_indptr[r + 1]) - int(kv_indptr[r]) - 1) * page_size + int(take(last_page_len, r))
 

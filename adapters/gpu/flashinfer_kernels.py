@@ -16,7 +16,7 @@ from flashinfer import (BatchDecodeWithPagedKVCacheWrapper, BatchPrefillWithPage
                         BatchPrefillWithRaggedKVCacheWrapper)
 from flashinfer.cascade import merge_state as _merge_state
 
-from cuda_arrays import DEV, TORCH_DTYPES, dev, host
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host
 
 BACKEND = "fa2"  # sglang's prefill_backend and decode_backend
 SHARED_RAGGED = os.environ.get("KVFLASHINFER_SHARED_RAGGED") == "1"
@@ -36,6 +36,13 @@ def _wrapper(kind, variant=False):
         else:
             _wrappers[key] = BatchPrefillWithRaggedKVCacheWrapper(_workspace, "NHD", backend=BACKEND)
     return _wrappers[key]
+
+
+def pages(case, layer, which, slots, page_size, width):
+    """Layer's K or V pool as a paged cache on the device, [slots / page_size, page_size, Hkv, width]
+    in the case's dtype (a sparse pool never exists dense on the host)."""
+    t = device_pool(case, layer, which, TORCH_DTYPES[case.dtype], width, slots)
+    return t.view(-1, page_size, *t.shape[1:])
 
 
 def _run(wrapper, *inputs):

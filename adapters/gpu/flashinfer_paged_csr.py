@@ -69,17 +69,17 @@ def width(case):
 
 
 def padded(a, rows, w):
-    """[n, H, d] -> [rows, H, w], zeros after (more rows: whole pages; more columns: the width W)."""
+    """[n, H, d] -> [rows, H, w], zero-padded (columns to the width W)."""
     out = np.zeros((rows,) + a.shape[1:-1] + (w,), np.float32)
     out[:len(a), ..., :a.shape[-1]] = a
     return out
 
 
 def paged_pool(case, layer, ps, w):
-    """The layer's pool as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, W] (slots padded to whole pages)."""
-    k, v = case.k_cache(layer), case.v_cache(layer)
-    rows = len(k) + (-len(k) % ps)
-    return padded(k, rows, w).reshape(-1, ps, k.shape[1], w), padded(v, rows, w).reshape(-1, ps, v.shape[1], w)
+    """The layer's K and V pools as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, W] (slots
+    padded to whole pages, columns to W), built where the kernels run (kernels.pages)."""
+    n = case.num_slots(layer)
+    return tuple(kernels.pages(case, layer, which, n + (-n % ps), ps, w) for which in ("k", "v"))
 
 
 def run_call(case, call, prefix, layer):

@@ -19,7 +19,8 @@ mask's KV block size == page_size (kvfuzz pages are 1..64 slots; flex tiles are 
 default) and it keeps one page table per batch row of a page-granular logical mask; the mask_mod
 above is its get_mask_mod with kvfuzz's rows, seqlens and windows.
 The mask consumes only page_table, cache_seqlens, cu_seqlens_q, causal and window_left.
-Parts are merged by LSE (float64) in order. flex_attention(return_lse=True) returns the natural-log
+Parts are merged by LSE (float64) in order. Precision: tile_keys 16, below flex's smallest KV block
+(its kernels update the running max once per block of 64 or 128 keys). flex_attention(return_lse=True) returns the natural-log
 LSE (torch/nn/attention/flex_attention.py: `return out, lse * math.log(2)` on the kernel's base-2
 LSE), used as is. Softcap: score_mod softcap * tanh(score / softcap) after the scale (scale passed).
 Padding for kernel reuse under torch.compile(dynamic=False): tokens and slots to powers of two
@@ -53,13 +54,14 @@ if not EMULATE:
     import torch._dynamo
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
+    from cuda_arrays import DEV, device_pool
+    from cuda_arrays import TORCH_DTYPES as TORCH_DTYPE
+
     for _name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
                   "accumulated_recompile_limit"):
         if hasattr(torch._dynamo.config, _name):
             setattr(torch._dynamo.config, _name, 1024)
     _flex = torch.compile(flex_attention, dynamic=False)
-    DEV = "cuda"
-    TORCH_DTYPE = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def p2(n, least):
@@ -169,22 +171,14 @@ def padded(x, rows, width):
 
 
 def padded_pool(case, layer, which, rows, width):
-    """Layer's K or V pool as padded() lays it out, built on the device from its parts: a sparse
-    pool (the `long` profile's, over 2^31 elements) never exists dense on the host."""
-    n, fill, slots, stored = case.pool_parts(layer, which)
-    d = fill.shape[-1]
-    t = torch.zeros((fill.shape[0], rows, width), dtype=torch.float32, device=DEV)
-    t[:, :n, :d] = torch.from_numpy(np.ascontiguousarray(fill)).to(DEV)[:, None, :]
-    if len(slots):
-        idx = torch.from_numpy(np.ascontiguousarray(slots)).to(DEV)
-        t[:, idx, :d] = torch.from_numpy(np.ascontiguousarray(stored)).to(DEV).transpose(0, 1)
-    return t.unsqueeze(0)
+    """Layer's K or V pool as padded() lays it out, [1, H, rows, width] float32, built on the device."""
+    return device_pool(case, layer, which, torch.float32, width, rows).transpose(0, 1).unsqueeze(0)
 
 
 def run_part_flex(case, layer, m, window_left):
     dt = TORCH_DTYPE[case.dtype]
     q = case.q[layer]
-    n_tokens, n_slots = q.shape[0], case.num_slots(layer)
+    n_tokens = q.shape[0]
     d_pad = p2(max(q.shape[2], case.model["head_dim"]), 16)
     dv_pad = p2(case.model["v_head_dim"], 16)
     qt = padded(q, m["t_pad"], d_pad).to(dt)
@@ -204,7 +198,7 @@ def run_part_flex(case, layer, m, window_left):
         score_mod = make_softcap(torch.tensor(float(case.softcap), dtype=torch.float32, device=DEV))
     out, lse = _flex(qt, kt, vt, score_mod=score_mod, block_mask=bm, scale=float(case.sm_scale),
                      enable_gqa=qt.shape[1] != kt.shape[1], return_lse=True, kernel_options=KERNEL_OPTIONS)
-    out = out[0, :, :n_tokens, :v_pool.shape[2]].transpose(0, 1).float().cpu().numpy()
+    out = out[0, :, :n_tokens, :case.model["v_head_dim"]].transpose(0, 1).float().cpu().numpy()
     lse = lse[0, :, :n_tokens].transpose(0, 1).float().cpu().numpy()
     return out.astype(np.float64), lse.astype(np.float64)
 
@@ -213,7 +207,7 @@ def run_part_flex(case, layer, m, window_left):
              supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp32", "fp16", "bf16"],
                        "page_sizes": "any", "head_dims": "any", "mla": True, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16"})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16})
 def run(case):
     """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod)"""
     out_shape, lse_shape = case.output_shapes()

@@ -18,6 +18,8 @@ stub modules (sglang.srt.utils: is_hip / is_cuda; triton_ops.prefill_attention: 
     from the same inputs with the kernel's own masking rules (prefix columns all visible, custom
     mask or causal on new tokens, window q_id = prefix_len + m <= k_id + W on column indices).
     So LSE findings in extend modes describe that re-derivation, out findings the kernel.
+Precision: tile_keys 16, below the kernels' smallest BLOCK_N (32): a split's running max is updated
+once per BLOCK_N keys (and the last, shorter block of a split is covered by the margin).
 Head dims below 16 are zero-padded (tl.dot needs K, N >= 16), Q/K and V to one common width
 max(16, head_dim, v_head_dim); zeros change neither q.k nor the kept V channels, sm_scale is passed
 explicitly. Real dims (both >= 16) are passed unpadded. Not wired: fp32 (tl.dot would use TF32), fp8,
@@ -41,7 +43,7 @@ sys.path.insert(0, SITE)
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, dev  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool  # noqa: E402
 
 
 def _stub_sglang():
@@ -79,18 +81,6 @@ def dims(case):
         return d, dv
     w = max(MIN_DOT_DIM, d, dv)
     return w, w
-
-
-def device_pool(case, layer, which, dtype, pad_to):
-    """Layer's K or V pool [slots, kv_heads, max(dim, pad_to)] on the device, built from its parts:
-    a sparse pool (the `long` profile's, over 2^31 elements) never exists dense on the host."""
-    n, fill, slots, rows = case.pool_parts(layer, which)
-    width = max(pad_to, fill.shape[-1])
-    t = torch.zeros((n, fill.shape[0], width), dtype=dtype, device=DEV)
-    t[:, :, :fill.shape[-1]] = dev(fill, dtype)
-    if len(slots):
-        t[dev(slots)] = dev(rows, dtype, width)
-    return t
 
 
 def run_decode(case, csr, prefix, layer, dtype, out, lse):
@@ -199,7 +189,7 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
              supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": ["bf16", "fp16"],
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16})
 def run(case):
     """sglang 0.5.10.post1 Triton decode_attention_fwd / extend_attention_fwd on CUDA (extend LSE re-derived)"""
     out_shape, lse_shape = case.output_shapes()

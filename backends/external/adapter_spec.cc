@@ -119,6 +119,12 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
       q.fail("max_merges", "must be an integer in [0, 4096]");
     spec.max_merges = prec["max_merges"].get<int32_t>();
   }
+  if (prec.contains("tile_keys")) {
+    if (!prec["tile_keys"].is_number_integer() || prec["tile_keys"].get<int64_t>() < 1 ||
+        prec["tile_keys"].get<int64_t>() > 4096)
+      q.fail("tile_keys", "must be an integer in [1, 4096]");
+    spec.tile_keys = prec["tile_keys"].get<int32_t>();
+  }
   const std::string row_sum = q.text("row_sum", "fp32");
   if (row_sum != "fp32" && row_sum != "p") q.fail("row_sum", "must be \"fp32\" or \"p\"");
   spec.row_sum_rounded = row_sum == "p";

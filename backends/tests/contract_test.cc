@@ -167,6 +167,17 @@ TEST(AdapterSpec, ChecksCasesAgainstTheDeclaration) {
   EXPECT_NE(spec.supports(s, 1).why.find("dtype fp32"), std::string::npos);
 }
 
+// What an executor declares of its arithmetic reaches the oracle's bound (properties/tolerance.h).
+TEST(AdapterSpec, PrecisionDeclarationReachesTheBound) {
+  nlohmann::json j = hello();
+  EXPECT_EQ(parse_spec(j, "cmd").tile_keys, 1);
+  EXPECT_FALSE(parse_spec(j, "cmd").row_sum_rounded);
+  j["precision"] = {{"tile_keys", 16}, {"row_sum", "p"}};
+  const AdapterSpec spec = parse_spec(j, "cmd");
+  EXPECT_EQ(spec.tile_keys, 16);
+  EXPECT_TRUE(spec.row_sum_rounded);
+}
+
 TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {
   auto why = [](nlohmann::json j) {
     try {
@@ -191,6 +202,12 @@ TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {
   j = hello();
   j["name"] = "has space";
   EXPECT_NE(why(j).find("'name'"), std::string::npos);
+  j = hello();
+  j["precision"] = {{"tile_keys", 0}};
+  EXPECT_NE(why(j).find("'tile_keys'"), std::string::npos);
+  j = hello();
+  j["precision"] = {{"row_sum", "bf16"}};
+  EXPECT_NE(why(j).find("'row_sum'"), std::string::npos);
   EXPECT_NE(why({{"hello", 1}}).find("first message must be the declaration"), std::string::npos);
   EXPECT_NE(why(hello()).find("accepted"), std::string::npos);
 }
