@@ -11,6 +11,9 @@
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
 #   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
+#   KVFUZZ_GPU_LONG_CASES      cases of the `long` profile (>= 128k keys, pools > 2^31 elements) per
+#                              Python executor, 2 jobs each, after the campaigns (default 0: none;
+#                              about 16 GB of RAM per job, README "Size profiles")
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
 # Needs python3 with torch and triton on a CUDA machine, and network the first time:
 # `python3 ci/gpu_wheels.py` fetches the pinned wheels into .gpu/wheels. A machine without network:
@@ -88,7 +91,22 @@ for name in "${names[@]}"; do
 done
 wait
 
-# 4. compute-sanitizer memcheck over kvfuzz's own CUDA executor.
+# 4. The long profile: 32-bit index arithmetic of the real kernels (rows NAME.long of the table).
+long_cases=${KVFUZZ_GPU_LONG_CASES:-0}
+if [ "$long_cases" -gt 0 ]; then
+  for name in "${names[@]}"; do
+    [ "$name" = cuda_page_table ] && continue  # the C ABI takes dense pools only
+    echo "== $name: $long_cases cases of the long profile"
+    rc=0
+    ./build/fuzz/kvfuzz run --cases "$long_cases" --profile long --jobs 2 --no-shrink \
+      --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name.long" --adapter-timeout 600 \
+      >"$out/$name.long.log" 2>&1 || rc=$?
+    echo "$rc" >"$out/$name.long.rc"
+    names+=("$name.long")
+  done
+fi
+
+# 5. compute-sanitizer memcheck over kvfuzz's own CUDA executor.
 memcheck_line=""
 if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] && command -v compute-sanitizer >/dev/null; then
   rm -rf "$out/memcheck" && mkdir -p "$out/memcheck"
@@ -104,10 +122,10 @@ if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] &&
   { [ "$rc" -le 1 ] && [ "$errors" -eq 0 ] && [ "$logs" -gt 0 ]; } || echo 1 >"$out/memcheck.rc"
 fi
 
-# 5. The table.
+# 6. The table.
 status=0
 echo
-python3 ci/gpu_table.py "$out" "$jobs" "${names[@]}" || status=1
+python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
 if [ -n "$memcheck_line" ]; then
   echo "$memcheck_line"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1

@@ -1,7 +1,7 @@
 """The GPU campaign's table (ci/gpu.sh): one row per real executor from its campaign log, its
 saved findings triaged against adapters/gpu/known_issues.json (adapters/triage.py).
 
-    python3 ci/gpu_table.py OUT JOBS NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
+    python3 ci/gpu_table.py OUT NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
 
 Exit 1 when a campaign failed (kvfuzz exit > 1) or a saved finding is NEW (known to no entry).
 """
@@ -30,8 +30,10 @@ def triage(folder):
     return len(saved) - new, new
 
 
-def row(name, log, jobs, known, new):
+def row(name, log, known, new):
     text = open(log).read()
+    j = re.search(r"(\d+) job\(s\)", text)
+    jobs = int(j.group(1)) if j else 1
     m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
     wall = float(m.group(2)) if m else 0.0
     checked = unsupported = 0
@@ -50,10 +52,10 @@ def row(name, log, jobs, known, new):
 
 
 def main():
-    if len(sys.argv) < 4:
+    if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
         return 2
-    out, jobs, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    out, names = sys.argv[1], sys.argv[2:]
     status = 0
     print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'cases/s':>9} {'in kernel':>10} {'saved known':>12}"
           "  findings by property")
@@ -67,8 +69,8 @@ def main():
             continue
         known, new = triage(os.path.join(out, name))
         status |= new > 0
-        print(row(name, log, jobs, known, new))
-    print(f'("in kernel": time inside the adapter\'s function over the campaign\'s wall time times its {jobs} jobs;')
+        print(row(name, log, known, new))
+    print('("in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
     print(f' "saved known": saved findings adapters/gpu/known_issues.json knows, NEW ones listed in {out}/<backend>.triage)')
     return status
 
