@@ -28,6 +28,9 @@ def device_pool(case, layer, which, dtype, width=0, slots_to=0):
     n, fill, slots, rows = case.pool_parts(layer, which)
     d = fill.shape[-1]
     t = torch.zeros((max(n, slots_to), fill.shape[0], max(d, width)), dtype=dtype, device=DEV)
+    if len(slots) == n:  # every slot stored (a dense pool): slots are 0 .. n-1 in order
+        t[:n, :, :d] = dev(rows, dtype)
+        return t
     t[:n, :, :d] = dev(fill, dtype)
     if len(slots):
         t[dev(slots), :, :d] = dev(rows, dtype)
