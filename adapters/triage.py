@@ -28,6 +28,7 @@ def signature(case, backend, prop):
         "topk": batch.get("topk", 1),
         "hybrid": cache.get("swa_pages", 0) > 0,
         "graph": batch.get("graph_bs", 0) > 0,
+        "deterministic": backend.split(":")[0].endswith("_det"),  # sglang_planner.py --deterministic
     }
 
 
@@ -42,6 +43,7 @@ def matches(match, sig):
         "topk_min": lambda v: sig["topk"] >= v,
         "hybrid": lambda v: sig["hybrid"] == v,
         "graph": lambda v: sig["graph"] == v,
+        "deterministic": lambda v: sig["deterministic"] == v,
     }
     unknown = set(match) - set(checks)
     if unknown:

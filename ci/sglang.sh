@@ -5,7 +5,9 @@
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
-#                                      # "fa triton flashinfer"), each finding triaged against known_issues.json
+#                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
+#                                      # --enable-deterministic-inference does), each finding triaged
+#                                      # against known_issues.json
 #
 # Installs, once, into .sglang/ (ignored, never committed): the pinned sglang release's Python
 # source (SGLANG_VERSION, default 0.5.10.post1, the newest this project's registry serves) and, where
@@ -72,18 +74,23 @@ case "$1" in
            triton:corpus/sglang/triton_verify_tree_window.json:-
            flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
            flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-
-           flashinfer:corpus/sglang/flashinfer_verify_swa.json:-"
-    # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it)
+           flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
+           flashinfer:corpus/sglang/flashinfer_det_swa_window.json:31501:det"
+    # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it;
+    # a fourth field "det": the planner serves as --enable-deterministic-inference does)
     failed=0
     printf '%-10s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
     for seed in $seeds; do
-      IFS=: read -r backend file fix <<<"$seed"
+      IFS=: read -r backend file fix mode <<<"$seed"
+      det="" suffix=""
+      [ "$mode" = det ] && det=--deterministic suffix=_det
       name=sglang_${backend}_$RELEASE pair=$(family_executor "$backend")
-      found=$("$KVFUZZ" check "$file" --backend "$name:$pair" --adapter "$(adapter --backend "$backend")" 2>&1 |
-              grep -o "^$name:$pair: [a-z-]*" | sed "s/^$name:$pair: //" | sort -u | tr '\n' ' ' || true)
+      found=$("$KVFUZZ" check "$file" --backend "$name$suffix:$pair" --adapter "$(adapter --backend "$backend" $det)" 2>&1 |
+              grep -o "^$name$suffix:$pair: [a-z-]*" | sed "s/^$name$suffix:$pair: //" | sort -u | tr '\n' ' ' || true)
       rc=0 after=-
       if [ "$fix" != - ]; then
-        "$KVFUZZ" check "$file" --backend "${name}_fix$fix:$pair" --adapter "$(adapter --backend "$backend" --fix "$fix")" \
+        "$KVFUZZ" check "$file" --backend "${name}_fix$fix$suffix:$pair" \
+          --adapter "$(adapter --backend "$backend" --fix "$fix" $det)" \
           >/dev/null 2>&1 || rc=$?
         after=$([ $rc -eq 0 ] && echo clean || echo "exit $rc")
         fix="#$fix"
@@ -99,11 +106,14 @@ case "$1" in
     # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
     # finding that matches no entry of adapters/sglang/known_issues.json.
     out=findings-sglang/$VERSION
-    for backend in $BACKENDS; do
-      echo "== sglang $VERSION $backend backend: ${2:-300} cases"
-      rm -rf "${out:?}/$backend"
-      "$KVFUZZ" run --cases "${2:-300}" --profile tiny --backend "sglang_${backend}_$RELEASE:$(family_executor "$backend")" \
-        --adapter "$(adapter --backend "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
+    for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
+      backend=${token%_det} det="" suffix=""
+      [ "$token" != "$backend" ] && det=--deterministic suffix=_det
+      echo "== sglang $VERSION $token backend: ${2:-300} cases"
+      rm -rf "${out:?}/$token"
+      "$KVFUZZ" run --cases "${2:-300}" --profile tiny \
+        --backend "sglang_${backend}_$RELEASE$suffix:$(family_executor "$backend")" \
+        --adapter "$(adapter --backend "$backend" $det)" --out "$out/$token" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
     done
     status=0
     for backend in $BACKENDS; do

@@ -52,8 +52,9 @@ class _Buffers:
 class Setup:
     """Everything one request builds: model runner, layers, forward batch, pools."""
 
-    def __init__(self, sg, case, device, spec_topk=None):
+    def __init__(self, sg, case, device, spec_topk=None, deterministic=False):
         self.sg, self.case, self.device = sg, case, device
+        self.deterministic = deterministic
         info, batch = case.info, case.batch
         self.mode = batch["mode"]
         if self.mode not in MODES:
@@ -148,7 +149,7 @@ class Setup:
         server_args = types.SimpleNamespace(
             kv_cache_dtype="auto", speculative_eagle_topk=spec_topk or None,
             speculative_num_draft_tokens=draft_tokens, speculative_num_steps=num_steps,
-            enable_deterministic_inference=False, disable_cuda_graph=not self.graph,
+            enable_deterministic_inference=self.deterministic, disable_cuda_graph=not self.graph,
             attention_backend="fa3", enable_dp_attention=False, dp_size=1,
             speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
             disable_chunked_prefix_cache=True, triton_attention_num_kv_splits=self.case.batch["kv_splits"],

@@ -7,6 +7,7 @@ with the fix is installable, run that release instead.
 """
 import contextlib
 import functools
+import importlib
 import inspect
 
 
@@ -136,6 +137,34 @@ def fix_32087(sg):
 
 
 @contextlib.contextmanager
+def fix_31501(sg):
+    """sglang #31501: the sliding-window paged prefill wrapper is planned without window_left, so
+    FlashInfer compiles its per-key window mask out and a window_left given at forward() only moves
+    the tile start (paged-only prefill: --enable-deterministic-inference, SGLANG_FLASHINFER_USE_PAGED,
+    piecewise CUDA graphs, multimodal models). The fix passes window_left at plan time for the window
+    wrapper in a normal extend (not in speculative verify, which keeps its tree mask)."""
+    fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
+    updater = fi.FlashInferIndicesUpdaterPrefill
+    original = updater.update_sliding_window
+
+    @functools.wraps(original)
+    def patched(self, req_pool_indices, seq_lens, seq_lens_cpu, seq_lens_sum, prefix_lens, prefill_wrappers,
+                use_ragged, encoder_lens, spec_info, *args, **kwargs):
+        window = prefill_wrappers[0]
+        if spec_info is not None or use_ragged:
+            return original(self, req_pool_indices, seq_lens, seq_lens_cpu, seq_lens_sum, prefix_lens,
+                            prefill_wrappers, use_ragged, encoder_lens, spec_info, *args, **kwargs)
+        plan = window.begin_forward
+        window.begin_forward = functools.partial(plan, window_left=self.sliding_window_size)
+        try:
+            return original(self, req_pool_indices, seq_lens, seq_lens_cpu, seq_lens_sum, prefix_lens,
+                            prefill_wrappers, use_ragged, encoder_lens, spec_info, *args, **kwargs)
+        finally:
+            window.begin_forward = plan
+
+    updater.update_sliding_window = patched
+
+
 def _swapped(module, name, value):
     saved = getattr(module, name)
     setattr(module, name, value)
@@ -145,7 +174,7 @@ def _swapped(module, name, value):
         setattr(module, name, saved)
 
 
-FIXES = {"24617": fix_24617, "26512": fix_26512, "32087": fix_32087, "32902": fix_32902}
+FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902}
 
 
 def apply(sg, number):

@@ -2,9 +2,14 @@
 
 FlashInfer's wrapper classes are replaced, in the backend's module, by recording stand-ins: what
 sglang hands `begin_forward` (indptr, indices, last-page lengths, page size, custom mask) is the
-plan of that wrapper, and each `forward` / `forward_return_lse` the layer makes (causal flag,
-window_left as passed) is one call of the layer's group, merged in order (FlashInfer's base-2
-merge_state). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan;
+plan of that wrapper, and each `forward` / `forward_return_lse` the layer makes (causal flag) is
+one call of the layer's group, merged in order (FlashInfer's base-2 merge_state). The call's window
+is the one given at PLAN time: FlashInfer picks the kernel there (use_sliding_window =
+window_left >= 0), and a window_left handed to forward() only replaces the value the plan/run
+check compares (prefill.py forward: self._window_left = window_left) and the tile-start skip; the
+per-key window mask stays compiled out (sglang PR 31501). So a paged prefill planned without a
+window reads past it; kvfuzz reports every key of the row as read, where the kernel may skip
+whole tiles before the window (the finding stands, its key set is an upper bound). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan;
 draft decode (FlashInferMultiStepDraftBackend) is not driven.
 """
 import importlib
@@ -47,34 +52,34 @@ class _Decode(_Wrapper):
 
 class _PagedPrefill(_Wrapper):
     def begin_forward(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
-                      page_size, custom_mask=None, **unused):
+                      page_size, custom_mask=None, window_left=-1, **unused):
         self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
                      "kv_indices": host(kv_indices, "kv_indices"), "kv_last_page_len": host(last_page_len),
-                     "page_size": int(page_size),
+                     "page_size": int(page_size), "plan_window_left": int(window_left),
                      "custom_mask": None if custom_mask is None else host(custom_mask).to(torch.uint8)}
 
     def forward(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None, **unused):
-        self._call("full_extend" if causal else "prefix", causal, window_left, kv_buffer)
+        self._call("full_extend" if causal else "prefix", causal, self.plan["plan_window_left"], kv_buffer)
         return q.new_zeros(q.shape)
 
     def forward_return_lse(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None,
                            **unused):
-        self._call("full_extend" if causal else "prefix", causal, window_left, kv_buffer)
+        self._call("full_extend" if causal else "prefix", causal, self.plan["plan_window_left"], kv_buffer)
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
 
 
 class _RaggedPrefill(_Wrapper):
-    def begin_forward(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim, **unused):
+    def begin_forward(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim, window_left=-1, **unused):
         self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
                      "kv_indices": torch.zeros(0, dtype=torch.int64), "kv_last_page_len": torch.zeros(0),
-                     "page_size": 1, "custom_mask": None}
+                     "page_size": 1, "plan_window_left": int(window_left), "custom_mask": None}
 
     def forward(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
-        self._call("ragged", causal, window_left, None)
+        self._call("ragged", causal, self.plan["plan_window_left"], None)
         return q.new_zeros(q.shape)
 
     def forward_return_lse(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
-        self._call("ragged", causal, window_left, None)
+        self._call("ragged", causal, self.plan["plan_window_left"], None)
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
 
 

@@ -35,6 +35,9 @@ def parse_args():
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--fix", action="append", default=[], choices=sorted(fixes.FIXES),
                    help="apply upstream fix N (fixes.py) on top of the release; repeatable")
+    p.add_argument("--deterministic", action="store_true",
+                   help="serve as --enable-deterministic-inference does (FlashInfer: paged-only prefill, "
+                        "tensor-core decode, fixed split sizes)")
     p.add_argument("--name", default=None, help="the adapter's name (default sglang_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "sglang")):
@@ -121,7 +124,8 @@ def _release(site):
 SG = Sglang(ARGS.site)
 for number in ARGS.fix:
     fixes.apply(SG, number)
-NAME = ARGS.name or f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
+NAME = ARGS.name or (f"sglang_{ARGS.backend}_{SG.version}".replace(".", "_") + "".join(f"_fix{n}" for n in ARGS.fix)
+                     + ("_det" if ARGS.deterministic else ""))
 
 import fa_page_table  # noqa: E402
 import flashinfer_paged_csr  # noqa: E402
@@ -141,7 +145,7 @@ def plan(case):
     import torch
 
     try:
-        setup = Setup(SG, case, torch.device(ARGS.device))
+        setup = Setup(SG, case, torch.device(ARGS.device), deterministic=ARGS.deterministic)
         return PLAN(SG, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))

@@ -28,6 +28,21 @@ rc=$?
 grep -q "^sglang#26512 *cache-extent" "$WORK/known.out" || fail "draft_extend_v2 not triaged as sglang#26512"
 grep -q "^sglang#32902 *stride-divide" "$WORK/known.out" || fail "chunked ps>1 decode not triaged as sglang#32902"
 
+# The deterministic planner (sglang_planner.py --deterministic, name suffix _det) has its own issues.
+mkdir -p "$WORK/det" "$WORK/ragged"
+for dir in det ragged; do
+  suffix=$([ $dir = det ] && echo _det)
+  base="$WORK/$dir/oracle-sglang_flashinfer_0_5_10_post1$suffix-flashinfer_paged-9"
+  cat >"$base.json" <<JSON
+{"version": 2, "model": {"layers": [{"kind": "sliding_window", "window": 0}]},
+ "cache": {"page_size": 1, "swa_pages": 2}, "batch": {"mode": "extend", "graph_bs": 0}}
+JSON
+  printf 'case 9 (seed 1): 1 requests\nsglang_flashinfer_0_5_10_post1%s:flashinfer_paged: oracle: x\n' "$suffix" >"$base.txt"
+  $TRIAGE "$WORK/$dir" $ISSUES >"$WORK/$dir.out" 2>&1 || fail "$dir SWA extend: exit $?"
+done
+grep -q "^sglang#31501 *oracle" "$WORK/det.out" || fail "a deterministic-mode SWA extend not triaged as sglang#31501"
+grep -q "^sglang#26513 *oracle" "$WORK/ragged.out" || fail "a default-mode SWA extend not triaged as sglang#26513"
+
 finding "$WORK/new" oracle decode full
 $TRIAGE "$WORK/new" $ISSUES >"$WORK/new.out" 2>&1
 rc=$?
