@@ -9,8 +9,9 @@ window_left >= 0), and a window_left handed to forward() only replaces the value
 check compares (prefill.py forward: self._window_left = window_left) and the tile-start skip; the
 per-key window mask stays compiled out (sglang PR 31501). So a paged prefill planned without a
 window reads past it; kvfuzz reports every key of the row as read, where the kernel may skip
-whole tiles before the window (the finding stands, its key set is an upper bound). Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan;
-draft decode (FlashInferMultiStepDraftBackend) is not driven.
+whole tiles before the window (the finding stands, its key set is an upper bound).
+Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_plan; draft decode
+(FlashInferMultiStepDraftBackend) is not driven.
 """
 import importlib
 
