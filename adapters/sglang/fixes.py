@@ -136,7 +136,6 @@ def fix_32087(sg):
         cls.init_forward_metadata_replay_cuda_graph, lambda a, k: k.get("forward_mode", a[5] if len(a) > 5 else None))
 
 
-@contextlib.contextmanager
 def fix_31501(sg):
     """sglang #31501: the sliding-window paged prefill wrapper is planned without window_left, so
     FlashInfer compiles its per-key window mask out and a window_left given at forward() only moves
@@ -165,6 +164,7 @@ def fix_31501(sg):
     updater.update_sliding_window = patched
 
 
+@contextlib.contextmanager
 def _swapped(module, name, value):
     saved = getattr(module, name)
     setattr(module, name, value)
