@@ -60,13 +60,15 @@ fi
 targets="kvfuzz kvfuzz-worker"
 command -v nvcc >/dev/null && targets="$targets cuda_page_table"
 KVFUZZ_BUILD_TARGETS=$targets bash ci/build.sh "${cmake_args[@]}"
-export PYTHONPATH="$site:$PWD/adapters" PYTHONUNBUFFERED=1 FLASHINFER_WORKSPACE_BASE="$PWD/.gpu"
+export PYTHONUNBUFFERED=1
 
+# The adapter command carries its environment, so the replay line every finding prints reproduces
+# it when pasted into a fresh shell.
 adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "python3 $PWD/adapters/gpu/$1.py" ;;
+       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$PWD/.gpu python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 

@@ -7,7 +7,7 @@ kernel, the K/V view's page size as the kernel's view has it.
 """
 import torch
 
-from recorder import Recorder, int32
+from recorder import Recorder, int32, recorded_plan
 
 
 def build(sg, setup):
@@ -24,10 +24,7 @@ def build(sg, setup):
 
 
 def plan(sg, setup):
-    backend, rec = build(sg, setup)
-    sg.init_metadata(backend, setup)
-    rec.run_layers(backend)
-    return to_plan(setup, rec)
+    return recorded_plan(sg, setup, build, to_plan)
 
 
 def _same(a, b):

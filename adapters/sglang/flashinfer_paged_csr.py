@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
-from recorder import Recorder, host, int32
+from recorder import Recorder, host, int32, recorded_plan
 
 
 class _Wrapper:
@@ -129,10 +129,7 @@ def build(sg, setup):
 
 
 def plan(sg, setup):
-    backend, rec = build(sg, setup)
-    sg.init_metadata(backend, setup)
-    rec.run_layers(backend)
-    return to_plan(setup, rec)
+    return recorded_plan(sg, setup, build, to_plan)
 
 
 def _signature(call):

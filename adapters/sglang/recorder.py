@@ -115,3 +115,12 @@ class Recorder:
         def fail(*args, **kwargs):
             raise NotImplementedError(f"{name} was called: this path is not modelled by kvfuzz")
         return fail
+
+
+def recorded_plan(sg, setup, build, to_plan):
+    """A backend built with recording kernels (build), its metadata initialized, every layer run:
+    what the kernels were handed, as the family's plan (to_plan)."""
+    backend, rec = build(sg, setup)
+    sg.init_metadata(backend, setup)
+    rec.run_layers(backend)
+    return to_plan(setup, rec)
