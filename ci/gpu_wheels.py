@@ -3,11 +3,12 @@
     python3 ci/gpu_wheels.py [folder] [--python 3.12]
 
 Wheels are for this interpreter, or with --python X.Y for CPython X.Y on x86-64 Linux (to carry
-them to a machine without network). The folder then installs anywhere without network (ci/gpu.sh: pip install --no-index). FlashInfer's
-wheel (62 MB, with the CUDA sources of every kernel it ships) is rewritten to a copy holding all of
-its Python and only the sources of the kernels kvfuzz runs (batch decode / prefill / MLA, single
-decode / prefill, POD, page, cascade; FlashInfer's own headers and its CCCL), 21 MB, so that the folder fits
-one copy to a GPU machine; the kernels it compiles from them are unchanged. Exit 2 when pip fails.
+them to a machine without network). The folder then installs anywhere without network (ci/gpu.sh:
+pip install --no-index). FlashInfer's wheel (62 MB, with the CUDA sources of every kernel it ships)
+is rewritten to a copy holding all of its Python and only the sources of the kernels kvfuzz runs
+(batch decode / prefill / MLA, single decode / prefill, POD, page, cascade, mask packing;
+FlashInfer's own headers and its CCCL), 22 MB, so that the folder fits one copy to a GPU machine;
+the kernels it compiles from them are unchanged. Exit 2 when pip fails.
 """
 import pathlib
 import re
