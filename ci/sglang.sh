@@ -4,6 +4,8 @@
 # executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
+#   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
+#                                      # release that fixed them (installs those releases too)
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
 #                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
@@ -22,7 +24,7 @@ KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=.sglang
 SITE=$ROOT/$VERSION
 
-usage() { echo "usage: bash ci/sglang.sh seeds | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/sglang.sh seeds | releases | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
@@ -46,26 +48,45 @@ PY=$(python_with_torch)
 for lib in "$ROOT"/venv/lib/python3*/site-packages/nvidia/*/lib; do
   [ -d "$lib" ] && export LD_LIBRARY_PATH="$(realpath "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
-if [ ! -d "$SITE/sglang" ]; then
-  echo "== installing sglang $VERSION's source into $SITE" >&2
+# install VERSION: the release's Python source, unpacked from its wheel (0.5.11 on the wheels are
+# CPython-3.11 manylinux builds; only their Python source is used, so any tag serves).
+install() {
+  local version=$1 site=$ROOT/$1
+  [ -d "$site/sglang" ] && return
+  echo "== installing sglang $version's source into $site" >&2
   mkdir -p "$ROOT/wheels"
-  python3 -m pip download -q --no-deps --only-binary=:all: "sglang==$VERSION" -d "$ROOT/wheels"
-  mkdir -p "$SITE.tmp" && python3 -m zipfile -e "$ROOT/wheels/sglang-$VERSION-py3-none-any.whl" "$SITE.tmp"
-  mv "$SITE.tmp" "$SITE"
-fi
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_34_x86_64 \
+    --platform any "sglang==$version" -d "$ROOT/wheels"
+  rm -rf "$site.tmp" && mkdir -p "$site.tmp"
+  python3 -m zipfile -e "$(ls "$ROOT"/wheels/sglang-"$version"-*.whl | head -1)" "$site.tmp"
+  mv "$site.tmp" "$site"
+}
+install "$VERSION"
 RELEASE=${VERSION//./_}
 BACKENDS=${BACKENDS:-fa triton flashinfer}
 adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
+# found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean)
+found() {
+  local backend=$1 file=$2 site=$3 name=$4 pair
+  shift 4
+  pair=$(family_executor "$backend")
+  "$KVFUZZ" check "$file" --backend "$name:$pair" \
+    --adapter "$PY adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend $*" 2>&1 |
+    grep -o "^$name:$pair: [a-z-]*" | sed "s/^$name:$pair: //" | grep -vx ok | sort -u | tr '\n' ' ' || true
+}
 family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
 
 case "$1" in
   seeds)
-    # backend : case file : the upstream fix that removes it (adapters/sglang/fixes.py)
-    seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:24617
-           fa:corpus/regressions/fa__fa_draft_extend_v2_prefix.json:26512
-           fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:26512
-           fa:corpus/regressions/fa__fa_local_token_table.json:32902
-           triton:corpus/sglang/triton_swa_decode_window.json:32087
+    # backend : case file : what the release does with it : mode
+    #   fix=N     found in the release, gone with upstream fix N re-applied (adapters/sglang/fixes.py)
+    #   change=N  clean in the release, found with upstream change N applied (one later reverted)
+    #   -         found in the release, no upstream fix: adapters/sglang/known_issues.json triages it
+    # mode "det": the planner serves as --enable-deterministic-inference does
+    seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
+           fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:change=26512
+           fa:corpus/regressions/fa__fa_local_token_table.json:fix=32902
+           triton:corpus/sglang/triton_swa_decode_window.json:fix=32087
            fa:corpus/sglang/fa_mixed_local.json:-
            fa:corpus/sglang/fa_draft_swa_cascade.json:-
            fa:corpus/sglang/fa_draft_local.json:-
@@ -73,33 +94,54 @@ case "$1" in
            triton:corpus/sglang/triton_draft_swa.json:-
            triton:corpus/sglang/triton_verify_tree_window.json:-
            flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
-           flashinfer:corpus/sglang/flashinfer_draft_extend_v2.json:-
            flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
-           flashinfer:corpus/sglang/flashinfer_det_swa_window.json:31501:det"
-    # (fix "-": found in the release, no upstream fix: adapters/sglang/known_issues.json triages it;
-    # a fourth field "det": the planner serves as --enable-deterministic-inference does)
+           flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
     failed=0
-    printf '%-10s %-34s %-7s %-44s %-13s %s\n' backend case fix "sglang $VERSION" "with the fix" verdict
+    printf '%-10s %-34s %-12s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     for seed in $seeds; do
-      IFS=: read -r backend file fix mode <<<"$seed"
+      IFS=: read -r backend file effect mode <<<"$seed"
       det="" suffix=""
       [ "$mode" = det ] && det=--deterministic suffix=_det
-      name=sglang_${backend}_$RELEASE pair=$(family_executor "$backend")
-      found=$("$KVFUZZ" check "$file" --backend "$name$suffix:$pair" --adapter "$(adapter --backend "$backend" $det)" 2>&1 |
-              grep -o "^$name$suffix:$pair: [a-z-]*" | sed "s/^$name$suffix:$pair: //" | sort -u | tr '\n' ' ' || true)
-      rc=0 after=-
-      if [ "$fix" != - ]; then
-        "$KVFUZZ" check "$file" --backend "${name}_fix$fix$suffix:$pair" \
-          --adapter "$(adapter --backend "$backend" --fix "$fix" $det)" \
-          >/dev/null 2>&1 || rc=$?
-        after=$([ $rc -eq 0 ] && echo clean || echo "exit $rc")
-        fix="#$fix"
-      fi
+      name=sglang_${backend}_$RELEASE
+      before=$(found "$backend" "$file" "$SITE" "$name$suffix" $det)
+      after=- verdict=ok
+      case $effect in
+        fix=*|change=*)
+          n=${effect#*=}
+          after=$(found "$backend" "$file" "$SITE" "${name}_fix$n$suffix" --fix "$n" $det) ;;
+      esac
+      case $effect in
+        fix=*)    [ -n "$before" ] || verdict="NOT FOUND in the release"
+                  [ -z "$after" ] || verdict="$verdict; NOT GONE with the fix" ;;
+        change=*) [ -z "$before" ] || verdict="FOUND in the release"
+                  [ -n "$after" ] || verdict="$verdict; NOT FOUND with the change" ;;
+        *)        [ -n "$before" ] || verdict="NOT FOUND in the release" ;;
+      esac
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      upstream=-
+      [ "$effect" != - ] && upstream="${effect%%=*} #${effect#*=}"
+      printf '%-10s %-34s %-12s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
+        "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
+    done
+    exit $failed ;;
+  releases)
+    # Seed bugs in the releases that shipped them and gone in the release that fixed them, unpatched:
+    # backend : case file : upstream PR : shipped in : fixed in
+    rows="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:24617:0.5.11:0.5.12.post1
+          triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13"
+    failed=0
+    printf '%-8s %-32s %-7s %-40s %-30s %s\n' backend case PR "shipped in" "fixed in" verdict
+    for row in $rows; do
+      IFS=: read -r backend file pr shipped fixed <<<"$row"
+      install "$shipped" && install "$fixed"
+      before=$(found "$backend" "$file" "$ROOT/$shipped" "sglang_${backend}_${shipped//./_}")
+      after=$(found "$backend" "$file" "$ROOT/$fixed" "sglang_${backend}_${fixed//./_}")
       verdict=ok
-      if [ -z "$found" ] || [ "$found" = "ok " ]; then verdict="NOT FOUND in the release"; failed=1; fi
-      if [ "$rc" -ne 0 ]; then verdict="$verdict; NOT GONE with the fix (exit $rc)"; failed=1; fi
-      printf '%-10s %-34s %-7s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$fix" "${found:-clean}" \
-        "$after" "$verdict"
+      [ -n "$before" ] || verdict="NOT FOUND in $shipped"
+      [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-8s %-32s %-7s %-40s %-30s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
+        "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
     done
     exit $failed ;;
   campaign)

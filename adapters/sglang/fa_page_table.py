@@ -15,8 +15,9 @@ def build(sg, setup):
     backend = fa.FlashAttentionBackend(setup.runner, speculative_step_id=setup.draft_step, topk=setup.spec_topk,
                                        speculative_num_steps=setup.num_steps)
     rec = Recorder(setup)
-    backend.flash_attn_with_kvcache = rec.flash_attn_with_kvcache
-    backend.flash_attn_varlen_func = rec.unexpected("flash_attn_varlen_func")
+    # The backend calls them as its attributes and (0.5.11 on, in some paths) as module globals.
+    backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = rec.flash_attn_with_kvcache
+    backend.flash_attn_varlen_func = fa.flash_attn_varlen_func = rec.unexpected("flash_attn_varlen_func")
     fa.merge_state_v2 = rec.merge_state
     if hasattr(fa, "merge_state_v2_wrapper"):
         fa.merge_state_v2_wrapper = rec.merge_state

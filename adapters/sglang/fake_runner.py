@@ -1,8 +1,9 @@
 """The smallest model runner, KV pools and ForwardBatch that sglang's attention backends accept.
 
 Built from one kvfuzz planner request (adapters/kvfuzz_adapter/case.py PlanCase): kvfuzz's own
-req_to_token and full_to_swa tensors, its forward batch in sglang's conventions (the scheduler's,
-not kvfuzz's where they differ: DRAFT_EXTEND_V2 hands seq_lens without the new tokens), and a
+req_to_token and full_to_swa tensors, its forward batch in sglang's conventions (kvfuzz's: a
+DRAFT_EXTEND_V2 batch's seq_lens include the step's tokens, as eagle_info_v2's
+prepare_for_extend_to_fill_draft_kvcache bumps them, extend_prefix_lens the old lengths), and a
 model whose layers are kvfuzz's: sliding-window layers carry `sliding_window_size` = the radius W
 (FlashAttention's window_size[0]; sglang's models already subtract 1 from the config's window),
 chunked layers `use_irope` with the model's `attention_chunk_size`.
@@ -10,6 +11,7 @@ chunked layers `use_irope` with the model's `attention_chunk_size`.
 The hybrid-SWA pool is sglang's real SWAKVPool class (its layer routing and
 translate_loc_from_full_to_swa run unchanged) over small stand-in buffers.
 """
+import dataclasses
 import types
 
 import numpy as np
@@ -106,6 +108,11 @@ class Setup:
             pool.layers_mapping = {g: (i, False) for i, g in enumerate(full_ids)}
             pool.layers_mapping.update({g: (i, True) for i, g in enumerate(swa_ids)})
             pool.page_size, pool.device, pool.dtype = self.page_size, dev, self.dtype
+            # what __init__ sets besides the sub-pools (0.5.12 on read layer_transfer_counter per layer)
+            pool.layer_num, pool.start_layer = len(self.layers_spec), 0
+            pool.size, pool.size_swa = pools["full_slots"], pools["swa_slots"]
+            pool.head_num, pool.head_dim = m["kv_heads"], m["head_dim"]
+            pool.layer_transfer_counter, pool.swa_loc = None, None
             f2s = self.case.array("full_to_swa")
             pool.full_to_swa_index_mapping = torch.from_numpy(np.ascontiguousarray(f2s)).to(dev)
         self.token_to_kv_pool = pool
@@ -145,6 +152,8 @@ class Setup:
                     raise UnsupportedCase("a v2 draft-extend CUDA graph runs num_steps + 1 (>= 2) tokens for every "
                                           "request")
             draft_tokens = self.draft_tokens or 1
+            if self.mode == "draft_extend_v2":  # the v2 worker extends num_draft_tokens per request
+                draft_tokens = num_steps + 1
         self.spec_topk, self.num_steps, self.spec_draft_tokens = spec_topk, num_steps, draft_tokens
         server_args = types.SimpleNamespace(
             kv_cache_dtype="auto", speculative_eagle_topk=spec_topk or None,
@@ -154,13 +163,16 @@ class Setup:
             speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
             disable_chunked_prefix_cache=True, triton_attention_num_kv_splits=self.case.batch["kv_splits"],
             triton_attention_split_tile_size=None, chunked_prefill_size=8192, multi_item_scoring_delimiter=None,
-            disable_piecewise_cuda_graph=True, dllm_algorithm=None)
+            disable_piecewise_cuda_graph=True, dllm_algorithm=None, is_embedding=False, disable_radix_cache=False)
         model_config = types.SimpleNamespace(
             is_encoder_decoder=False, context_len=self.req_to_token.shape[1],
             attention_arch=sg.AttentionArch.MHA, is_local_attention_model=bool(chunks),
             num_attention_heads=m["q_heads"], get_num_kv_heads=lambda tp: m["kv_heads"],
-            head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], is_hybrid_swa=self.hybrid, is_multimodal=False,
-            hf_config=types.SimpleNamespace(architectures=["LlamaForCausalLM"]))
+            head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], swa_v_head_dim=m["v_head_dim"],
+            get_max_num_attention_heads=lambda: m["q_heads"], is_hybrid_swa=self.hybrid, is_multimodal=False,
+            hf_config=types.SimpleNamespace(architectures=["LlamaForCausalLM"]),
+            hf_text_config=types.SimpleNamespace(num_attention_heads=m["q_heads"],
+                                                 attn_logit_softcapping=m["softcap"] or None))
         self.runner = types.SimpleNamespace(
             model_config=model_config, device=self.device, server_args=server_args,
             # model_runner.py: the SWA window, else (Llama 4) the attention chunk size
@@ -168,7 +180,7 @@ class Setup:
             attention_chunk_size=chunks[0] if chunks else None,
             req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
             token_to_kv_pool_allocator=self.token_to_kv_pool_allocator, gpu_id=0, hybrid_gdn_config=None,
-            kimi_linear_config=None,
+            kimi_linear_config=None, linear_attn_model_spec=None, kv_cache_dtype_str="auto",
             kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
@@ -195,8 +207,6 @@ class Setup:
         seq_lens = i32("seq_lens")
         prefix = i32("extend_prefix_lens")
         extend = i32("extend_seq_lens")
-        if self.mode == "draft_extend_v2":
-            seq_lens = prefix.clone()  # sglang: the cache length before this step's tokens
         self.seq_lens = seq_lens
         self.req_pool_indices = i32("req_pool_indices")
         self.out_cache_loc = torch.from_numpy(c.array("out_cache_loc").astype(np.int64)).to(dev)
@@ -206,11 +216,15 @@ class Setup:
         self.spec_info = None
         if spec == "verify":  # sglang's own EagleVerifyInput: FlashInfer plans through its generate_attn_arg_prefill
             mask = torch.from_numpy(c.array("custom_mask").astype(bool)).to(dev)
-            self.spec_info = sg.eagle_verify_input()(
-                draft_token=torch.zeros(positions.shape[0], dtype=torch.int64, device=dev), custom_mask=mask,
-                positions=positions, retrive_index=None, retrive_next_token=None, retrive_next_sibling=None,
-                retrive_cum_len=None, spec_steps=self.num_steps, topk=self.topk, draft_token_num=self.draft_tokens,
-                capture_hidden_mode=None, seq_lens_sum=int(seq_lens.sum()), seq_lens_cpu=seq_lens.cpu())
+            known = dict(draft_token=torch.zeros(positions.shape[0], dtype=torch.int64, device=dev),
+                         custom_mask=mask, positions=positions, spec_steps=self.num_steps, topk=self.topk,
+                         draft_token_num=self.draft_tokens, seq_lens_sum=int(seq_lens.sum()),
+                         seq_lens_cpu=seq_lens.cpu())
+            # Fields the metadata code does not read (the retrieve_* trees, spelled retrive_ before
+            # 0.5.11; capture_hidden_mode; 0.5.23's draft_probs) are None.
+            verify = sg.eagle_verify_input()
+            self.spec_info = verify(**{f.name: known.get(f.name) for f in dataclasses.fields(verify)
+                                       if f.init and (f.name in known or f.default is dataclasses.MISSING)})
         elif spec is not None:
             # EagleDraftInput of the v2 worker: the draft-extend lengths per request (CUDA-graph replay reads them)
             self.spec_info = types.SimpleNamespace(topk=self.topk, positions=positions, num_tokens_per_batch=1,

@@ -1,7 +1,8 @@
 """Upstream fixes, re-expressed here, applied on top of a pinned release (--fix N).
 
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
-go away, while every other case stays clean. Each fix below is written from the pull request's
+go away, while every other case stays clean (one entry, 26512, is an upstream change that was
+reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
 description (cited), as the smallest change to the release's own functions; where a later release
 with the fix is installable, run that release instead.
 """
@@ -41,9 +42,11 @@ def fix_24617(sg):
 
 
 def fix_26512(sg):
-    """sglang #26512: in DRAFT_EXTEND_V2 forward_batch.seq_lens is the cache length before the
-    step's tokens, which set_kv_buffer has already written; FA's cache_seqlens must add the extend
-    lengths, eagerly and in CUDA-graph replay."""
+    """sglang #26512, reverted by #26628: it took DRAFT_EXTEND_V2's forward_batch.seq_lens for the
+    cache length before the step's tokens and added the extend lengths to FA's cache_seqlens, eagerly
+    and in CUDA-graph replay. The v2 worker's seq_lens already include them
+    (eagle_info_v2.prepare_for_extend_to_fill_draft_kvcache), so the change reads past the cache:
+    kvfuzz finds it with the change applied (ci/sglang.sh seeds, change=26512) and not without."""
     fa = _fa()
     original = fa.FlashAttentionBackend.init_forward_metadata
     replay = fa.FlashAttentionBackend.init_forward_metadata_replay_cuda_graph

@@ -14,6 +14,8 @@ replaced after import (recorder.py records each call), so a stub never decides a
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import re
+import os
 import sys
 import types
 
@@ -131,6 +133,12 @@ class _Finder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, name, path, target=None):
         top = name.split(".")[0]
+        if name == "sglang":
+            # The package without its __init__: that imports the frontend language API and (0.5.11
+            # on) patches transformers' classes; the metadata code needs neither.
+            spec = importlib.machinery.ModuleSpec(name, None, is_package=True)
+            spec.submodule_search_locations = [os.path.join(self.site, "sglang")]
+            return spec
         if top == "sglang":
             return importlib.machinery.PathFinder.find_spec(name, path or [self.site])
         if top in REAL or top in sys.stdlib_module_names:
@@ -174,5 +182,7 @@ def install_finder(site):
     """Put the wheel's folder first for `sglang`, stubs for what is missing. Returns `site`."""
     if not any(isinstance(f, _Finder) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder(site))
+    # `regex` (0.5.23's parsers build patterns at import time) serves as the standard library's `re`.
+    sys.modules.setdefault("regex", re)
     _skip_fake_kernels_of_stubbed_packages()
     return site

@@ -64,7 +64,10 @@ class Sglang:
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
         self.ForwardMode = fb.ForwardMode
         swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
-        self.SWAKVPool, self.SWATokenToKVPoolAllocator = swa.SWAKVPool, swa.SWATokenToKVPoolAllocator
+        self.SWAKVPool = swa.SWAKVPool
+        if not hasattr(swa, "SWATokenToKVPoolAllocator"):  # 0.5.13 on: mem_cache/allocator/swa.py
+            swa = importlib.import_module("sglang.srt.mem_cache.allocator.swa")
+        self.SWATokenToKVPoolAllocator = swa.SWATokenToKVPoolAllocator
         self.AttentionArch = importlib.import_module("sglang.srt.configs.model_config").AttentionArch
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
@@ -96,22 +99,38 @@ class Sglang:
 
         fb, n = setup.fb, setup.padded_bs
         tokens = int(fb.positions.shape[0])
+        # cuda_graph_runner: an IDLE batch replays the graph captured for DECODE
+        capture_mode = self.ForwardMode.DECODE if fb.forward_mode.is_idle() else fb.forward_mode
         backend.init_cuda_graph_state(n, tokens)
         fill = backend.get_cuda_graph_seq_len_fill_value()
-        capture_seq = torch.full_like(fb.seq_lens, fill)
-        capture_rows = torch.zeros_like(fb.req_pool_indices)
-        backend.init_forward_metadata_capture_cuda_graph(n, tokens, capture_rows, capture_seq, None, fb.forward_mode,
-                                                         fb.spec_info)
-        if hasattr(backend, "init_forward_metadata_replay_cuda_graph"):
+        # The runner's static buffers: captured with fill values, refilled in place for the replay.
+        seq_lens = torch.full_like(fb.seq_lens, fill)
+        rows = torch.zeros_like(fb.req_pool_indices)
+        if hasattr(backend, "init_forward_metadata_capture_cuda_graph"):  # up to 0.5.12
+            backend.init_forward_metadata_capture_cuda_graph(n, tokens, rows, seq_lens, None, capture_mode,
+                                                             fb.spec_info)
             replay = backend.init_forward_metadata_replay_cuda_graph
             extra = {"out_cache_loc": fb.out_cache_loc} if "out_cache_loc" in inspect.signature(replay).parameters else {}
             replay(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None, fb.forward_mode, fb.spec_info,
                    seq_lens_cpu=fb.seq_lens_cpu, **extra)
-        else:  # 0.5.13 and later: the replay split in an out-of-graph and an in-graph part
-            backend.init_forward_metadata_out_graph(n, fb.req_pool_indices, fb.seq_lens, fb.seq_lens_sum, None,
-                                                    fb.forward_mode, fb.spec_info, seq_lens_cpu=fb.seq_lens_cpu,
-                                                    out_cache_loc=fb.out_cache_loc)
-            backend.init_forward_metadata_in_graph(n, fb.forward_mode, fb.spec_info)
+            return
+        # 0.5.13 on (cuda_graph_runner.capture_one_batch_size / replay_prepare): out_graph(in_capture=True)
+        # and in_graph at capture; out_graph on the replay view, then the graph replays the in-graph
+        # part over the same static buffers, here by running it again on the capture batch.
+        capture = types.SimpleNamespace(**vars(fb))
+        capture.forward_mode, capture.req_pool_indices, capture.seq_lens = capture_mode, rows, seq_lens
+        capture.seq_lens_cpu, capture.seq_lens_sum = seq_lens.cpu(), None
+        backend.init_forward_metadata_out_graph(capture, in_capture=True)
+        backend.init_forward_metadata_in_graph(capture)
+        rows.copy_(fb.req_pool_indices)
+        seq_lens.copy_(fb.seq_lens)
+        view = types.SimpleNamespace(  # cuda_graph_runner.build_replay_fb_view
+            batch_size=n, forward_mode=capture_mode, actual_forward_mode=fb.forward_mode,
+            input_ids=torch.zeros(tokens, dtype=torch.int64, device=fb.seq_lens.device), req_pool_indices=rows,
+            seq_lens=seq_lens, seq_lens_sum=fb.seq_lens_sum, seq_lens_cpu=fb.seq_lens_cpu, encoder_lens=None,
+            out_cache_loc=fb.out_cache_loc, spec_info=fb.spec_info)
+        backend.init_forward_metadata_out_graph(view)
+        backend.init_forward_metadata_in_graph(capture)
 
 
 def _release(site):
