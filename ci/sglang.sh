@@ -97,7 +97,7 @@ case "$1" in
            flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
            flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
     failed=0
-    printf '%-10s %-34s %-12s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
+    printf '%-10s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     for seed in $seeds; do
       IFS=: read -r backend file effect mode <<<"$seed"
       det="" suffix=""
@@ -120,7 +120,7 @@ case "$1" in
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
       [ "$effect" != - ] && upstream="${effect%%=*} #${effect#*=}"
-      printf '%-10s %-34s %-12s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
+      printf '%-10s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
         "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
     done
     exit $failed ;;
