@@ -5,8 +5,9 @@
 # property, cases/s, share of the time inside the kernel's adapter. Then a compute-sanitizer
 # memcheck campaign of kvfuzz's own CUDA executor.
 #   KVFUZZ_GPU_SECONDS    campaign length per executor (default 300)
-#   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flex_page_table
-#                         cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI, built here)
+#   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
+#                         flex_page_table cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI,
+#                         built here)
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
@@ -73,7 +74,7 @@ adapter_command() {
 }
 
 # 3. Campaigns.
-read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flex_page_table cuda_page_table}"
+read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flex_page_table cuda_page_table}"
 jobs=$(nproc)
 [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
 profile_args=()

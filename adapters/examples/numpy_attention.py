@@ -1,4 +1,6 @@
-"""Attention arithmetic the numpy example executors share: one kernel row, and the LSE merge.
+"""Attention arithmetic the numpy example executors share: one kernel row, and the LSE merge; and
+the host-side layout helpers of the GPU adapters (adapters/gpu/): checked reads, token ranges,
+zero padding.
 
 Plain float64 numpy, written from the semantics, not from kvfuzz's C++: a query reads the keys its
 metadata names, masked by a boolean [q_len, k_len] matrix.
@@ -79,3 +81,21 @@ def take(array, index):
         bad = index[(index < 0) | (index >= len(array))].ravel()[0]
         raise IndexError(f"index {int(bad)} outside an array of {len(array)} entries")
     return array[index]
+
+
+def rows_of(qo_indptr, rows, n_tokens):
+    """[(row, first token, q_len)] of a kernel call's rows; an indptr outside the batch raises."""
+    out = []
+    for r in range(rows):
+        q0, q1 = int(qo_indptr[r]), int(qo_indptr[r + 1])
+        if q1 < q0 or q0 < 0 or q1 > n_tokens:
+            raise IndexError(f"row {r}: qo_indptr [{q0}, {q1}) is not a token range of the batch's {n_tokens}")
+        out.append((r, q0, q1 - q0))
+    return out
+
+
+def padded(a, rows, w):
+    """[n, H, d] -> [rows, H, w] float32, zero-padded (rows past n, columns to the width w)."""
+    out = np.zeros((rows,) + a.shape[1:-1] + (w,), np.float32)
+    out[:len(a), ..., :a.shape[-1]] = a
+    return out

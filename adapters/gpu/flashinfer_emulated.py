@@ -9,7 +9,16 @@ q_len x k_len block starting where FlashInfer's plan puts it: the sum of the ear
 times (pages - 1) * ps + last_page_len (prefill.py _compute_page_mask_indptr), which for a row of
 no pages is 1 - ps + ... rather than 0 (the mask offsets of later rows shift; a negative one is
 read out of bounds here, an IndexError, where the GPU faults).
-It checks this adapter's argument building on a CPU, not FlashInfer.
+BatchMLAPagedAttentionWrapper (flashinfer_mla.py; mla/_batch_mla/_planning.py, mla.cuh): plan
+checks its metadata as FlashInfer's Python does (the dense form: batch sizes agree, width >= the
+live pages; the CSR form: indptrs from 0 and nondecreasing, kv_indptr's page counts
+ceil(kv_len / page_size), enough kv_indices) and derives the CSR from the dense form (row r's first
+ceil(seq_len / ps) table entries); run reads key k of row r at page kv_indices[kv_indptr[r] + k // ps],
+offset k % ps, of the packed [pages, ps, ckv + kpe] cache, logits over all ckv + kpe columns, output
+over the ckv columns, causal bottom-right (key k of query i masked when k + q_len > kv_len + i), LSE
+base 2; tokens no row covers keep what torch.empty left (NaN here). Not modelled: the plan's
+refusals that depend on the device (work-item capacity, the causal tile bound).
+It checks the adapters' argument building on a CPU, not FlashInfer.
 """
 import numpy as np
 
@@ -89,3 +98,58 @@ def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo
 
 def merge_state(out_a, lse_a, out_b, lse_b, dtype):
     return merge_base2((out_a, lse_a), (out_b, lse_b))
+
+
+def _indptr(name, a):
+    a = np.asarray(a, np.int64)
+    if a.size == 0 or a[0] != 0 or np.any(np.diff(a) < 0):
+        raise ValueError(f"{name} metadata must start at zero and be nondecreasing")
+    return a
+
+
+def mla_plan(metadata, *, num_heads, head_dims, page_size, causal, sm_scale, dtype):
+    if page_size <= 0:
+        raise ValueError(f"page_size must be a positive int, got {page_size}")
+    if "block_tables" in metadata:  # the dense form, lowered to the CSR the fa2 kernel reads
+        qo_indptr = _indptr("cum_seq_lens_q", metadata["cum_seq_lens_q"])
+        table, kv_len = np.asarray(metadata["block_tables"]), np.asarray(metadata["seq_lens"], np.int64)
+        if table.shape[0] != len(qo_indptr) - 1 or len(kv_len) != len(qo_indptr) - 1:
+            raise ValueError("dense metadata batch dimensions must agree")
+        pages = -(-kv_len // page_size)
+        if np.any(kv_len < 0) or (len(pages) and pages.max() > table.shape[1]):
+            raise ValueError("seq_lens must be nonnegative and fit the block_tables width")
+        kv_indptr = np.concatenate([[0], np.cumsum(pages)])
+        kv_indices = np.concatenate([table[r, :pages[r]] for r in range(len(pages))] + [np.zeros(0, table.dtype)])
+    else:
+        qo_indptr = _indptr("qo_indptr", metadata["qo_indptr"])
+        kv_indptr = _indptr("kv_indptr", metadata["kv_indptr"])
+        kv_indices, kv_len = np.asarray(metadata["kv_indices"]), np.asarray(metadata["kv_len_arr"], np.int64)
+        if len(kv_indptr) != len(qo_indptr) or len(kv_len) != len(qo_indptr) - 1:
+            raise ValueError("CSR metadata batch dimensions must agree")
+        if kv_indptr[-1] > len(kv_indices) or np.any(kv_len < 0):
+            raise ValueError("kv_indices shorter than kv_indptr[-1], or a negative kv_len_arr")
+        if not np.array_equal(np.diff(kv_indptr), -(-kv_len // page_size)):
+            raise ValueError("CSR metadata page counts in kv_indptr must equal ceil(kv_len_arr / page_size)")
+    return dict(qo_indptr=qo_indptr, kv_indptr=kv_indptr, kv_indices=kv_indices, kv_len=kv_len, ckv=head_dims[0],
+                width=sum(head_dims), page_size=page_size, causal=causal, sm_scale=sm_scale)
+
+
+def mla_run(plan, q, kv_cache, *, dtype):
+    ps, ckv = plan["page_size"], plan["ckv"]
+    if q.shape[-1] != plan["width"] or kv_cache.shape[1:] != (ps, plan["width"]):
+        raise ValueError(f"packed q {q.shape} / kv_cache {kv_cache.shape} do not match the plan")
+    keys = kv_cache.reshape(-1, 1, plan["width"])
+    out = np.full(q.shape[:2] + (ckv,), np.nan)  # torch.empty: only the rows' tokens are written
+    lse = np.full(q.shape[:2], np.nan)
+    for r in range(len(plan["kv_len"])):
+        q0, q1, k_len = int(plan["qo_indptr"][r]), int(plan["qo_indptr"][r + 1]), int(plan["kv_len"][r])
+        tokens = np.arange(q0, q1)
+        k = np.arange(k_len)
+        slots = take(plan["kv_indices"], plan["kv_indptr"][r] + k // ps).astype(np.int64) * ps + k % ps
+        visible = np.ones((len(tokens), k_len), bool)
+        if plan["causal"]:
+            visible = k[None, :] + len(tokens) <= k_len + np.arange(len(tokens))[:, None]
+        rows = take(keys, slots)
+        o, s = attend(take(q, tokens), rows, rows[..., :ckv], visible, plan["sm_scale"], 0.0)
+        out[q0:q1], lse[q0:q1] = o, s * LOG2E
+    return out, lse

@@ -1,4 +1,5 @@
-"""The FlashInfer calls of flashinfer_paged_csr.py: flashinfer-python's own wrappers and merge_state.
+"""The FlashInfer calls of flashinfer_paged_csr.py and flashinfer_mla.py: flashinfer-python's own
+wrappers and merge_state.
 
 numpy in, numpy out (bf16 / fp16 outputs convert to float32 exactly): out [n, H, Dv] and the
 kernel's base-2 LSE [n, H]. One wrapper object per kind, re-planned for every call, all over one
@@ -11,14 +12,19 @@ shows it; KVFLASHINFER_SHARED_RAGGED=1 shares one wrapper, as sglang does, to re
 """
 import os
 
+import numpy as np
 import torch
 from flashinfer import (BatchDecodeWithPagedKVCacheWrapper, BatchPrefillWithPagedKVCacheWrapper,
                         BatchPrefillWithRaggedKVCacheWrapper)
 from flashinfer.cascade import merge_state as _merge_state
+from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
+from flashinfer.mla._batch_mla._backends._capabilities import _BackendPlanUnsupportedError
 
+import kvfuzz_adapter as kv
 from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host
 
 BACKEND = "fa2"  # sglang's prefill_backend and decode_backend
+MLA_BACKEND = os.environ.get("KVFLASHINFER_MLA_BACKEND", "fa2")
 SHARED_RAGGED = os.environ.get("KVFLASHINFER_SHARED_RAGGED") == "1"
 _workspace = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=DEV)
 _wrappers = {}
@@ -31,6 +37,8 @@ def _wrapper(kind, variant=False):
         if kind == "decode":
             _wrappers[key] = BatchDecodeWithPagedKVCacheWrapper(_workspace, "NHD", use_tensor_cores=variant,
                                                                 backend=BACKEND)
+        elif kind == "mla":
+            _wrappers[key] = BatchMLAPagedAttentionWrapper(_workspace, backend=MLA_BACKEND)
         elif kind == "paged":
             _wrappers[key] = BatchPrefillWithPagedKVCacheWrapper(_workspace, "NHD", backend=BACKEND)
         else:
@@ -90,3 +98,26 @@ def merge_state(out_a, lse_a, out_b, lse_b, dtype):
     o, s = _merge_state(dev(out_a, dt), dev(lse_a), dev(out_b, dt), dev(lse_b))
     torch.cuda.synchronize()
     return host(o), host(s)
+
+
+def mla_plan(metadata, *, num_heads, head_dims, page_size, causal, sm_scale, dtype):
+    """BatchMLAPagedAttentionWrapper.plan on MLAPlanMetadata(**metadata) (int32 host arrays by the
+    field names: the dense or the CSR form), base-2 LSE; a plan FlashInfer refuses is unsupported."""
+    dt = TORCH_DTYPES[dtype]
+    w = _wrapper("mla")
+    fields = {name: torch.from_numpy(np.ascontiguousarray(a, dtype=np.int32)) for name, a in metadata.items()}
+    try:
+        w.plan(metadata=MLAPlanMetadata(**fields), num_heads=num_heads, head_dim_ckv=head_dims[0],
+               head_dim_kpe=head_dims[1], page_size=page_size, causal=causal, sm_scale=sm_scale, q_data_type=dt,
+               kv_data_type=dt, lse_mode="base2")
+    except _BackendPlanUnsupportedError as e:
+        raise kv.Unsupported(f"FlashInfer's MLA plan ({MLA_BACKEND}) refuses it: {e}") from e
+    return w
+
+
+def mla_run(plan, q, kv_cache, *, dtype):
+    """q [T, H, ckv + kpe], kv_cache [pages, page_size, ckv + kpe] (packed) -> out [T, H, ckv], base-2 lse."""
+    dt = TORCH_DTYPES[dtype]
+    o, lse = plan.run(query=dev(q, dt), kv_cache=dev(kv_cache, dt), return_lse=True)
+    torch.cuda.synchronize()
+    return host(o), host(lse)

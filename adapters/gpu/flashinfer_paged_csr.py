@@ -42,7 +42,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
-from numpy_attention import LOG2E, merge_base2  # noqa: E402
+from numpy_attention import LOG2E, merge_base2, padded, rows_of  # noqa: E402
 
 EMULATE = os.environ.get("KVFLASHINFER_EMULATE") == "1"
 WIDTHS = (64, 128, 256)
@@ -52,27 +52,9 @@ else:
     import flashinfer_kernels as kernels  # noqa: E402
 
 
-def rows_of(qo_indptr, rows, n_tokens):
-    """[(row, first token, q_len)] of a call; an indptr outside the batch raises."""
-    out = []
-    for r in range(rows):
-        q0, q1 = int(qo_indptr[r]), int(qo_indptr[r + 1])
-        if q1 < q0 or q0 < 0 or q1 > n_tokens:
-            raise IndexError(f"row {r}: qo_indptr [{q0}, {q1}) is not a token range of the batch's {n_tokens}")
-        out.append((r, q0, q1 - q0))
-    return out
-
-
 def width(case):
     need = max(case.model["head_dim"], case.model["v_head_dim"])
     return next(w for w in WIDTHS if w >= need)
-
-
-def padded(a, rows, w):
-    """[n, H, d] -> [rows, H, w], zero-padded (columns to the width W)."""
-    out = np.zeros((rows,) + a.shape[1:-1] + (w,), np.float32)
-    out[:len(a), ..., :a.shape[-1]] = a
-    return out
 
 
 def paged_pool(case, layer, ps, w):
