@@ -11,6 +11,7 @@
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
+#   KVFUZZ_GPU_SEED       campaign seed (default 1; another seed continues a campaign with new cases)
 #   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
 #   KVFUZZ_GPU_LONG_CASES      cases of the `long` profile (>= 128k keys, pools > 2^31 elements) per
 #                              Python executor, 2 jobs each, after the campaigns (default 0: none;
@@ -82,7 +83,7 @@ for p in $profiles; do profile_args+=(--profile "$p"); done
 mkdir -p "$out"
 campaign() {
   local name=$1 rc=0
-  ./build/fuzz/kvfuzz run --seconds "$seconds" "${profile_args[@]}" --jobs "$jobs" \
+  ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" "${profile_args[@]}" --jobs "$jobs" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
     --shrink-seconds 30 --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
