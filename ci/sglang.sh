@@ -40,6 +40,10 @@ python_with_torch() {
     "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
       networkx jinja2 markupsafe fsspec >&2
   fi
+  # msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not stubbed).
+  if ! "$venv/bin/python" -c 'import msgspec' 2>/dev/null; then
+    "$venv/bin/pip" install -q --no-deps "msgspec==0.22.0" >&2
+  fi
   echo "$venv/bin/python"
 }
 

@@ -19,6 +19,10 @@ def build(sg, setup):
     backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = rec.flash_attn_with_kvcache
     backend.flash_attn_varlen_func = fa.flash_attn_varlen_func = rec.unexpected("flash_attn_varlen_func")
     fa.merge_state_v2 = rec.merge_state
+    # 0.5.23: FA3's scheduler_metadata precompute (tile scheduling only, not which keys are read): off, as
+    # production runs it where sgl_kernel has no get_scheduler_metadata (the per-layer metadata path).
+    if hasattr(backend, "_get_scheduler_metadata"):
+        backend._get_scheduler_metadata = None
     if hasattr(fa, "merge_state_v2_wrapper"):
         fa.merge_state_v2_wrapper = rec.merge_state
     return backend, rec

@@ -12,6 +12,7 @@ The hybrid-SWA pool is sglang's real SWAKVPool class (its layer routing and
 translate_loc_from_full_to_swa run unchanged) over small stand-in buffers.
 """
 import dataclasses
+import importlib
 import types
 
 import numpy as np
@@ -44,6 +45,9 @@ class _Buffers:
     def get_kv_buffer(self, layer_id):
         return self.k[layer_id], self.v[layer_id]
 
+    def get_kv_cache_quant_method(self):  # 0.5.23: what KVCache.__init__ sets for an unquantized pool
+        return self.quant_method
+
     def get_key_buffer(self, layer_id):
         return self.k[layer_id]
 
@@ -54,8 +58,9 @@ class _Buffers:
 class Setup:
     """Everything one request builds: model runner, layers, forward batch, pools."""
 
-    def __init__(self, sg, case, device, spec_topk=None, deterministic=False):
+    def __init__(self, sg, case, device, spec_topk=None, deterministic=False, attention_backend="fa3"):
         self.sg, self.case, self.device = sg, case, device
+        self.attention_backend = attention_backend
         self.deterministic = deterministic
         info, batch = case.info, case.batch
         self.mode = batch["mode"]
@@ -94,14 +99,17 @@ class Setup:
         mk = lambda name, slots, n: _Buffers(name, slots, n, m["kv_heads"], m["head_dim"], m["v_head_dim"],
                                              self.dtype, dev)
         self.full = mk("full", pools["full_slots"], len(full_ids))
+        self.full.quant_method = quant = sg.unquantized_kv_cache_method()
         self.hybrid = bool(info["cache"]["hybrid"])
         if not self.hybrid:
             self.swa = None
             pool = types.SimpleNamespace(get_kv_buffer=lambda l: self.full.get_kv_buffer(l),
+                                         get_kv_cache_quant_method=lambda: quant,
                                          get_key_buffer=lambda l: self.full.get_key_buffer(l),
                                          get_value_buffer=lambda l: self.full.get_value_buffer(l))
         else:
             self.swa = mk("swa", pools["swa_slots"], len(swa_ids))
+            self.swa.quant_method = quant
             pool = object.__new__(sg.SWAKVPool)  # the real class: its routing and translation run
             pool.full_kv_pool, pool.swa_kv_pool = self.full, self.swa
             pool.swa_layer_nums, pool.full_layer_nums = len(swa_ids), len(full_ids)
@@ -155,24 +163,26 @@ class Setup:
             if self.mode == "draft_extend_v2":  # the v2 worker extends num_draft_tokens per request
                 draft_tokens = num_steps + 1
         self.spec_topk, self.num_steps, self.spec_draft_tokens = spec_topk, num_steps, draft_tokens
-        server_args = types.SimpleNamespace(
+        server_args = sg.server_args(dict(
             kv_cache_dtype="auto", speculative_eagle_topk=spec_topk or None,
             speculative_num_draft_tokens=draft_tokens, speculative_num_steps=num_steps,
             enable_deterministic_inference=self.deterministic, disable_cuda_graph=not self.graph,
-            attention_backend="fa3", enable_dp_attention=False, dp_size=1,
+            attention_backend=self.attention_backend, enable_dp_attention=False, dp_size=1,
             speculative_algorithm="EAGLE" if spec else None, page_size=self.page_size,
             disable_chunked_prefix_cache=True, triton_attention_num_kv_splits=self.case.batch["kv_splits"],
             triton_attention_split_tile_size=None, chunked_prefill_size=8192, multi_item_scoring_delimiter=None,
-            disable_piecewise_cuda_graph=True, dllm_algorithm=None, is_embedding=False, disable_radix_cache=False)
+            disable_piecewise_cuda_graph=True, dllm_algorithm=None, is_embedding=False, disable_radix_cache=False))
         model_config = types.SimpleNamespace(
             is_encoder_decoder=False, context_len=self.req_to_token.shape[1],
             attention_arch=sg.AttentionArch.MHA, is_local_attention_model=bool(chunks),
-            num_attention_heads=m["q_heads"], get_num_kv_heads=lambda tp: m["kv_heads"],
+            num_attention_heads=m["q_heads"], get_num_kv_heads=lambda tp, dcp_size=1: m["kv_heads"],
             head_dim=m["head_dim"], v_head_dim=m["v_head_dim"], swa_v_head_dim=m["v_head_dim"],
             get_max_num_attention_heads=lambda: m["q_heads"], is_hybrid_swa=self.hybrid, is_multimodal=False,
-            hf_config=types.SimpleNamespace(architectures=["LlamaForCausalLM"]),
+            linear_attn_registry_result=None,
             hf_text_config=types.SimpleNamespace(num_attention_heads=m["q_heads"],
                                                  attn_logit_softcapping=m["softcap"] or None))
+        model_config.hf_config = types.SimpleNamespace(architectures=["LlamaForCausalLM"],
+                                                       get_text_config=lambda: model_config.hf_text_config)
         self.runner = types.SimpleNamespace(
             model_config=model_config, device=self.device, server_args=server_args,
             # model_runner.py: the SWA window, else (Llama 4) the attention chunk size
@@ -185,6 +195,31 @@ class Setup:
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
             max_num_reqs=self.req_to_token.shape[0])
+        if sg.runtime is not None:
+            self._runner_0_5_23(spec)
+
+    def _runner_0_5_23(self, spec):
+        """What 0.5.23's ModelRunner carries besides: its speculative algorithm and resolved backend
+        names (from the published configuration, as ModelRunner.__init__ / initialize take them), the
+        logits rows per decode slot, and the KVIndexTranslator it builds over its pools
+        (init_kv_index_translator; a plain pool or SWAKVPool takes the non-translating path)."""
+        sg, runner = self.sg, self.runner
+        runner.spec_algorithm = sg.SpeculativeAlgorithm.from_string(sg.runtime.get_spec().speculative_algorithm)
+        runner.draft_attention_backend = None
+        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = sg.runtime.attention_backends()
+        resolve = importlib.import_module("sglang.srt.speculative.spec_utils").resolve_num_tokens_per_req
+
+        def decode_num_tokens_per_req(*, num_draft_tokens=None):  # ModelRunner's, without DSpark and dLLM
+            if not runner.spec_algorithm.is_speculative():
+                return 1
+            return resolve(phase="target_verify", spec_algorithm=runner.spec_algorithm,
+                           is_draft_worker=runner.is_draft_worker, num_draft_tokens=num_draft_tokens)
+
+        runner.decode_num_tokens_per_req = decode_num_tokens_per_req
+        runner.kv_index_translator = sg.KVIndexTranslator(
+            req_to_token=self.req_to_token, token_to_kv_pool_allocator=self.token_to_kv_pool_allocator,
+            token_to_kv_pool=self.token_to_kv_pool, page_size=self.page_size, device=self.device,
+            is_draft_worker=runner.is_draft_worker)
 
     # -- layers ----------------------------------------------------------------------------------
     def _build_layers(self, m):
@@ -246,6 +281,14 @@ class Setup:
             extend_start_loc=torch.nn.functional.pad(torch.cumsum(extend, 0), (1, 0))[:-1],
             spec_algorithm=None, global_num_tokens_gpu=None, can_run_dp_cuda_graph=False,
             token_num_per_seq=None)
+        if sg.runtime is not None:
+            # 0.5.23's ForwardBatch has many more optional fields: those not set above keep the class's defaults
+            for f in dataclasses.fields(sg.ForwardBatch):
+                if not hasattr(self.fb, f.name) and f.default is not dataclasses.MISSING:
+                    setattr(self.fb, f.name, f.default)
+            self.fb.can_run_decode_cuda_graph = self.graph
+            # ForwardBatch.init_new: the batch's KVLocPlan, bound with its write ids
+            self.runner.kv_index_translator.bind_own_plan(self.fb)
 
     def layer_batch(self):
         """The batch the layers' forward sees: in a replayed CUDA graph, the kernels captured run, and

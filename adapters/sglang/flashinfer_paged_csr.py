@@ -121,6 +121,7 @@ def build(sg, setup):
     fi.BatchPrefillWithPagedKVCacheWrapper = lambda *a, **k: _PagedPrefill(rec, *a, **k)
     fi.BatchPrefillWithRaggedKVCacheWrapper = lambda *a, **k: _RaggedPrefill(rec, *a, **k)
     fi.merge_state = rec.merge_state
+    fi._safe_merge_state = rec.merge_state  # 0.5.23: merge_state or Triton's, by head count (CUDA imports only)
     fi.fast_decode_plan = object()
     if str(setup.device) == "cpu":
         fi.torch = _TorchOn(setup.device)

@@ -24,6 +24,21 @@ def host(t, name="tensor"):
     return t.detach().to("cpu").contiguous().clone()
 
 
+# Arguments later releases added to the Triton kernels (0.5.23: page_size, MLA, lean attention, score_mod,
+# skip_prefix / skip_extend, ...): recorded only at the values that keep the modelled behaviour.
+_DEFAULTS = {"has_mla": False, "use_pdl": None, "page_size": 1, "score_mod": None, "aux_tensors": None,
+             "enable_lean": None, "lean_locks": None, "uneven_batch": None, "lean_Mp": None, "lean_Lp": None, "lean_Op": None, "lse_extend": None,
+             "skip_prefix": False, "skip_extend": False, "extend_seq_lens_cpu": None, "identity_kv_indices": None}
+
+
+def _only_defaults(kernel, newer):
+    for name, value in newer.items():
+        if name not in _DEFAULTS:
+            raise NotImplementedError(f"{kernel}({name}=...) is not modelled by kvfuzz")
+        if _DEFAULTS[name] is not None and value != _DEFAULTS[name]:
+            raise NotImplementedError(f"{kernel}({name}={value!r}) is not modelled by kvfuzz")
+
+
 class Recorder:
     def __init__(self, setup):
         self.setup = setup
@@ -64,7 +79,8 @@ class Recorder:
     # asserts the real entry points make.
     def decode_attention_fwd(self, q, k_buffer, v_buffer, o, kv_indptr, kv_indices, attn_logits, attn_lse,
                              num_kv_splits, max_kv_splits, sm_scale, k_scale=1.0, v_scale=1.0, logit_cap=0.0,
-                             sinks=None, xai_temperature_len=-1):
+                             sinks=None, xai_temperature_len=-1, **newer):
+        _only_defaults("decode_attention_fwd", newer)
         assert max_kv_splits == attn_logits.shape[2]
         assert q.shape[0] <= kv_indptr.shape[0] - 1
         assert q.shape[0] <= attn_logits.shape[0]
@@ -79,7 +95,9 @@ class Recorder:
     def extend_attention_fwd(self, q_extend, k_extend, v_extend, o_extend, k_buffer, v_buffer, qo_indptr, kv_indptr,
                              kv_indices, custom_mask, is_causal, mask_indptr, max_len_extend, k_scale=1.0,
                              v_scale=1.0, sm_scale=None, logit_cap=0.0, skip_prefix_custom_mask=True,
-                             sliding_window_size=-1, sinks=None, window_kv_offsets=None, xai_temperature_len=-1):
+                             sliding_window_size=-1, sinks=None, window_kv_offsets=None, xai_temperature_len=-1,
+                             **newer):
+        _only_defaults("extend_attention_fwd", newer)
         if not skip_prefix_custom_mask or not is_causal:
             raise NotImplementedError("extend_attention_fwd with a prefix custom mask or non-causal is not modelled")
         self._add({

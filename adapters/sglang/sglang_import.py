@@ -22,7 +22,7 @@ import types
 # Kernel packages: stubbed even where installed, so that no real kernel runs unrecorded.
 STUBBED = ("sgl_kernel", "flashinfer", "flash_attn", "vllm", "deep_gemm", "aiter", "sgl_kernel_npu")
 # Real modules: what the metadata code computes with, and PyTorch's own dependencies.
-REAL = ("torch", "triton", "numpy", "sglang", "packaging", "sympy", "mpmath", "filelock", "jinja2", "markupsafe",
+REAL = ("torch", "triton", "numpy", "sglang", "msgspec", "packaging", "sympy", "mpmath", "filelock", "jinja2", "markupsafe",
         "networkx", "fsspec", "typing_extensions")
 stubbed_names = []  # every module a stub stood in for, for the log
 

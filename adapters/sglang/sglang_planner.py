@@ -62,7 +62,7 @@ class Sglang:
         sglang_import.install_finder(os.path.abspath(site))
         self.version = _release(site)
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
-        self.ForwardMode = fb.ForwardMode
+        self.ForwardMode, self.ForwardBatch = fb.ForwardMode, fb.ForwardBatch
         swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
         self.SWAKVPool = swa.SWAKVPool
         if not hasattr(swa, "SWATokenToKVPoolAllocator"):  # 0.5.13 on: mem_cache/allocator/swa.py
@@ -72,9 +72,38 @@ class Sglang:
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
         self._server_args = server_args
-        # One process, tensor-parallel size 1: the attention TP group the backends ask for.
-        parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
-        parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        # 0.5.23 on: the backends read the server's configuration through sglang.srt.runtime_context,
+        # published from a real ServerArgs (publish); before, from server_args' module global.
+        self.runtime = None
+        if os.path.exists(os.path.join(site, "sglang", "srt", "runtime_context.py")):
+            self.runtime = importlib.import_module("sglang.srt.runtime_context")
+            self._namespace = importlib.import_module("sglang.srt.arg_groups.arg_utils").namespace_of(
+                server_args.ServerArgs)
+            translator = importlib.import_module("sglang.srt.mem_cache.kv_index_translator")
+            self.KVIndexTranslator = translator.KVIndexTranslator
+            self.SpeculativeAlgorithm = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
+        else:
+            # One process, tensor-parallel size 1: the attention TP group the backends ask for.
+            parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
+            parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+
+    def unquantized_kv_cache_method(self):
+        """The quant method an unquantized KV pool carries (0.5.23 on; FlashInfer asks it how to read K/V)."""
+        if self.runtime is None:
+            return None
+        return importlib.import_module(
+            "sglang.srt.layers.quantization.fp4_kv_cache_quant_method").UnquantizedKVCacheMethod()
+
+    def server_args(self, fields):
+        """The server's arguments for one case. 0.5.23 on: a real ServerArgs of the fields the release
+        declares, published as the scheduler process publishes it (rank 0 of one, GPU 0); before: the
+        namespace the backends read through server_args.get_global_server_args()."""
+        if self.runtime is None:
+            return types.SimpleNamespace(**fields)
+        known = {k: v for k, v in fields.items() if k in self._namespace}
+        args = self._server_args.ServerArgs(model_path="dummy", **known)
+        self.runtime.publish(args, role="scheduler", ranks=self.runtime.SpawnRanks(world_rank=0, gpu_id=0))
+        return args
 
     def module(self, name):
         return importlib.import_module(f"sglang.srt.layers.attention.{name}")
@@ -89,7 +118,8 @@ class Sglang:
 
     def init_metadata(self, backend, setup):
         """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
-        self._server_args._global_server_args = setup.runner.server_args
+        if self.runtime is None:
+            self._server_args._global_server_args = setup.runner.server_args
         if not setup.graph:
             # model_runner.forward_idle: an IDLE batch of no rows keeps the old metadata
             if setup.fb.batch_size > 0 or setup.mode != "idle":
@@ -129,6 +159,12 @@ class Sglang:
             input_ids=torch.zeros(tokens, dtype=torch.int64, device=fb.seq_lens.device), req_pool_indices=rows,
             seq_lens=seq_lens, seq_lens_sum=fb.seq_lens_sum, seq_lens_cpu=fb.seq_lens_cpu, encoder_lens=None,
             out_cache_loc=fb.out_cache_loc, spec_info=fb.spec_info)
+        if self.runtime is not None:  # 0.5.23's view adds the padded positions and the batch's KVLocPlan
+            view.positions, view.num_padding = fb.positions, n - setup.bs
+            for name in ("out_cache_loc_virtual", "kv_loc_plan", "kv_loc_cols", "max_seq_len_host",
+                         "max_seq_len_override", "lora_ids", "can_run_decode_cuda_graph"):
+                setattr(view, name, getattr(fb, name))
+            view.origin_out_cache_loc = view.out_cache_loc_dsv4 = view.mamba_track_indices = None
         backend.init_forward_metadata_out_graph(view)
         backend.init_forward_metadata_in_graph(capture)
 
@@ -164,7 +200,8 @@ def plan(case):
     import torch
 
     try:
-        setup = Setup(SG, case, torch.device(ARGS.device), deterministic=ARGS.deterministic)
+        setup = Setup(SG, case, torch.device(ARGS.device), deterministic=ARGS.deterministic,
+                      attention_backend={"fa": "fa3"}.get(ARGS.backend, ARGS.backend))
         return PLAN(SG, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))
