@@ -6,6 +6,7 @@
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
+#   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
 #                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
@@ -24,7 +25,7 @@ KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=.sglang
 SITE=$ROOT/$VERSION
 
-usage() { echo "usage: bash ci/sglang.sh seeds | releases | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
@@ -40,14 +41,17 @@ python_with_torch() {
     "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
       networkx jinja2 markupsafe fsspec >&2
   fi
-  # msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not stubbed).
-  if ! "$venv/bin/python" -c 'import msgspec' 2>/dev/null; then
-    "$venv/bin/pip" install -q --no-deps "msgspec==0.22.0" >&2
-  fi
   echo "$venv/bin/python"
 }
 
 PY=$(python_with_torch)
+# msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not
+# stubbed). Installed into .sglang/pyextra (sglang_planner.py puts it on sys.path), from .gpu/wheels
+# on a machine without network (ci/gpu_wheels.py fetches it), else from the index.
+if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
+  "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" --no-index --find-links .gpu/wheels "msgspec==0.22.0" \
+    2>/dev/null || "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
+fi
 # The PyPI torch wheel's CUDA libraries not in the CUDA toolkit come from the nvidia-* wheels.
 for lib in "$ROOT"/venv/lib/python3*/site-packages/nvidia/*/lib; do
   [ -d "$lib" ] && export LD_LIBRARY_PATH="$(realpath "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
@@ -80,26 +84,27 @@ found() {
 }
 family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
 
+# The seed cases: backend : case file : what the release does with it : mode
+#   fix=N     found in the release, gone with upstream fix N re-applied (adapters/sglang/fixes.py)
+#   change=N  clean in the release, found with upstream change N applied (one later reverted)
+#   -         found in the release, no upstream fix: adapters/sglang/known_issues.json triages it
+# mode "det": the planner serves as --enable-deterministic-inference does
+seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
+       fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:change=26512
+       fa:corpus/regressions/fa__fa_local_token_table.json:fix=32902
+       triton:corpus/sglang/triton_swa_decode_window.json:fix=32087
+       fa:corpus/sglang/fa_mixed_local.json:-
+       fa:corpus/sglang/fa_draft_swa_cascade.json:-
+       fa:corpus/sglang/fa_draft_local.json:-
+       triton:corpus/sglang/triton_no_local.json:-
+       triton:corpus/sglang/triton_draft_swa.json:-
+       triton:corpus/sglang/triton_verify_tree_window.json:-
+       flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
+       flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
+       flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
+
 case "$1" in
   seeds)
-    # backend : case file : what the release does with it : mode
-    #   fix=N     found in the release, gone with upstream fix N re-applied (adapters/sglang/fixes.py)
-    #   change=N  clean in the release, found with upstream change N applied (one later reverted)
-    #   -         found in the release, no upstream fix: adapters/sglang/known_issues.json triages it
-    # mode "det": the planner serves as --enable-deterministic-inference does
-    seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
-           fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:change=26512
-           fa:corpus/regressions/fa__fa_local_token_table.json:fix=32902
-           triton:corpus/sglang/triton_swa_decode_window.json:fix=32087
-           fa:corpus/sglang/fa_mixed_local.json:-
-           fa:corpus/sglang/fa_draft_swa_cascade.json:-
-           fa:corpus/sglang/fa_draft_local.json:-
-           triton:corpus/sglang/triton_no_local.json:-
-           triton:corpus/sglang/triton_draft_swa.json:-
-           triton:corpus/sglang/triton_verify_tree_window.json:-
-           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
-           flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
-           flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
     failed=0
     printf '%-10s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     for seed in $seeds; do
@@ -148,6 +153,23 @@ case "$1" in
         "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
     done
     exit $failed ;;
+  matrix)
+    # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.
+    releases=${RELEASES:-0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23}
+    printf '%-10s %-32s' backend case
+    for r in $releases; do install "$r"; printf ' %-22s' "$r"; done
+    echo
+    for seed in $seeds triton:corpus/sglang/triton_draft_extend_v2_graph.json:-; do
+      IFS=: read -r backend file effect mode <<<"$seed"
+      det="" suffix=""
+      [ "$mode" = det ] && det=--deterministic suffix=_det
+      printf '%-10s %-32s' "$backend" "$(basename "$file" .json)"
+      for r in $releases; do
+        kinds=$(found "$backend" "$file" "$ROOT/$r" "sglang_${backend}_${r//./_}$suffix" $det)
+        printf ' %-22s' "$(echo "${kinds:-clean}" | sed 's/ $//; s/ /,/g')"
+      done
+      echo
+    done ;;
   campaign)
     # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
     # finding that matches no entry of adapters/sglang/known_issues.json.

@@ -106,7 +106,8 @@ class Setup:
             pool = types.SimpleNamespace(get_kv_buffer=lambda l: self.full.get_kv_buffer(l),
                                          get_kv_cache_quant_method=lambda: quant,
                                          get_key_buffer=lambda l: self.full.get_key_buffer(l),
-                                         get_value_buffer=lambda l: self.full.get_value_buffer(l))
+                                         get_value_buffer=lambda l: self.full.get_value_buffer(l), start_layer=0,
+                                         layer_num=len(self.layers_spec))
         else:
             self.swa = mk("swa", pools["swa_slots"], len(swa_ids))
             self.swa.quant_method = quant
@@ -281,11 +282,11 @@ class Setup:
             extend_start_loc=torch.nn.functional.pad(torch.cumsum(extend, 0), (1, 0))[:-1],
             spec_algorithm=None, global_num_tokens_gpu=None, can_run_dp_cuda_graph=False,
             token_num_per_seq=None)
+        # The release's ForwardBatch fields not set above keep the class's defaults (each release adds some).
+        for f in dataclasses.fields(sg.ForwardBatch):
+            if not hasattr(self.fb, f.name) and f.default is not dataclasses.MISSING:
+                setattr(self.fb, f.name, f.default)
         if sg.runtime is not None:
-            # 0.5.23's ForwardBatch has many more optional fields: those not set above keep the class's defaults
-            for f in dataclasses.fields(sg.ForwardBatch):
-                if not hasattr(self.fb, f.name) and f.default is not dataclasses.MISSING:
-                    setattr(self.fb, f.name, f.default)
             self.fb.can_run_decode_cuda_graph = self.graph
             # ForwardBatch.init_new: the batch's KVLocPlan, bound with its write ids
             self.runner.kv_index_translator.bind_own_plan(self.fb)

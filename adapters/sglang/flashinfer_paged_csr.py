@@ -162,7 +162,10 @@ def to_plan(setup, rec):
             path = f"groups.{g}.calls.{j}"
             rows = int(c["qo_indptr"].numel()) - 1
             has_mask = c["custom_mask"] is not None
-            meta_calls.append({"role": c["role"] if not has_mask else "verify", "page_size": c["page_size"],
+            # A masked call is the verify tree's, but for 0.5.23's window mask over a ragged
+            # extend's paged prefix part (_build_swa_prefix_custom_mask): that stays a prefix call.
+            role = "verify" if has_mask and setup.mode == "target_verify" else c["role"]
+            meta_calls.append({"role": role, "page_size": c["page_size"],
                                "rows": rows, "rows_per_batch_row": 1, "causal": c["causal"],
                                "window_left": c["window_left"], "has_mask": has_mask})
             arrays[f"{path}.qo_indptr"] = int32(c["qo_indptr"], "qo_indptr")

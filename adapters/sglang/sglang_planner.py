@@ -15,6 +15,7 @@ interpreter (TRITON_INTERPRET=1, set here before Triton loads).
 --fix N applies upstream fix N (fixes.py) on top of the release, to show a finding gone with it.
 """
 import argparse
+import dataclasses
 import importlib
 import inspect
 import os
@@ -24,6 +25,8 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
+# msgspec, where ci/sglang.sh installed it (0.5.23's configuration classes need the real package)
+sys.path.append(os.path.join(HERE, "..", "..", ".sglang", "pyextra"))
 
 import fixes  # noqa: E402
 
@@ -98,8 +101,14 @@ class Sglang:
         """The server's arguments for one case. 0.5.23 on: a real ServerArgs of the fields the release
         declares, published as the scheduler process publishes it (rank 0 of one, GPU 0); before: the
         namespace the backends read through server_args.get_global_server_args()."""
-        if self.runtime is None:
-            return types.SimpleNamespace(**fields)
+        if self.runtime is None:  # the dataclass's defaults (its __post_init__ probes the machine), then ours
+            defaults = {}
+            for f in dataclasses.fields(self._server_args.ServerArgs):
+                if f.default is not dataclasses.MISSING:
+                    defaults[f.name] = f.default
+                elif f.default_factory is not dataclasses.MISSING:
+                    defaults[f.name] = f.default_factory()
+            return types.SimpleNamespace(**{**defaults, **fields})
         known = {k: v for k, v in fields.items() if k in self._namespace}
         args = self._server_args.ServerArgs(model_path="dummy", **known)
         self.runtime.publish(args, role="scheduler", ranks=self.runtime.SpawnRanks(world_rank=0, gpu_id=0))
