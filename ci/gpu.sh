@@ -17,6 +17,8 @@
 #                              Python executor, 2 jobs each, after the campaigns (default 0: none;
 #                              about 16 GB of RAM per job, README "Size profiles")
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
+#   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
+#                         0.5.10.post1 also fetched): its kernel files, unpacked into .gpu/sglang/RELEASE
 # Needs python3 with torch and triton on a CUDA machine, and network the first time:
 # `python3 ci/gpu_wheels.py` fetches the pinned wheels into .gpu/wheels. A machine without network:
 # run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
@@ -32,6 +34,7 @@ profiles=${KVFUZZ_GPU_PROFILES:-tiny small}
 memcheck_cases=${KVFUZZ_GPU_MEMCHECK_CASES:-100}
 site=$PWD/.gpu/site
 wheels=.gpu/wheels
+sglang_release=${KVFUZZ_GPU_SGLANG:-0.5.23}
 
 # 1. Packages: Debian (or the offline copies in .gpu/debs) and the pinned wheels.
 cmake_args=(-DKVFUZZ_TESTS=OFF -DKVFUZZ_NATIVE=OFF -DKVFUZZ_WERROR=OFF)
@@ -42,21 +45,15 @@ if ls .gpu/debs/*.deb >/dev/null 2>&1; then  # an offline machine: the packages'
 else
   bash ci/setup.sh
 fi
-ls $wheels/flashinfer_python-*.whl >/dev/null 2>&1 || python3 ci/gpu_wheels.py "$wheels"
+ls $wheels/flashinfer_python-*.whl $wheels/sglang_kernels-*.zip >/dev/null 2>&1 || python3 ci/gpu_wheels.py "$wheels"
 if [ ! -f "$site/flashinfer/__init__.py" ]; then
   mkdir -p "$site"
-  # shellcheck disable=SC2046  # the wheel list
-  python3 -m pip install --quiet --no-index --no-deps --target "$site" $(ls $wheels/*.whl | grep -v /sglang-)
-  # sglang's Triton kernels only: the package's __init__ pulls in the whole server.
-  python3 - "$site" $wheels/sglang-*.whl <<'PY'
-import sys, zipfile
-site, wheel = sys.argv[1], sys.argv[2]
-with zipfile.ZipFile(wheel) as z:
-    for name in z.namelist():
-        if name.startswith("sglang/srt/layers/attention/triton_ops/") and name.endswith(".py"):
-            z.extract(name, site)
-PY
+  python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
+# sglang's Triton kernels: the files of the release that sglang_triton loads (the package would pull in
+# the whole server).
+[ -d ".gpu/sglang/$sglang_release" ] ||
+  python3 -m zipfile -e "$wheels/sglang_kernels-$sglang_release.zip" ".gpu/sglang/$sglang_release"
 
 # 2. Build (CUDA code when nvcc is found).
 targets="kvfuzz kvfuzz-worker"
@@ -70,7 +67,8 @@ adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$PWD/.gpu python3 $PWD/adapters/gpu/$1.py" ;;
+       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$PWD/.gpu SGLANG_TRITON_RELEASE=$sglang_release" \
+            "python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 

@@ -8,19 +8,35 @@ pip install --no-index). FlashInfer's wheel (62 MB, with the CUDA sources of eve
 is rewritten to a copy holding all of its Python and only the sources of the kernels kvfuzz runs
 (batch decode / prefill / MLA, single decode / prefill, POD, page, cascade, mask packing;
 FlashInfer's own headers and its CCCL), 22 MB, so that the folder fits one copy to a GPU machine;
-the kernels it compiles from them are unchanged. Exit 2 when pip fails.
+the kernels it compiles from them are unchanged. Of sglang only the Triton attention kernels run
+(adapters/gpu/sglang_triton.py): each release in SGLANG_RELEASES is fetched to a temporary folder
+(its own wheel, whatever Python that is for: the files are read as source) and the folder gets
+sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, with the wheel's
+METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). Exit 2 when
+pip fails or a release keeps its kernels where no layout below has them.
 """
 import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 import zipfile
 
 PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
         "idna==3.20", "charset-normalizer==3.5.2", "certifi==2026.10.18", "nvidia-ml-py==13.615.71",
-        "tqdm==4.70.1", "sglang==0.5.10.post1"]
+        "tqdm==4.70.1"]
 PLATFORM = ["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
             "--platform", "any"]
+SGLANG_RELEASES = ["0.5.23", "0.5.10.post1"]  # the first is sglang_triton.py's default
+SGLANG_WHEEL_TAGS = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                     "--platform", "manylinux_2_34_x86_64", "--platform", "any"]  # 0.5.23's, 0.5.10.post1's
+# The files sglang_triton.py loads, per layout (newest first, as it looks for them): both kernels and
+# what they import from sglang but sglang.srt.utils (stubbed there).
+SGLANG_LAYOUTS = [["sglang/kernels/ops/attention/decode_attention.py", "sglang/kernels/ops/attention/extend_attention.py",
+                   "sglang/kernels/ops/attention/score_mod.py", "sglang/srt/environ.py"],
+                  ["sglang/srt/layers/attention/triton_ops/decode_attention.py",
+                   "sglang/srt/layers/attention/triton_ops/extend_attention.py",
+                   "sglang/srt/layers/attention/triton_ops/prefill_attention.py"]]
 KEPT_SOURCES = re.compile(r"flashinfer/data/csrc/(batch_decode|batch_prefill|batch_mla|single_|pod|batch_pod|page"
                           r"|cascade|flashinfer_cascade|flashinfer_page|quantization|flashinfer_quantization|tvm_ffi_utils|[^/]*\.(h|cuh)$)[^/]*$")
 
@@ -44,6 +60,32 @@ def slim(wheel):
     tmp.replace(wheel)
 
 
+def pip_download(args):
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", *args]
+    if subprocess.call(cmd) != 0:
+        print(f"gpu_wheels: pip download failed: {' '.join(cmd)}", file=sys.stderr)
+        sys.exit(2)
+
+
+def sglang_kernels(release, folder):
+    """folder/sglang_kernels-RELEASE.zip from the release's wheel, fetched to a temporary folder."""
+    archive = folder / f"sglang_kernels-{release}.zip"
+    if archive.exists():
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pip_download([*SGLANG_WHEEL_TAGS, "-d", tmp, f"sglang=={release}"])
+        with zipfile.ZipFile(next(pathlib.Path(tmp).glob("sglang-*.whl"))) as src:
+            names = set(src.namelist())
+            files = next((layout for layout in SGLANG_LAYOUTS if names.issuperset(layout)), None)
+            if files is None:
+                print(f"gpu_wheels: sglang {release} has its Triton kernels in no known layout", file=sys.stderr)
+                sys.exit(2)
+            info = f"sglang-{release}.dist-info/"
+            with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+                for name in files + [info + "METADATA", info + "licenses/LICENSE"]:
+                    out.writestr(src.getinfo(name), src.read(name), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+
+
 def main():
     args = sys.argv[1:]
     target = []
@@ -56,18 +98,17 @@ def main():
         del args[at:at + 2]
     folder = pathlib.Path(args[0] if args else ".gpu/wheels")
     folder.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", *target,
-           "-d", str(folder), *PINS]
-    if subprocess.call(cmd) != 0:
-        print(f"gpu_wheels: pip download failed: {' '.join(cmd)}", file=sys.stderr)
-        sys.exit(2)
+    pip_download([*target, "-d", str(folder), *PINS])
+    for release in SGLANG_RELEASES:
+        sglang_kernels(release, folder)
     for wheel in folder.glob("flashinfer_python-*.whl"):
         with zipfile.ZipFile(wheel) as z:
             full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
         if full:
             slim(wheel)
-    total = sum(p.stat().st_size for p in folder.glob("*.whl"))
-    print(f"gpu_wheels: {len(PINS)} packages in {folder} ({total / 2**20:.1f} MiB)")
+    total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_kernels-*.zip")])
+    print(f"gpu_wheels: {len(PINS)} packages and sglang's kernels of {', '.join(SGLANG_RELEASES)} in {folder} "
+          f"({total / 2**20:.1f} MiB)")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,11 @@
-"""numpy arrays as CUDA tensors, for the GPU adapters."""
+"""numpy arrays as CUDA tensors, for the GPU adapters (host tensors under TRITON_INTERPRET=1, where
+Triton's interpreter runs the kernels on the CPU)."""
+import os
+
 import numpy as np
 import torch
 
-DEV = torch.device("cuda")
+DEV = torch.device("cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda")
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -35,6 +38,12 @@ def device_pool(case, layer, which, dtype, width=0, slots_to=0):
     if len(slots):
         t[dev(slots), :, :d] = dev(rows, dtype)
     return t
+
+
+def sync():
+    """Waits for the device's kernels (nothing to wait for on the host)."""
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
 
 
 def host(t):

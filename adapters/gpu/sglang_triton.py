@@ -1,23 +1,39 @@
 """sglang's real Triton attention kernels under kvfuzz: a token_csr executor on the GPU.
 
-Feeds the token_csr metadata (backends/triton/triton_plan_io.cc) to the kernels of the sglang wheel,
-sglang/srt/layers/attention/triton_ops/{decode,extend}_attention.py, loaded from .gpu/site with two
-stub modules (sglang.srt.utils: is_hip / is_cuda; triton_ops.prefill_attention: unused here):
+Feeds the token_csr metadata (backends/triton/triton_plan_io.cc) to decode_attention_fwd and
+extend_attention_fwd of one sglang release, sglang's own files, loaded from .gpu/sglang/RELEASE
+(ci/gpu.sh unpacks them there from the archive ci/gpu_wheels.py cuts out of the release's wheel):
+  SGLANG_TRITON_RELEASE  the release (default 0.5.23; 0.5.10.post1 is the older one ci/gpu_wheels.py
+                         fetches); SGLANG_SITE a folder holding `sglang/` instead (an unpacked wheel)
+The layout is detected: 0.5.23 keeps the kernels in sglang/kernels/ops/attention/ (with score_mod.py
+and sglang/srt/environ.py, also sglang's own), 0.5.10.post1 to 0.5.13 in
+sglang/srt/layers/attention/triton_ops/ (with prefill_attention.py). The packages above them are
+empty modules here (their __init__ imports the server) and sglang.srt.utils is a stub of the five
+functions they use (CUDA only: the AMD paths are off). Each call is triton_backend.py's; keywords a
+later release added are passed where the release's function takes them (inspect.signature), with
+the value its backend passes:
   - plan["kernel"] == "decode": decode_attention_fwd(q[:rows], k_pool, v_pool, o, kv_indptr,
     kv_indices, attn_logits [rows, H, MAX_KV_SPLITS, Dv] fp32, attn_lse [rows, H, MAX_KV_SPLITS] fp32,
-    num_kv_splits, MAX_KV_SPLITS = plan["max_kv_splits"], sm_scale, 1.0, 1.0, logit_cap=softcap).
+    num_kv_splits, MAX_KV_SPLITS = plan["max_kv_splits"], sm_scale, 1.0, 1.0, logit_cap=softcap,
+    sinks=None, xai_temperature_len=-1; 0.5.12+: has_mla=False, use_pdl=(CUDA sm90+); 0.5.23:
+    page_size=the case's page size) as forward_decode. 0.5.23's lean_* / uneven_batch (read on
+    AMD only) and score_mod stay at their defaults.
     The kernel returns no final LSE: stage 2 merges the non-empty splits' attn_lse online; this
     adapter takes the log-sum-exp of the same splits (the kernel's own split arithmetic on
-    kv_indptr / num_kv_splits; attn_lse starts at -inf so an unwritten split weighs nothing).
+    kv_indptr / num_kv_splits; attn_lse starts at -inf so an unwritten split weighs nothing), as
+    0.5.23's DCP decode does.
   - plan["kernel"] == "extend": extend_attention_fwd(q, k_new, v_new, o, k_pool, v_pool, qo_indptr,
     kv_indptr, kv_indices, custom_mask (bool, verify only), is_causal=True, mask_indptr,
-    max_len_extend, 1.0, 1.0, sm_scale, softcap, sliding_window_size = the CSR's radius W
-    (sliding_window layers; -1 otherwise), window_kv_offsets = the CSR's kv_offsets) exactly as
-    triton_backend.forward_extend calls it. Positions are never passed: the kernel has none.
-    The extend kernel returns NO LSE at all; this adapter computes it in float64 torch on the GPU
-    from the same inputs with the kernel's own masking rules (prefix columns all visible, custom
-    mask or causal on new tokens, window q_id = prefix_len + m <= k_id + W on column indices).
-    So LSE findings in extend modes describe that re-derivation, out findings the kernel.
+    max_len_extend, 1.0, 1.0, sm_scale, logit_cap=softcap, sliding_window_size = the CSR's radius W
+    (sliding_window layers; -1 otherwise), sinks=None, window_kv_offsets = the CSR's kv_offsets
+    (sliding_window layers; None otherwise), xai_temperature_len=-1; 0.5.23: page_size, and
+    extend_seq_lens_cpu = the rows' query counts) as forward_extend. Positions are never passed:
+    the kernel has none.
+    The call returns NO LSE (0.5.23's lse_extend serves only its DCP path); this adapter computes
+    it in float64 torch from the same inputs with the kernel's own masking rules (prefix columns
+    all visible, custom mask or causal on new tokens, window q_id = prefix_len + m <= k_id + W on
+    column indices). So LSE findings in extend modes describe that re-derivation, out findings the
+    kernel.
 Precision: tile_keys 16, below the kernels' smallest BLOCK_N (32): a split's running max is updated
 once per BLOCK_N keys (and the last, shorter block of a split is covered by the margin).
 Head dims below 16 are zero-padded (tl.dot needs K, N >= 16), Q/K and V to one common width
@@ -25,12 +41,18 @@ max(16, head_dim, v_head_dim); zeros change neither q.k nor the kept V channels,
 explicitly. Real dims (both >= 16) are passed unpadded. Not wired: fp32 (tl.dot would use TF32), fp8,
 chunked layers (the extend kernel has no chunk mask; no production Triton path), MLA.
   - "none": nothing runs (out 0, LSE -inf).
+With TRITON_INTERPRET=1 the kernels run in Triton's interpreter on the CPU (tensors on the host;
+fuzz/tests/sglang_triton_cpu_test.sh), in fp16 and fp32 (its tl.dot is exact fp32 there, no TF32) but
+not bf16: the interpreter's tl.dot multiplies bf16 bit patterns (triton#11584, unsupported upstream).
 
-    PYTHONPATH=.gpu/site:adapters kvfuzz check case.json \
+    PYTHONPATH=adapters kvfuzz check case.json \
         --adapter "python3 adapters/gpu/sglang_triton.py" --backend sglang_triton
 """
+import importlib
+import inspect
 import math
 import os
+import re
 import sys
 import types
 
@@ -38,34 +60,64 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-SITE = os.environ.get("SGLANG_SITE", os.path.join(HERE, "..", "..", ".gpu", "site"))
-sys.path.insert(0, SITE)
+SITE = os.environ.get("SGLANG_SITE") or os.path.join(HERE, "..", "..", ".gpu", "sglang",
+                                                     os.environ.get("SGLANG_TRITON_RELEASE", "0.5.23"))
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, sync  # noqa: E402
+
+# Where a release keeps decode_attention.py and extend_attention.py, newest layout first.
+KERNEL_PACKAGES = ("sglang.kernels.ops.attention", "sglang.srt.layers.attention.triton_ops")
 
 
-def _stub_sglang():
-    """The two small modules the kernel files import, stubbed; the kernel files are sglang's own."""
+def _release(site):
+    """The release unpacked at site, from its dist-info folder."""
+    for name in os.listdir(site):
+        m = re.fullmatch(r"sglang-(.+)\.dist-info", name)
+        if m:
+            return m.group(1)
+    return os.path.basename(os.path.normpath(site))
+
+
+def _load_kernels(site):
+    """(decode module, extend module) of the release at site: sglang's own files, under empty parent
+    packages and a stub of sglang.srt.utils."""
+    package = next((p for p in KERNEL_PACKAGES
+                    if os.path.isfile(os.path.join(site, *p.split("."), "decode_attention.py"))), None)
+    if package is None:
+        sys.exit(f"sglang_triton: no sglang Triton kernels under {site} (ci/gpu.sh unpacks them; "
+                 f"SGLANG_TRITON_RELEASE / SGLANG_SITE pick another)")
+    parts = package.split(".")
+    for name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)} | {"sglang.srt"}:
+        sys.modules[name] = types.ModuleType(name)
+        sys.modules[name].__path__ = [os.path.join(site, *name.split("."))]
     utils = types.ModuleType("sglang.srt.utils")
     utils.is_hip = lambda: False
-    utils.is_cuda = lambda: torch.cuda.is_available()
+    utils.is_cuda = lambda: DEV.type == "cuda"
+    utils.is_gfx95_supported = utils.is_gfx1250_supported = lambda: False
+    utils.get_device_core_count = \
+        lambda device_id=0: torch.cuda.get_device_properties(device_id).multi_processor_count if utils.is_cuda() else 0
     sys.modules["sglang.srt.utils"] = utils
-    prefill = types.ModuleType("sglang.srt.layers.attention.triton_ops.prefill_attention")
-
-    def context_attention_fwd(*args, **kwargs):
-        raise NotImplementedError("prefill_attention is stubbed (only redundant_attention uses it)")
-
-    prefill.context_attention_fwd = context_attention_fwd
-    sys.modules["sglang.srt.layers.attention.triton_ops.prefill_attention"] = prefill
+    return (importlib.import_module(f"{package}.decode_attention"),
+            importlib.import_module(f"{package}.extend_attention"))
 
 
-_stub_sglang()
-from sglang.srt.layers.attention.triton_ops.decode_attention import decode_attention_fwd  # noqa: E402
-from sglang.srt.layers.attention.triton_ops.extend_attention import extend_attention_fwd  # noqa: E402
+_decode, _extend = _load_kernels(SITE)
+RELEASE = _release(SITE)
+decode_attention_fwd, extend_attention_fwd = _decode.decode_attention_fwd, _extend.extend_attention_fwd
+MIN_BLOCK_KV = _decode._MIN_BLOCK_KV
+# triton_backend: use_pdl = is_arch_support_pdl() on CUDA (sm90 and up), else False.
+USE_PDL = DEV.type == "cuda" and torch.cuda.get_device_capability()[0] >= 9
+DTYPES = ["fp16", "fp32"] if DEV.type == "cpu" else ["bf16", "fp16"]  # the interpreter: see above
 
-MIN_BLOCK_KV = 32  # decode_attention.py _MIN_BLOCK_KV
+
+def later(fn, **kwargs):
+    """The keywords of kwargs that this release's fn takes (ones a later release added)."""
+    params = inspect.signature(fn).parameters
+    return {k: v for k, v in kwargs.items() if k in params}
+
+
 MIN_DOT_DIM = 16   # tl.dot needs every dimension >= 16: smaller head dims are zero-padded to 16
 PAD = os.environ.get("SGLANG_TRITON_PAD", "shared")
 
@@ -100,8 +152,9 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
     attn_lse = torch.full((rows, H, max_splits), -math.inf, dtype=torch.float32, device=DEV)
     decode_attention_fwd(q, k_buf, v_buf, o, dev(kv_indptr), dev(case.array(prefix + "kv_indices")),
                          attn_logits, attn_lse, dev(num_kv_splits), max_splits,
-                         case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap))
-    torch.cuda.synchronize()
+                         case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap), sinks=None, xai_temperature_len=-1,
+                         **later(decode_attention_fwd, has_mla=False, use_pdl=USE_PDL, page_size=case.page_size))
+    sync()
     # Stage 2's split arithmetic: which splits carry keys (they are the ones it merges).
     ip = kv_indptr.astype(np.int64)
     kv_len = ip[1:rows + 1] - ip[:rows]
@@ -159,7 +212,7 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
     kv_indptr = case.array(prefix + "kv_indptr")
     kv_indices = case.array(prefix + "kv_indices")
     kv_offsets = case.array(prefix + "kv_offsets") if prefix + "kv_offsets" in case.manifest["arrays"] \
-        else np.zeros(len(qo_indptr), dtype=np.int32)
+        else np.zeros(len(qo_indptr), dtype=np.int32)  # a recorded plan (adapters/sglang/) may have none
     q_lens = qo_indptr[1:].astype(np.int64) - qo_indptr[:-1].astype(np.int64)
     max_len = int(q_lens.max()) if len(q_lens) else 0
     if max_len <= 0:
@@ -177,21 +230,26 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
         mask_indptr = dev(mask_indptr_np)
     o = torch.zeros((q.shape[0], H, Dp), dtype=dtype, device=DEV)
     extend_attention_fwd(q, k_ext, v_ext, o, k_buf, v_buf, dev(qo_indptr), dev(kv_indptr), dev(kv_indices),
-                         mask, True, mask_indptr, max_len, 1.0, 1.0, case.sm_scale, float(case.softcap),
-                         sliding_window_size=window, window_kv_offsets=dev(kv_offsets))
-    torch.cuda.synchronize()
+                         mask, True, mask_indptr, max_len, 1.0, 1.0, case.sm_scale, logit_cap=float(case.softcap),
+                         sliding_window_size=window, sinks=None,
+                         window_kv_offsets=dev(kv_offsets) if window >= 0 else None, xai_temperature_len=-1,
+                         **later(extend_attention_fwd, page_size=case.page_size,
+                                 extend_seq_lens_cpu=q_lens.tolist()))
+    sync()
     out[:] = o[..., :Dv].float().cpu().numpy()
     lse[:] = extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask,
                         mask_indptr_np, window, kv_offsets).cpu().numpy()
 
 
 @kv.executor(name="sglang_triton", family="token_csr",
-             supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": ["bf16", "fp16"],
+             description=f"sglang {RELEASE} Triton decode_attention_fwd / extend_attention_fwd on {DEV.type} "
+                         "(extend LSE re-derived)",
+             supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": DTYPES,
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16})
 def run(case):
-    """sglang 0.5.10.post1 Triton decode_attention_fwd / extend_attention_fwd on CUDA (extend LSE re-derived)"""
+    """One case: each layer through the kernel the plan names, with that layer's CSR."""
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape, dtype=np.float32)
     lse = np.full(lse_shape, -np.inf, dtype=np.float32)
