@@ -109,6 +109,11 @@ struct RunOutput {
   }
 };
 
+// Where a kernel rounds the products q_i k_i of a logit: not at all (fp32 sums of exact products),
+// to the cache dtype, or to the cache dtype on MHA layers only (sglang's Triton decode kernels:
+// the MHA kernel multiplies elementwise in the cache dtype, the grouped one uses tl.dot).
+enum class QkProducts : uint8_t { fp32, cache, cache_mha };
+
 // An executor's arithmetic as it declares it (properties/tolerance.h turns it into a bound).
 struct KernelRounding {
   std::optional<DType> p_dtype;   // P rounded to this before P.V; nullopt: the case's cache dtype
@@ -116,6 +121,7 @@ struct KernelRounding {
   int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
   int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
   bool row_sum_rounded = false;   // the row sum adds P as rounded to p_dtype (FlashInfer's fa2 MMA row sum)
+  QkProducts qk_products = QkProducts::fp32;  // where each q_i k_i is rounded before the logit's sum
 };
 
 class Backend {

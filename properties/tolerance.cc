@@ -42,6 +42,8 @@ PrecisionModel precision_of(const Backend& backend, const Scenario& s) {
   pm.out_dtype = r.out_dtype;
   pm.max_merges += r.extra_merges;
   pm.row_sum_rounded = r.row_sum_rounded;
+  pm.qk_products_rounded = r.qk_products == QkProducts::cache ||
+                           (r.qk_products == QkProducts::cache_mha && s.model.q_heads == s.model.kv_heads);
   if (r.tile_keys > 0) pm.tile_keys = r.tile_keys;
   return pm;
 }
@@ -59,7 +61,11 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
   // Logits: magnitude, error and range.
   double a = m.sm_scale * qk_norm;
   if (cap > 0) a = std::min(a, cap);
-  const double delta = m.sm_scale * gamma(m.head_dim + 2.0) * qk_norm + (cap > 0 ? 6.0 * kU * cap : 0.0);
+  // Products rounded to the cache dtype first (sglang's Triton MHA decode): sum |q_i k_i| <= N, each off
+  // by at most u relative.
+  const double u_qk = pm.qk_products_rounded ? unit_roundoff(s.values.dtype) : 0.0;
+  const double delta = m.sm_scale * (gamma(m.head_dim + 2.0) * (1.0 + u_qk) + u_qk) * qk_norm +
+                       (cap > 0 ? 6.0 * kU * cap : 0.0);
   const double range = 2.0 * a + 2.0 * delta;
   const double eps_x = 2.0 * kU * (range + a + delta);
 

@@ -17,7 +17,9 @@
 // (query, head): n visible keys, exact logits s_k, weights w_k = e^(s_k) / sum_j e^(s_j), output
 // o_d = sum_k w_k v_kd and S_d = sum_k w_k |v_kd| (abs_out); N = ||q|| max_k ||k|| (qk_norm).
 //   logits     |s_k| <= A = sm_scale N (Cauchy-Schwarz; min(A, cap) with a soft cap)
-//              |s^_k - s_k| <= delta = sm_scale gamma(d + 2) N (+ 6 u cap)   (dot, scale, cap)
+//              |s^_k - s_k| <= delta = sm_scale gamma(d + 2) N (+ 6 u cap)   (dot, scale, cap);
+//              products first rounded to the cache dtype (qk_products_rounded: sglang's Triton MHA
+//              decode kernel) add u_c each: delta = sm_scale (gamma(d + 2) (1 + u_c) + u_c) N
 //              every computed logit and running max lies in a range R = 2 A + 2 delta
 //   exp        relative error e_exp = 8 u (covers glibc expf and the GPU ex2.approx, 2^-22);
 //              its argument, a difference of two logits, is off by at most
@@ -74,6 +76,7 @@ struct PrecisionModel {
   int32_t max_merges = 0;         // LSE merges a result may pass through (split-KV, cascades)
   int32_t tile_keys = 1;          // fewest keys per softmax tile; 1 assumes nothing
   bool row_sum_rounded = false;   // the row sum adds the rounded P too (lam as nu)
+  bool qk_products_rounded = false;  // each q_i k_i in the cache dtype: delta gains sm_scale u N
 };
 
 // kvfuzz's CPU executors: P in the cache dtype, fp32 output, tiles of kTile keys, and up to

@@ -30,8 +30,11 @@ def one(n):
     q = torch.randn(1, 1, 128, D, dtype=torch.bfloat16, device=dev)
     last = n - 1
     block = 128
+    # kv_indices [B, H, q blocks, kv blocks]: its width is the number of KV blocks; the first entry is
+    # the one block this query row reads (num = 1)
     num = torch.ones(1, 1, 1, dtype=torch.int32, device=dev)
-    idx = torch.full((1, 1, 1, 1), last // block, dtype=torch.int32, device=dev)
+    idx = torch.zeros(1, 1, 1, (n + block - 1) // block, dtype=torch.int32, device=dev)
+    idx[0, 0, 0, 0] = last // block
     bm = BlockMask.from_kv_blocks(num, idx, BLOCK_SIZE=(block, block), mask_mod=lambda b, h, qi, ki: ki == last,
                                   seq_lengths=(128, n))
     out = torch.compile(flex_attention)(q, k, v, block_mask=bm)

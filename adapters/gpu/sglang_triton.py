@@ -247,7 +247,11 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
              supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": DTYPES,
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16})
+             # qk_products: the MHA decode kernel forms each q_i k_i in the cache dtype (tl.sum of
+             # q * k cast to fp32 after the product), the grouped one by tl.dot in fp32
+             # (adapters/gpu/sglang_triton_mha_products.py measured both on the H100)
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16,
+                        "qk_products": "cache_mha"})
 def run(case):
     """One case: each layer through the kernel the plan names, with that layer's CSR."""
     out_shape, lse_shape = case.output_shapes()

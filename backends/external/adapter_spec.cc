@@ -128,6 +128,10 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   const std::string row_sum = q.text("row_sum", "fp32");
   if (row_sum != "fp32" && row_sum != "p") q.fail("row_sum", "must be \"fp32\" or \"p\"");
   spec.row_sum_rounded = row_sum == "p";
+  const std::string products = q.text("qk_products", "fp32");
+  if (products == "cache") spec.qk_products = QkProducts::cache;
+  else if (products == "cache_mha") spec.qk_products = QkProducts::cache_mha;
+  else if (products != "fp32") q.fail("qk_products", "must be \"fp32\", \"cache\" or \"cache_mha\"");
   if (!kPrecisionDtypes.count(spec.out_dtype) || spec.out_dtype == "cache")
     q.fail("out_dtype", "must be one of fp32, fp16, bf16");
   return spec;

@@ -37,6 +37,7 @@ struct AdapterSpec {
   std::string p_dtype = "cache", out_dtype = "fp32";
   int32_t max_merges = 64;  // LSE merges of its own (split-KV, cascades) the bound must allow
   bool row_sum_rounded = false;  // "row_sum": "p": the softmax row sum adds P as rounded to p_dtype
+  QkProducts qk_products = QkProducts::fp32;  // "qk_products": "fp32" | "cache" | "cache_mha" (backend.h)
   int32_t tile_keys = 1;  // fewest keys a softmax running-max update covers (1 assumes nothing)
 
   Support supports(const Scenario& s, int32_t kernel_page_size) const;

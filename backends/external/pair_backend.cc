@@ -36,6 +36,7 @@ KernelRounding PairBackend::rounding() const {
   r.out_dtype = *parse_dtype(spec.out_dtype);
   r.extra_merges = spec.max_merges;
   r.row_sum_rounded = spec.row_sum_rounded;
+  r.qk_products = spec.qk_products;
   r.tile_keys = spec.tile_keys;  // 1 unless declared: nothing is known of its tiling
   return r;
 }

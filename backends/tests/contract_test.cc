@@ -172,10 +172,14 @@ TEST(AdapterSpec, PrecisionDeclarationReachesTheBound) {
   nlohmann::json j = hello();
   EXPECT_EQ(parse_spec(j, "cmd").tile_keys, 1);
   EXPECT_FALSE(parse_spec(j, "cmd").row_sum_rounded);
-  j["precision"] = {{"tile_keys", 16}, {"row_sum", "p"}};
+  EXPECT_EQ(parse_spec(j, "cmd").qk_products, QkProducts::fp32);
+  j["precision"] = {{"tile_keys", 16}, {"row_sum", "p"}, {"qk_products", "cache_mha"}};
   const AdapterSpec spec = parse_spec(j, "cmd");
   EXPECT_EQ(spec.tile_keys, 16);
   EXPECT_TRUE(spec.row_sum_rounded);
+  EXPECT_EQ(spec.qk_products, QkProducts::cache_mha);
+  j["precision"] = {{"qk_products", "bf16"}};
+  EXPECT_THROW(parse_spec(j, "cmd"), ContractError);
 }
 
 TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {

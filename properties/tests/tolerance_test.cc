@@ -177,5 +177,56 @@ TEST(Tolerance, RoundedRowSumPassesWhenDeclaredAndStillCatchesOneWrongKey) {
   EXPECT_GE(lse_fails_undeclared, 1);
 }
 
+// sglang's Triton decode kernel on MHA layers forms each q_i k_i in the cache dtype before its fp32
+// sum (decode_attention.py, _fwd_kernel_stage1; measured on the H100 by
+// adapters/gpu/sglang_triton_mha_products.py). Declared (qk_products_rounded), such logits pass at
+// 256 keys and at 8; undeclared, they fail the bound for some seed. The declared bound is the worst
+// case, u_bf16 sm_scale ||q|| max ||k|| per logit: at 256 keys it no longer sees one wrong key (the
+// price of declaring it), at 8 keys it does.
+Attended rounded_products_attention(const Scenario& s, int32_t wrong, int32_t keys) {
+  const ValueSource values(s);
+  std::vector<float> q(kDim), k(kDim);
+  values.fill(0, Tensor::q, 1, keys - 1, 0, q);
+  std::vector<std::vector<float>> v(static_cast<size_t>(keys), std::vector<float>(kDim));  // kept: acc holds pointers
+  SoftmaxAccumulator acc(kDim, s.values.dtype);
+  acc.reset();
+  for (int32_t c = 0; c < keys; ++c) {
+    values.fill(0, Tensor::k, c == wrong ? 2 : 1, c, 0, k);
+    values.fill(0, Tensor::v, c == wrong ? 2 : 1, c, 0, v[size_t(c)]);
+    float dot = 0;
+    for (int32_t d = 0; d < kDim; ++d) dot += round_to(s.values.dtype, q[size_t(d)] * k[size_t(d)]);
+    acc.add(dot * float(s.model.sm_scale), v[size_t(c)].data());
+  }
+  Attended a;
+  acc.finish(a.out.data(), &a.lse);
+  return a;
+}
+
+TEST(Tolerance, RoundedProductsPassWhenDeclaredAndCatchAWrongKeyAmongFew) {
+  constexpr int32_t kFew = 8;
+  int caught_many = 0, caught_few = 0, fails_undeclared = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    for (int32_t keys : {kKeys, kFew}) {
+      const Scenario s = decode_case(DType::bf16, seed, keys);
+      const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
+      PrecisionModel declared = cpu_precision(s);
+      declared.qk_products_rounded = true;
+      const Verdict right = judge(s, oracle, rounded_products_attention(s, -1, keys), declared, keys);
+      EXPECT_TRUE(right.out_ok && right.lse_ok) << "seed " << seed << ", " << keys << " keys";
+      const Verdict undeclared = judge(s, oracle, rounded_products_attention(s, -1, keys), cpu_precision(s), keys);
+      fails_undeclared += !(undeclared.out_ok && undeclared.lse_ok);
+      Rng rng(seed);
+      const auto wrong_key = static_cast<int32_t>(rng.below(static_cast<uint64_t>(keys)));
+      const Verdict wrong = judge(s, oracle, rounded_products_attention(s, wrong_key, keys), declared, keys);
+      (keys == kFew ? caught_few : caught_many) += !(wrong.out_ok && wrong.lse_ok);
+    }
+  }
+  std::printf("[ bf16, rounded products ] one wrong key caught in %d of %d seeds at %d keys, %d at %d; undeclared,"
+              " the right keys fail in %d of %d\n", caught_many, kSeeds, kKeys, caught_few, kFew, fails_undeclared,
+              2 * kSeeds);
+  EXPECT_GE(caught_few, kSeeds * 3 / 4);
+  EXPECT_GE(fails_undeclared, 1);
+}
+
 }  // namespace
 }  // namespace kvfuzz
