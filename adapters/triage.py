@@ -29,12 +29,16 @@ def signature(case, backend, prop):
         "hybrid": cache.get("swa_pages", 0) > 0,
         "graph": batch.get("graph_bs", 0) > 0,
         "deterministic": backend.split(":")[0].endswith("_det"),  # sglang_planner.py --deterministic
+        # elements of one layer's K pool: the long profile passes 2^31 (32-bit offsets)
+        "pool_elements": cache.get("full_pages", 0) * cache["page_size"] * case["model"].get("kv_heads", 1)
+        * max(case["model"].get("head_dim", 0), case["model"].get("v_head_dim", 0)),
     }
 
 
 def matches(match, sig):
     checks = {
         "backend": lambda v: sig["backend"].startswith(v),
+        "backend_any": lambda v: any(sig["backend"].startswith(b) for b in v),  # e.g. one per release
         "properties": lambda v: sig["property"] in v,
         "windows_any": lambda v: bool(sig["windows"] & set(v)),
         "modes": lambda v: sig["mode"] in v,
@@ -44,6 +48,7 @@ def matches(match, sig):
         "hybrid": lambda v: sig["hybrid"] == v,
         "graph": lambda v: sig["graph"] == v,
         "deterministic": lambda v: sig["deterministic"] == v,
+        "pool_elements_min": lambda v: sig["pool_elements"] >= v,
     }
     unknown = set(match) - set(checks)
     if unknown:

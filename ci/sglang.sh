@@ -137,7 +137,9 @@ case "$1" in
     # Seed bugs in the releases that shipped them and gone in the release that fixed them, unpatched:
     # backend : case file : upstream PR : shipped in : fixed in
     rows="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:24617:0.5.11:0.5.12.post1
-          triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13"
+          triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13
+          flashinfer:corpus/sglang/flashinfer_swa_ragged.json:26513:0.5.12.post1:0.5.13
+          fa:corpus/regressions/fa__fa_local_token_table.json:32902:0.5.13:0.5.23"
     failed=0
     printf '%-8s %-32s %-7s %-40s %-30s %s\n' backend case PR "shipped in" "fixed in" verdict
     for row in $rows; do

@@ -3,8 +3,9 @@
 #   1. the g++ build and its fault benchmark: every named planner fault must be caught;
 #   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan), then the test that the
 #      smoke fails when a fuzzer fails (fuzz/tests/fuzz_smoke_test.sh);
-#   3. sglang's real FlashAttentionBackend (ci/sglang.sh seeds: installs PyTorch and the pinned
-#      release into .sglang/ once): each seed bug found in the release, gone with its upstream fix;
+#   3. sglang's real attention backends (ci/sglang.sh: installs PyTorch and the pinned releases
+#      into .sglang/ once): each seed bug found in 0.5.10.post1, gone with its upstream fix (seeds),
+#      and found in the release that shipped it, gone in the one that fixed it (releases);
 #   4. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
 # KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
@@ -19,5 +20,7 @@ bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-30}"
 bash fuzz/tests/fuzz_smoke_test.sh
 echo "== sglang's real attention backends: seed bugs found in the release, gone with their fixes"
 bash ci/sglang.sh seeds
+echo "== sglang's real attention backends: seed bugs in the release that shipped them, gone in the one that fixed them"
+bash ci/sglang.sh releases
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"

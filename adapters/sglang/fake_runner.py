@@ -130,7 +130,7 @@ class Setup:
             allocator = object.__new__(sg.SWATokenToKVPoolAllocator)
             allocator._kvcache, allocator.page_size = pool, self.page_size
         else:
-            allocator = types.SimpleNamespace(page_size=self.page_size)
+            allocator = types.SimpleNamespace(page_size=self.page_size, get_kvcache=lambda: pool)
         self.token_to_kv_pool_allocator = allocator
 
     def pool_of(self, tensor):
@@ -288,6 +288,7 @@ class Setup:
                 setattr(self.fb, f.name, f.default)
         if sg.runtime is not None:
             self.fb.can_run_decode_cuda_graph = self.graph
+            self.fb.spec_algorithm = self.runner.spec_algorithm  # 0.5.23's backends ask it (is_uno, ...)
             # ForwardBatch.init_new: the batch's KVLocPlan, bound with its write ids
             self.runner.kv_index_translator.bind_own_plan(self.fb)
 

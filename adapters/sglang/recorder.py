@@ -8,6 +8,8 @@ recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's che
 import numpy as np
 import torch
 
+from fake_runner import UnsupportedCase
+
 
 def int32(t, what):
     """A recorded index tensor as the contract's int32 array; a value outside int32 is an error."""
@@ -32,6 +34,9 @@ _DEFAULTS = {"has_mla": False, "use_pdl": None, "page_size": 1, "score_mod": Non
 
 
 def _only_defaults(kernel, newer):
+    if newer.get("page_size", 1) != 1:  # 0.5.23's Triton decode at page size > 1: kv_indices are page ids
+        raise UnsupportedCase(f"{kernel}(page_size={newer['page_size']}): a page-granular CSR, which the token_csr "
+                              "family (token slots) does not hold")
     for name, value in newer.items():
         if name not in _DEFAULTS:
             raise NotImplementedError(f"{kernel}({name}=...) is not modelled by kvfuzz")

@@ -20,12 +20,12 @@ JSON
   printf 'case 7 (seed 1): 1 requests\nsglang_fa_0_5_10_post1:fa: %s: something\n' "$prop" >"$base.txt"
 }
 
-finding "$WORK/known" cache-extent draft_extend_v2 full
+finding "$WORK/known" cache-extent mixed chunked
 finding "$WORK/known" stride-divide decode chunked
 $TRIAGE "$WORK/known" $ISSUES >"$WORK/known.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "known findings: exit $rc"
-grep -q "^sglang#26512 *cache-extent" "$WORK/known.out" || fail "draft_extend_v2 not triaged as sglang#26512"
+grep -q "^kvfuzz-fa-mixed-local *cache-extent" "$WORK/known.out" || fail "mixed chunked not triaged as kvfuzz-fa-mixed-local"
 grep -q "^sglang#32902 *stride-divide" "$WORK/known.out" || fail "chunked ps>1 decode not triaged as sglang#32902"
 
 # The deterministic planner (sglang_planner.py --deterministic, name suffix _det) has its own issues.
@@ -69,6 +69,21 @@ $TRIAGE "$WORK/gpu_new_window" $GPU_ISSUES >"$WORK/gpu_new_window.out" 2>&1
 gpu_finding "$WORK/gpu_new_property" crash 0
 $TRIAGE "$WORK/gpu_new_property" $GPU_ISSUES >"$WORK/gpu_new_property.out" 2>&1
 [ $? -eq 1 ] || fail "a crash matched an issue listing only oracle and cache-extent"
+
+# The pool size: flex attention's 32-bit offsets are known past 2^31 elements per K pool only.
+for pages in 1048576 1024; do  # x page size 16 x 2 heads x 128 = 2^32 / 2^22 elements
+  mkdir -p "$WORK/flex$pages"
+  base="$WORK/flex$pages/crash-fa-flex_page_table-3"
+  cat >"$base.json" <<JSON
+{"version": 2, "model": {"kv_heads": 2, "head_dim": 128, "v_head_dim": 128, "layers": [{"kind": "full"}]},
+ "cache": {"page_size": 16, "full_pages": $pages, "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}
+JSON
+  printf 'case 3 (seed 1): 1 requests\nfa:flex_page_table: crash: illegal memory access\n' >"$base.txt"
+  $TRIAGE "$WORK/flex$pages" $GPU_ISSUES >"$WORK/flex$pages.out" 2>&1
+  echo "rc=$?" >>"$WORK/flex$pages.out"
+done
+grep -q "^pytorch-flex-int32-offsets *crash" "$WORK/flex1048576.out" || fail "a flex crash past 2^31 elements not known"
+grep -q "^rc=1" "$WORK/flex1024.out" || fail "a flex crash in a small pool matched the 2^31 issue"
 
 echo '{"issues": [{"id": "x", "match": {"colour": "red"}}]}' >"$WORK/bad.json"
 $TRIAGE "$WORK/known" --issues "$WORK/bad.json" >"$WORK/bad.out" 2>&1
