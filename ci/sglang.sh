@@ -13,7 +13,7 @@
 #                                      # against known_issues.json
 #
 # Installs, once, into .sglang/ (ignored, never committed): the pinned sglang release's Python
-# source (SGLANG_VERSION, default 0.5.10.post1, the newest this project's registry serves) and, where
+# source (SGLANG_VERSION, default 0.5.10.post1; 0.5.11, 0.5.12.post1, 0.5.13, 0.5.23 too) and, where
 # the Python running this has no PyTorch, torch 2.11.0 + triton 3.6.0 in .sglang/venv. DEVICE=cpu
 # (default) runs the Triton metadata kernels in Triton's interpreter; DEVICE=cuda on a GPU.
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it).
@@ -73,15 +73,18 @@ install "$VERSION"
 RELEASE=${VERSION//./_}
 BACKENDS=${BACKENDS:-fa triton flashinfer}
 adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
-# found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean)
+# found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean;
+# "unsupported" when the adapter answers so, which the seed verdicts count as not found)
 found() {
   local backend=$1 file=$2 site=$3 name=$4 pair
   shift 4
   pair=$(family_executor "$backend")
   "$KVFUZZ" check "$file" --backend "$name:$pair" \
     --adapter "$PY adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend $*" 2>&1 |
-    grep -o "^$name:$pair: [a-z-]*" | sed "s/^$name:$pair: //" | grep -vx ok | sort -u | tr '\n' ' ' || true
+    grep -o "^$name:$pair: [a-z-]*\|^unsupported: $name:$pair" | sed "s/^$name:$pair: //; s/^unsupported: .*/unsupported/" |
+    grep -vx ok | sort -u | tr '\n' ' ' || true
 }
+is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
 family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
 
 # The seed cases: backend : case file : what the release does with it : mode
@@ -120,11 +123,11 @@ case "$1" in
           after=$(found "$backend" "$file" "$SITE" "${name}_fix$n$suffix" --fix "$n" $det) ;;
       esac
       case $effect in
-        fix=*)    [ -n "$before" ] || verdict="NOT FOUND in the release"
+        fix=*)    is_finding "$before" || verdict="NOT FOUND in the release"
                   [ -z "$after" ] || verdict="$verdict; NOT GONE with the fix" ;;
         change=*) [ -z "$before" ] || verdict="FOUND in the release"
-                  [ -n "$after" ] || verdict="$verdict; NOT FOUND with the change" ;;
-        *)        [ -n "$before" ] || verdict="NOT FOUND in the release" ;;
+                  is_finding "$after" || verdict="$verdict; NOT FOUND with the change" ;;
+        *)        is_finding "$before" || verdict="NOT FOUND in the release" ;;
       esac
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
@@ -148,7 +151,7 @@ case "$1" in
       before=$(found "$backend" "$file" "$ROOT/$shipped" "sglang_${backend}_${shipped//./_}")
       after=$(found "$backend" "$file" "$ROOT/$fixed" "sglang_${backend}_${fixed//./_}")
       verdict=ok
-      [ -n "$before" ] || verdict="NOT FOUND in $shipped"
+      is_finding "$before" || verdict="NOT FOUND in $shipped"
       [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       printf '%-8s %-32s %-7s %-40s %-30s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
