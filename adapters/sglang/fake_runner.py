@@ -267,7 +267,9 @@ class Setup:
                                                    is_draft_input=lambda: True, is_verify_input=lambda: False,
                                                    accept_length=extend, accept_length_cpu=extend.tolist(),
                                                    extend_seq_lens_tensor=extend.to(torch.int32),
-                                                   extend_seq_lens_cpu=extend.tolist())
+                                                   extend_seq_lens_cpu=extend.tolist(),
+                                                   # 0.5.23: the multi-step draft backend's window rail
+                                                   window_kv_indptr=None, window_kv_indices=None)
         self.fb = types.SimpleNamespace(
             forward_mode=self.forward_mode, batch_size=n, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
             seq_lens_sum=int(seq_lens.sum()), req_pool_indices=self.req_pool_indices,
