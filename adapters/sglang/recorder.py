@@ -8,7 +8,6 @@ recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's che
 import numpy as np
 import torch
 
-from fake_runner import UnsupportedCase
 
 
 def int32(t, what):
@@ -28,15 +27,14 @@ def host(t, name="tensor"):
 
 # Arguments later releases added to the Triton kernels (0.5.23: page_size, MLA, lean attention, score_mod,
 # skip_prefix / skip_extend, ...): recorded only at the values that keep the modelled behaviour.
-_DEFAULTS = {"has_mla": False, "use_pdl": None, "page_size": 1, "score_mod": None, "aux_tensors": None,
+# page_size (0.5.23): kv_indices stay token slots; the kernel addresses slot t as page t // ps, token
+# t % ps, with page stride ps * slot stride: the same element of a [slots, heads, dim] pool, any ps.
+_DEFAULTS = {"has_mla": False, "use_pdl": None, "page_size": None, "score_mod": None, "aux_tensors": None,
              "enable_lean": None, "lean_locks": None, "uneven_batch": None, "lean_Mp": None, "lean_Lp": None, "lean_Op": None, "lse_extend": None,
              "skip_prefix": False, "skip_extend": False, "extend_seq_lens_cpu": None, "identity_kv_indices": None}
 
 
 def _only_defaults(kernel, newer):
-    if newer.get("page_size", 1) != 1:  # 0.5.23's Triton decode at page size > 1: kv_indices are page ids
-        raise UnsupportedCase(f"{kernel}(page_size={newer['page_size']}): a page-granular CSR, which the token_csr "
-                              "family (token slots) does not hold")
     for name, value in newer.items():
         if name not in _DEFAULTS:
             raise NotImplementedError(f"{kernel}({name}=...) is not modelled by kvfuzz")
