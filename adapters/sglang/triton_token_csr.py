@@ -49,8 +49,16 @@ def init_draft(multi, setup):
         return
     n = setup.padded_bs
     multi.init_cuda_graph_state(n, n * setup.topk)
-    multi.init_forward_metadata_capture_cuda_graph(fb)
-    multi.init_forward_metadata_replay_cuda_graph(fb, n)
+    if hasattr(multi, "init_forward_metadata_capture_cuda_graph"):  # up to 0.5.12
+        multi.init_forward_metadata_capture_cuda_graph(fb)
+        multi.init_forward_metadata_replay_cuda_graph(fb, n)
+        return
+    # 0.5.13 on (eagle_draft_cuda_graph_runner): out_graph(in_capture=True) and in_graph at capture; at
+    # replay out_graph on the batch with its padding, then the graph replays the in-graph part.
+    multi.init_forward_metadata_out_graph(fb, in_capture=True)
+    multi.init_forward_metadata_in_graph(fb)
+    multi.init_forward_metadata_out_graph(types.SimpleNamespace(**vars(fb), num_padding=n - setup.bs))
+    multi.init_forward_metadata_in_graph(fb)
 
 
 def plan(sg, setup):
