@@ -105,6 +105,11 @@ def _load_kernels(site):
 
 _decode, _extend = _load_kernels(SITE)
 RELEASE = _release(SITE)
+# 0.5.23's MHA decode kernel forms each q_i k_i in the cache dtype and sums in fp32 (tl.sum of q * k
+# cast to fp32 after the product; adapters/gpu/sglang_triton_mha_products.py measured it on the H100),
+# the grouped one uses tl.dot in fp32: declared. Older releases (triton_ops/) sum the products in the
+# cache dtype as well, beyond what the declaration covers: left undeclared, so those show as findings.
+QK_PRODUCTS = "cache_mha" if _decode.__name__.startswith("sglang.kernels.") else "fp32"
 decode_attention_fwd, extend_attention_fwd = _decode.decode_attention_fwd, _extend.extend_attention_fwd
 MIN_BLOCK_KV = _decode._MIN_BLOCK_KV
 # triton_backend: use_pdl = is_arch_support_pdl() on CUDA (sm90 and up), else False.
@@ -247,11 +252,8 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
              supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": DTYPES,
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             # qk_products: the MHA decode kernel forms each q_i k_i in the cache dtype (tl.sum of
-             # q * k cast to fp32 after the product), the grouped one by tl.dot in fp32
-             # (adapters/gpu/sglang_triton_mha_products.py measured both on the H100)
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16,
-                        "qk_products": "cache_mha"})
+                        "qk_products": QK_PRODUCTS})
 def run(case):
     """One case: each layer through the kernel the plan names, with that layer's CSR."""
     out_shape, lse_shape = case.output_shapes()
