@@ -117,9 +117,10 @@ enum class QkProducts : uint8_t { fp32, cache, cache_mha };
 // An executor's arithmetic as it declares it (properties/tolerance.h turns it into a bound).
 struct KernelRounding {
   std::optional<DType> p_dtype;   // P rounded to this before P.V; nullopt: the case's cache dtype
-  DType out_dtype = DType::fp32;  // the dtype of the outputs it returns
+  std::optional<DType> out_dtype = DType::fp32;  // the dtype of its outputs; nullopt: the case's cache dtype
   int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
   int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
+  int32_t split_keys = 0;         // fewest keys per split-KV partition of its own; 0: none beyond extra_merges
   bool row_sum_rounded = false;   // the row sum adds P as rounded to p_dtype (FlashInfer's fa2 MMA row sum)
   QkProducts qk_products = QkProducts::fp32;  // where each q_i k_i is rounded before the logit's sum
 };

@@ -159,7 +159,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const Model& m = s.model;
   const Prepared& p = ctx.prepared();
   const ForwardBatch& fb = p.batch;
-  Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype));
+  Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype.value_or(s.values.dtype)));
   OpaqueReads result;
   const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
   if (values > kMaxProbeValues) {

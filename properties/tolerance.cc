@@ -39,12 +39,13 @@ PrecisionModel precision_of(const Backend& backend, const Scenario& s) {
   PrecisionModel pm = cpu_precision(s);
   const KernelRounding r = backend.rounding();
   if (r.p_dtype) pm.p_dtype = *r.p_dtype;
-  pm.out_dtype = r.out_dtype;
+  pm.out_dtype = r.out_dtype.value_or(s.values.dtype);
   pm.max_merges += r.extra_merges;
   pm.row_sum_rounded = r.row_sum_rounded;
   pm.qk_products_rounded = r.qk_products == QkProducts::cache ||
                            (r.qk_products == QkProducts::cache_mha && s.model.q_heads == s.model.kv_heads);
   if (r.tile_keys > 0) pm.tile_keys = r.tile_keys;
+  pm.split_keys = r.split_keys;
   return pm;
 }
 
@@ -54,7 +55,8 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
   const Model& m = s.model;
   const double cap = m.softcap;
   const double keys = static_cast<double>(std::max<int64_t>(n, 1));
-  const double merges = std::max(pm.max_merges, 0);
+  const double merges =
+      std::max(pm.max_merges, 0) + (pm.split_keys > 0 ? std::ceil(keys / pm.split_keys) : 0.0);
   const double u_p = pm.p_dtype == DType::fp32 ? 0.0 : unit_roundoff(pm.p_dtype);
   const double u_out = unit_roundoff(pm.out_dtype);
 

@@ -9,7 +9,8 @@
 // with a running max (any reference value: shifts common to all keys cancel), each weight
 // p = exp(s - m) evaluated in fp32 and rescaled by exp(m_old - m_new) at every later tile; p is
 // rounded to p_dtype before P.V (the row sum keeps fp32 p); sums in fp32, any order; partial
-// results over disjoint key sets are merged by log-sum-exp at most max_merges times; the output
+// results over disjoint key sets are merged by log-sum-exp at most M = max_merges (+ ceil(n / split_keys)
+// with a split_keys partition size, for n visible keys) times; the output
 // is divided by the row sum in fp32 and rounded to out_dtype.
 //
 // Derivation (Higham, Accuracy and Stability of Numerical Algorithms, ch. 3: a sum of m terms in
@@ -27,7 +28,7 @@
 //              scale is folded into exp2's argument with an FMA, FlashAttention style)
 //   weights    a key's computed weight, relative to the exact e^(s_k - max) times a factor common
 //              to all keys, is off by at most beta = e^(delta + (T+1) eps_x) (1 + e_exp)^(T+1) - 1,
-//              T = ceil(n / tile_keys) + max_merges tiles (its own exp and at most T rescales);
+//              T = ceil(n / tile_keys) + M tiles (its own exp and at most T rescales);
 //              in the numerator also by the P rounding: alpha = (1 + beta)(1 + u_p) - 1
 //   sums       numerator and row sum: gamma(n + T + 1) relative to the sums of |terms|, so
 //              |N^_d - N_d| <= nu S_d L, nu = alpha + g (1 + alpha); |L^ - L| <= lam L, likewise
@@ -75,6 +76,7 @@ struct PrecisionModel {
   DType out_dtype = DType::fp32;  // the output's dtype (real kernels: bf16 or fp16)
   int32_t max_merges = 0;         // LSE merges a result may pass through (split-KV, cascades)
   int32_t tile_keys = 1;          // fewest keys per softmax tile; 1 assumes nothing
+  int32_t split_keys = 0;         // fewest keys per split-KV partition: one merge more per split_keys keys
   bool row_sum_rounded = false;   // the row sum adds the rounded P too (lam as nu)
   bool qk_products_rounded = false;  // each q_i k_i in the cache dtype: delta gains sm_scale u N
 };

@@ -23,9 +23,22 @@ Head dims: merge_state dispatches 64, 128, 256 and 512 only (cascade.cuh DISPATC
 and V are zero-padded to one width W, the smallest of 64 / 128 / 256 that holds both head dims
 (zeros change neither q.k, with sm_scale passed, nor the kept V channels); a real 64 or 128 passes
 unpadded. Wired: all modes, full / sliding-window / chunked layers (chunks are in the plan's CSR),
-hybrid SWA pools, CUDA-graph padding, bf16 (sglang's dtype; each dtype is another set of JIT
-builds), any page size, GQA, softcap. Not wired: MLA (FlashInfer's MLA wrapper takes the mla
-family), fp16, fp32 and fp8.
+hybrid SWA pools, CUDA-graph padding, bf16 and fp16 (each dtype is another set of JIT builds;
+outputs come in the cache dtype), any page size, GQA, softcap. Not wired: MLA (FlashInfer's MLA
+wrapper takes the mla family), fp32 and fp8.
+Precision (what the bound of properties/tolerance.h needs): the fa2 prefill kernels, which also run
+the tensor-core decode, update a warp's running max once per 16 * NUM_MMA_KV keys and sum the rounded
+P (row_sum "p"). The CUDA-core decode kernel (include/flashinfer/attention/decode.cuh,
+BatchDecodeWithPagedKVCacheKernel, group sizes 1..3 here) keeps bdz states per (query, head) side by
+side, each taking bdy * tile_size_per_bdx keys per update (bdy = group size; tile_size_per_bdx 4 at
+group 1, else 1; bdz = max(128, bdx bdy) / (bdx bdy), bdx = head dim / 8), merged at the end
+(sync_state): a weight's chain of rescales is at most ceil(n / (bdz bdy tile_size_per_bdx)) + bdz.
+The smallest such step over what this adapter runs is 3 keys (group 3 at width 256: bdz 1): tile_keys
+3. Split-KV (scheduler.cuh): both plans cut a request's keys into partitions of at least
+max(128 / page_size, 1) pages, so at least 64 keys at any page size (65 at page size 65), merged in
+sequence by bdy <= 16 threads, then across them (cascade.cuh, MergeStates*): split_keys 64, and
+max_merges 34 = 16 (bdz) + 16 (bdy) + 1 (a partition straddling the visible keys) + 1 (the merge of
+a group's ragged and prefix calls).
 KVFLASHINFER_EMULATE=1 runs the same wrapper arguments through a float64 numpy model of the three
 wrappers (flashinfer_emulated.py; no torch, no FlashInfer): a CPU check of this adapter, not of
 FlashInfer.
@@ -128,10 +141,11 @@ def merge_layer(parts, natural_exp, dtype):
 
 
 @kv.executor(name="flashinfer_paged_csr", family="paged_csr",
-             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16"], "page_sizes": "any",
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16", "fp16"], "page_sizes": "any",
                        "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256, "row_sum": "p"})
+             precision={"p_dtype": "cache", "out_dtype": "cache", "max_merges": 34, "row_sum": "p",
+                        "tile_keys": 3, "split_keys": 64})
 def run(case):
     """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend fa2"""
     if max(case.model["head_dim"], case.model["v_head_dim"]) > WIDTHS[-1]:

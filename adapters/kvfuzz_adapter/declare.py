@@ -30,8 +30,9 @@ def executor(name=None, family="page_table", supports=None, precision=None, desc
     supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
     "any", "head_dims": [...] or "any", "mla": bool, "hybrid_swa": bool, "cuda_graph": bool,
     "softcap": bool, "gqa": bool}. precision: {"p_dtype": "cache" | "fp32" | ..., "out_dtype":
-    "fp32" | "bf16" | "fp16", "max_merges": int, "row_sum": "fp32" | "p", "qk_products": "fp32" |
-    "cache" | "cache_mha", "tile_keys": int}: how the kernel rounds, for the oracle's error bound (PROTOCOL.md).
+    "cache" | "fp32" | "bf16" | "fp16", "max_merges": int, "row_sum": "fp32" | "p", "qk_products":
+    "fp32" | "cache" | "cache_mha", "tile_keys": int, "split_keys": int}: how the kernel rounds, for
+    the oracle's error bound (PROTOCOL.md).
     """
     return lambda fn: _declare("executor", fn, name, family, supports, precision, description)
 

@@ -119,11 +119,11 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
       q.fail("max_merges", "must be an integer in [0, 4096]");
     spec.max_merges = prec["max_merges"].get<int32_t>();
   }
-  if (prec.contains("tile_keys")) {
-    if (!prec["tile_keys"].is_number_integer() || prec["tile_keys"].get<int64_t>() < 1 ||
-        prec["tile_keys"].get<int64_t>() > 4096)
-      q.fail("tile_keys", "must be an integer in [1, 4096]");
-    spec.tile_keys = prec["tile_keys"].get<int32_t>();
+  for (auto [key, field] : {std::pair{"tile_keys", &spec.tile_keys}, std::pair{"split_keys", &spec.split_keys}}) {
+    if (!prec.contains(key)) continue;
+    if (!prec[key].is_number_integer() || prec[key].get<int64_t>() < 1 || prec[key].get<int64_t>() > 4096)
+      q.fail(key, "must be an integer in [1, 4096]");
+    *field = prec[key].get<int32_t>();
   }
   const std::string row_sum = q.text("row_sum", "fp32");
   if (row_sum != "fp32" && row_sum != "p") q.fail("row_sum", "must be \"fp32\" or \"p\"");
@@ -132,8 +132,7 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   if (products == "cache") spec.qk_products = QkProducts::cache;
   else if (products == "cache_mha") spec.qk_products = QkProducts::cache_mha;
   else if (products != "fp32") q.fail("qk_products", "must be \"fp32\", \"cache\" or \"cache_mha\"");
-  if (!kPrecisionDtypes.count(spec.out_dtype) || spec.out_dtype == "cache")
-    q.fail("out_dtype", "must be one of fp32, fp16, bf16");
+  if (!kPrecisionDtypes.count(spec.out_dtype)) q.fail("out_dtype", "must be one of " + join(kPrecisionDtypes));
   return spec;
 }
 

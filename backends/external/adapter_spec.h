@@ -32,13 +32,14 @@ struct AdapterSpec {
   std::optional<std::set<std::string>> modes, layer_kinds, dtypes;
   std::optional<std::set<int32_t>> page_sizes, head_dims;
   bool mla = false, non_mla = true, hybrid_swa = true, cuda_graph = true, softcap = true, gqa = true;
-  // The kernel's precision: P rounded to `p_dtype` before P.V ("cache": the case's dtype), the
-  // output rounded to `out_dtype` (properties/tolerance.h).
+  // The kernel's precision: P rounded to `p_dtype` before P.V, the output rounded to `out_dtype`
+  // ("cache" for either: the case's dtype; properties/tolerance.h).
   std::string p_dtype = "cache", out_dtype = "fp32";
   int32_t max_merges = 64;  // LSE merges of its own (split-KV, cascades) the bound must allow
   bool row_sum_rounded = false;  // "row_sum": "p": the softmax row sum adds P as rounded to p_dtype
   QkProducts qk_products = QkProducts::fp32;  // "qk_products": "fp32" | "cache" | "cache_mha" (backend.h)
   int32_t tile_keys = 1;  // fewest keys a softmax running-max update covers (1 assumes nothing)
+  int32_t split_keys = 0;  // fewest keys of a split-KV partition: a merge per split_keys keys (0: none)
 
   Support supports(const Scenario& s, int32_t kernel_page_size) const;
   // One line for `kvfuzz backends`.

@@ -33,11 +33,12 @@ KernelRounding PairBackend::rounding() const {
   const AdapterSpec& spec = ext_executor_->spec();
   KernelRounding r;
   if (spec.p_dtype != "cache") r.p_dtype = *parse_dtype(spec.p_dtype);
-  r.out_dtype = *parse_dtype(spec.out_dtype);
+  r.out_dtype = spec.out_dtype == "cache" ? std::nullopt : parse_dtype(spec.out_dtype);
   r.extra_merges = spec.max_merges;
   r.row_sum_rounded = spec.row_sum_rounded;
   r.qk_products = spec.qk_products;
   r.tile_keys = spec.tile_keys;  // 1 unless declared: nothing is known of its tiling
+  r.split_keys = spec.split_keys;
   return r;
 }
 

@@ -173,12 +173,19 @@ TEST(AdapterSpec, PrecisionDeclarationReachesTheBound) {
   EXPECT_EQ(parse_spec(j, "cmd").tile_keys, 1);
   EXPECT_FALSE(parse_spec(j, "cmd").row_sum_rounded);
   EXPECT_EQ(parse_spec(j, "cmd").qk_products, QkProducts::fp32);
-  j["precision"] = {{"tile_keys", 16}, {"row_sum", "p"}, {"qk_products", "cache_mha"}};
+  EXPECT_EQ(parse_spec(j, "cmd").split_keys, 0);
+  j["precision"] = {{"tile_keys", 16}, {"row_sum", "p"}, {"qk_products", "cache_mha"}, {"split_keys", 64}};
   const AdapterSpec spec = parse_spec(j, "cmd");
   EXPECT_EQ(spec.tile_keys, 16);
+  EXPECT_EQ(spec.split_keys, 64);
   EXPECT_TRUE(spec.row_sum_rounded);
   EXPECT_EQ(spec.qk_products, QkProducts::cache_mha);
+  EXPECT_EQ(spec.out_dtype, "fp32");
   j["precision"] = {{"qk_products", "bf16"}};
+  EXPECT_THROW(parse_spec(j, "cmd"), ContractError);
+  j["precision"] = {{"out_dtype", "cache"}};
+  EXPECT_EQ(parse_spec(j, "cmd").out_dtype, "cache");
+  j["precision"] = {{"out_dtype", "fp8"}};
   EXPECT_THROW(parse_spec(j, "cmd"), ContractError);
 }
 
@@ -209,6 +216,9 @@ TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {
   j = hello();
   j["precision"] = {{"tile_keys", 0}};
   EXPECT_NE(why(j).find("'tile_keys'"), std::string::npos);
+  j = hello();
+  j["precision"] = {{"split_keys", "64"}};
+  EXPECT_NE(why(j).find("'split_keys'"), std::string::npos);
   j = hello();
   j["precision"] = {{"row_sum", "bf16"}};
   EXPECT_NE(why(j).find("'row_sum'"), std::string::npos);

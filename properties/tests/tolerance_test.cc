@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "backends/common/attention_math.h"
+#include "properties/tests/toy_backend.h"
 #include "reference/logical.h"
 #include "reference/oracle.h"
 #include "reference/rng.h"
@@ -226,6 +228,57 @@ TEST(Tolerance, RoundedProductsPassWhenDeclaredAndCatchAWrongKeyAmongFew) {
               2 * kSeeds);
   EXPECT_GE(caught_few, kSeeds * 3 / 4);
   EXPECT_GE(fails_undeclared, 1);
+}
+
+// An executor that returns outputs in the case's dtype ("out_dtype": "cache", FlashInfer in bf16 and
+// fp16) is bounded by that dtype's rounding: outputs rounded to fp16 pass the fp16 bound, which is
+// tighter than the bf16 bound a fixed declaration would give, and the default stays fp32.
+class RoundsTo : public testing::Toy {
+ public:
+  explicit RoundsTo(std::optional<DType> out) : Toy(testing::ToyBug::none), out_(out) {}
+  KernelRounding rounding() const override {
+    KernelRounding r;
+    r.out_dtype = out_;
+    return r;
+  }
+
+ private:
+  std::optional<DType> out_;
+};
+
+TEST(Tolerance, OutputsInTheCacheDtypeAreBoundedByThatDtype) {
+  const Scenario half = decode_case(DType::fp16, 1), bf = decode_case(DType::bf16, 1);
+  EXPECT_EQ(precision_of(RoundsTo(std::nullopt), half).out_dtype, DType::fp16);
+  EXPECT_EQ(precision_of(RoundsTo(std::nullopt), bf).out_dtype, DType::bf16);
+  EXPECT_EQ(precision_of(RoundsTo(DType::bf16), half).out_dtype, DType::bf16);
+  EXPECT_EQ(precision_of(testing::Toy(testing::ToyBug::none), half).out_dtype, DType::fp32);
+  double bound_cache = 0, bound_bf16 = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    const Scenario s = decode_case(DType::fp16, seed);
+    const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
+    Attended a = cpu_attention(s, 4, -1);
+    for (float& o : a.out) o = round_to(DType::fp16, o);
+    const Verdict v = judge(s, oracle, a, precision_of(RoundsTo(std::nullopt), s));
+    EXPECT_TRUE(v.out_ok && v.lse_ok) << "seed " << seed;
+    bound_cache += v.bound_sum;
+    bound_bf16 += judge(s, oracle, a, precision_of(RoundsTo(DType::bf16), s)).bound_sum;
+  }
+  EXPECT_LT(bound_cache, bound_bf16);
+}
+
+// A kernel that splits the keys into partitions of at least split_keys (FlashInfer: 128 / page_size
+// pages) merges once more per partition: at 256 keys and split_keys 128, the bound is the one of
+// two more declared merges, and with no split_keys it is the declared merges' alone.
+TEST(Tolerance, SplitKeysCountAMergePerPartition) {
+  const Scenario s = decode_case(DType::bf16, 1);
+  const OracleResult oracle = run_oracle(s, derive_logical(s), ValueSource(s));
+  const double qk = oracle.qk_norm_at(0, 0, 0), lse = oracle.lse_at(0, 0, 0);
+  PrecisionModel split = cpu_precision(s), counted = cpu_precision(s);
+  split.split_keys = 128;
+  counted.max_merges += 2;
+  EXPECT_EQ(tolerance(s, split, kKeys, qk, lse).lse, tolerance(s, counted, kKeys, qk, lse).lse);
+  EXPECT_EQ(tolerance(s, split, kKeys, qk, lse).s_coef, tolerance(s, counted, kKeys, qk, lse).s_coef);
+  EXPECT_GT(tolerance(s, split, kKeys, qk, lse).lse, tolerance(s, cpu_precision(s), kKeys, qk, lse).lse);
 }
 
 }  // namespace
