@@ -77,6 +77,22 @@ struct RunInput {
   std::vector<std::string>* lenient = nullptr;
 };
 
+// Where a kernel rounds the products q_i k_i of a logit: not at all (fp32 sums of exact products),
+// to the cache dtype, or to the cache dtype on MHA layers only (sglang's Triton decode kernels:
+// the MHA kernel multiplies elementwise in the cache dtype, the grouped one uses tl.dot).
+enum class QkProducts : uint8_t { fp32, cache, cache_mha };
+
+// An executor's arithmetic as it declares it (properties/tolerance.h turns it into a bound).
+struct KernelRounding {
+  std::optional<DType> p_dtype;   // P rounded to this before P.V; nullopt: the case's cache dtype
+  std::optional<DType> out_dtype = DType::fp32;  // the dtype of its outputs; nullopt: the case's cache dtype
+  int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
+  int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
+  int32_t split_keys = 0;         // fewest keys per split-KV partition of its own; 0: none beyond extra_merges
+  bool row_sum_rounded = false;   // the row sum adds P as rounded to p_dtype (FlashInfer's fa2 MMA row sum)
+  QkProducts qk_products = QkProducts::fp32;  // where each q_i k_i is rounded before the logit's sum
+};
+
 struct RunOutput {
   int32_t layers = 0;
   int64_t num_tokens = 0;  // ForwardBatch::num_tokens(), padded rows included
@@ -84,6 +100,9 @@ struct RunOutput {
   std::vector<float> out;  // [layers][num_tokens][q_heads][v_head_dim]
   std::vector<float> lse;  // [layers][num_tokens][q_heads], natural log
   ReadLog reads;
+  // This run's arithmetic where the kernel picks it by the case (tiles, split-KV partitions; an
+  // external executor's answer "precision"); nullopt: the backend's rounding().
+  std::optional<KernelRounding> rounding;
 
   RunOutput() = default;
   RunOutput(const Scenario& s, const ForwardBatch& fb)
@@ -107,22 +126,6 @@ struct RunOutput {
   float lse_at(int32_t layer, int64_t token, int32_t head) const {
     return lse[(static_cast<size_t>(layer) * num_tokens + token) * q_heads + head];
   }
-};
-
-// Where a kernel rounds the products q_i k_i of a logit: not at all (fp32 sums of exact products),
-// to the cache dtype, or to the cache dtype on MHA layers only (sglang's Triton decode kernels:
-// the MHA kernel multiplies elementwise in the cache dtype, the grouped one uses tl.dot).
-enum class QkProducts : uint8_t { fp32, cache, cache_mha };
-
-// An executor's arithmetic as it declares it (properties/tolerance.h turns it into a bound).
-struct KernelRounding {
-  std::optional<DType> p_dtype;   // P rounded to this before P.V; nullopt: the case's cache dtype
-  std::optional<DType> out_dtype = DType::fp32;  // the dtype of its outputs; nullopt: the case's cache dtype
-  int32_t extra_merges = 0;       // LSE merges beyond kvfuzz's (kv_splits + 4): a kernel's own splits
-  int32_t tile_keys = 0;          // fewest keys per softmax tile; 0: kvfuzz's tile
-  int32_t split_keys = 0;         // fewest keys per split-KV partition of its own; 0: none beyond extra_merges
-  bool row_sum_rounded = false;   // the row sum adds P as rounded to p_dtype (FlashInfer's fa2 MMA row sum)
-  QkProducts qk_products = QkProducts::fp32;  // where each q_i k_i is rounded before the logit's sum
 };
 
 class Backend {

@@ -216,7 +216,7 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
   const ForwardBatch& fb = ctx.batch();
   const Scenario& s = ctx.scenario();
   const OracleResult& oracle = ctx.oracle();
-  const PrecisionModel pm = precision_of(backend, s);
+  const PrecisionModel pm = precision_of(backend, s, run.out);
   size_t reports = 0;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
     const Layer& l = s.model.layers[static_cast<size_t>(layer)];

@@ -39,7 +39,7 @@ void compare(const CaseContext& ctx, const Backend& backend, const BackendRun& b
   const Scenario& s = ctx.scenario();
   const OracleResult& oracle = ctx.oracle();
   const Scenario& vs = vctx.scenario();
-  const PrecisionModel pm = precision_of(backend, s), pm_v = precision_of(backend, vs);
+  const PrecisionModel pm = precision_of(backend, s, base.out), pm_v = precision_of(backend, vs, var.out);
   const std::string property = v.name == "replay" ? "replay" : "metamorphic";
   for (int32_t row = 0; row < ctx.batch().bs; ++row) {
     const int32_t request = ctx.batch().request_ids[static_cast<size_t>(row)];

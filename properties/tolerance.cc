@@ -36,8 +36,12 @@ PrecisionModel cpu_precision(const Scenario& s) {
 }
 
 PrecisionModel precision_of(const Backend& backend, const Scenario& s) {
+  return precision_of(backend, s, RunOutput());
+}
+
+PrecisionModel precision_of(const Backend& backend, const Scenario& s, const RunOutput& run) {
   PrecisionModel pm = cpu_precision(s);
-  const KernelRounding r = backend.rounding();
+  const KernelRounding r = run.rounding.value_or(backend.rounding());
   if (r.p_dtype) pm.p_dtype = *r.p_dtype;
   pm.out_dtype = r.out_dtype.value_or(s.values.dtype);
   pm.max_merges += r.extra_merges;

@@ -87,6 +87,8 @@ PrecisionModel cpu_precision(const Scenario& s);
 
 // What `backend` declares (Backend::rounding), on top of cpu_precision.
 PrecisionModel precision_of(const Backend& backend, const Scenario& s);
+// The same for one run of it, with what the run said of its own tiling (RunOutput::rounding).
+PrecisionModel precision_of(const Backend& backend, const Scenario& s, const RunOutput& run);
 
 struct Tolerance {
   double s_coef = 0;  // per output element: s_coef S_d + o_coef |o_d| + abs

@@ -12,7 +12,8 @@ KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests m
 drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; and masked_tail, which
 is not a bug: it loads the unwritten tail of each row's last page and masks it (weight exactly 0),
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
-unsupported, which answers every case with more than one layer unsupported (kv.Unsupported).
+unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
+bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0).
 """
 import ctypes
 import math
@@ -89,6 +90,8 @@ def run(case):
         time.sleep(3600)
     if BREAK == "unsupported" and len(case.layers) > 1:
         raise kv.Unsupported("more than one layer")
+    if BREAK == "bad_precision":
+        case.precision(tile_keys=0)
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

@@ -33,12 +33,14 @@ BatchDecodeWithPagedKVCacheKernel, group sizes 1..3 here) keeps bdz states per (
 side, each taking bdy * tile_size_per_bdx keys per update (bdy = group size; tile_size_per_bdx 4 at
 group 1, else 1; bdz = max(128, bdx bdy) / (bdx bdy), bdx = head dim / 8), merged at the end
 (sync_state): a weight's chain of rescales is at most ceil(n / (bdz bdy tile_size_per_bdx)) + bdz.
-The smallest such step over what this adapter runs is 3 keys (group 3 at width 256: bdz 1): tile_keys
-3. Split-KV (scheduler.cuh): both plans cut a request's keys into partitions of at least
-max(128 / page_size, 1) pages, so at least 64 keys at any page size (65 at page size 65), merged in
-sequence by bdy <= 16 threads, then across them (cascade.cuh, MergeStates*): split_keys 64, and
+Split-KV (scheduler.cuh): both plans cut a request's keys into partitions of max(128 / page_size, 1)
+pages or more, merged in sequence by bdy <= 16 threads, then across them (cascade.cuh, MergeStates*).
+Declared: the smallest step over what this adapter runs, 3 keys (group 3 at width 256: bdz 1), so
+tile_keys 3; partitions of at least 64 keys at any page size (65 at page size 65), so split_keys 64;
 max_merges 34 = 16 (bdz) + 16 (bdy) + 1 (a partition straddling the visible keys) + 1 (the merge of
-a group's ragged and prefix calls).
+a group's ragged and prefix calls). Each answer then gives this case's own figures
+(case.precision): the smallest step and partition of the calls it ran, 16 keys for a prefill or
+tensor-core decode call, which makes the bound usable at 128k keys.
 KVFLASHINFER_EMULATE=1 runs the same wrapper arguments through a float64 numpy model of the three
 wrappers (flashinfer_emulated.py; no torch, no FlashInfer): a CPU check of this adapter, not of
 FlashInfer.
@@ -70,6 +72,15 @@ def width(case):
     return next(w for w in WIDTHS if w >= need)
 
 
+def decode_step(group, w):
+    """Keys per running-max update of one of the bdz states of FlashInfer's CUDA-core decode kernel
+    (decode.cuh, BatchDecodeWithPagedKVCacheDispatched, 2-byte K/V), times bdz: the keys one step
+    of a weight's rescale chain covers."""
+    bdx = w // max(8, w // 32)
+    bdz = max(128, bdx * group) // (bdx * group)
+    return bdz * group * (4 if group == 1 else 1)
+
+
 def paged_pool(case, layer, ps, w):
     """The layer's K and V pools as FlashInfer's NHD paged cache: [slots / ps, ps, Hkv, W] (slots
     padded to whole pages, columns to W), built where the kernels run (kernels.pages)."""
@@ -77,8 +88,9 @@ def paged_pool(case, layer, ps, w):
     return tuple(kernels.pages(case, layer, which, n + (-n % ps), ps, w) for which in ("k", "v"))
 
 
-def run_call(case, call, prefix, layer):
-    """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] and which tokens it covers [T]."""
+def run_call(case, call, prefix, layer, steps):
+    """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] and which tokens it covers [T]; adds the
+    call's (keys per rescale step, keys per split-KV partition) to `steps`."""
     T = case.num_tokens
     H, Hkv = case.model["q_heads"], case.model["kv_heads"]
     qo_indptr = case.array(prefix + "qo_indptr").astype(np.int32)
@@ -89,6 +101,10 @@ def run_call(case, call, prefix, layer):
     common = dict(num_qo_heads=H, num_kv_heads=Hkv, sm_scale=float(case.sm_scale),
                   logits_soft_cap=float(case.softcap), window_left=int(call["window_left"]), dtype=case.dtype)
     w = width(case)
+    ps = call["page_size"]
+    tensor_cores = H // Hkv >= 4
+    steps.add((decode_step(H // Hkv, w) if call["role"] in ("decode", "draft") and not tensor_cores else 16,
+               128 if call["role"] == "ragged" else max(128 // ps, 1) * ps))  # ragged: page size 1
     q = padded(case.q[layer], T, w)
     covered = np.zeros(T, bool)
     out = np.zeros((T, H, w), np.float32)
@@ -105,7 +121,7 @@ def run_call(case, call, prefix, layer):
         k_pages, v_pages = paged_pool(case, layer, call["page_size"], w)
         o, s = kernels.decode(q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
                               case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
-                              use_tensor_cores=H // Hkv >= 4, **common)
+                              use_tensor_cores=tensor_cores, **common)
         for r, t in live:
             out[t], lse[t], covered[t] = o[r], s[r], True
         return out, lse, covered
@@ -154,13 +170,16 @@ def run(case):
     out = np.zeros(out_shape, np.float32)
     lse = np.full(lse_shape, -np.inf, np.float32)
     natural_exp = case.plan["merge"] == "natural_exp"
+    steps = set()
     for layer in range(len(case.layers)):
         g = case.plan["group_of_layer"][layer]
         calls = case.plan["groups"][g]["calls"]
-        parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer) for c, call in enumerate(calls)]
+        parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer, steps) for c, call in enumerate(calls)]
         if parts:
             o, s = merge_layer(parts, natural_exp, case.dtype)
             out[layer], lse[layer] = o[..., :case.model["v_head_dim"]], s / LOG2E
+    if steps:
+        case.precision(tile_keys=min(t for t, _ in steps), split_keys=min(k for _, k in steps))
     return out, lse
 
 

@@ -35,11 +35,25 @@ class _Base:
 class Case(_Base):
     """An executor's case: metadata arrays, Q, the new K/V and the pools of one value set."""
 
-    def __init__(self, manifest, folder, value_set, guarded, shared):
+    PER_CASE_PRECISION = ("tile_keys", "split_keys", "max_merges")
+
+    def __init__(self, manifest, folder, value_set, guarded, shared, answered=None):
         super().__init__(manifest, folder, guarded)
         self.plan = manifest["plan"]            # the family's plan.json (FAMILIES.md)
         self.value_set = value_set
         self._cache = shared                    # metadata arrays are loaded once per request
+        self._answered = {} if answered is None else answered
+
+    def precision(self, **figures):
+        """What the kernel chose for this case where its tiling depends on the case's shape: tile_keys,
+        split_keys, max_merges (PROTOCOL.md). They replace the declared ones for this request, e.g.
+        case.precision(tile_keys=32) for a kernel that takes 32 keys per running-max update here."""
+        for name, value in figures.items():
+            if name not in self.PER_CASE_PRECISION:
+                raise ValueError(f"precision {name!r} cannot be given per case; only {', '.join(self.PER_CASE_PRECISION)}")
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"precision {name} must be an int, got {value!r}")
+            self._answered[name] = value
 
     def array(self, name):
         """A metadata array by its contract name, e.g. "full.parts.0.page_table" (1-D)."""

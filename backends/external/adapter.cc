@@ -28,7 +28,7 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
 }
 
 void Adapter::call(const std::string& op, const std::function<void(const std::string&)>& write,
-                   const std::function<void(const std::string&)>& read) {
+                   const std::function<void(const std::string&, const nlohmann::json&)>& read) {
   std::unique_ptr<AdapterProcess> p;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -73,7 +73,7 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
     if (answer.contains("seconds") && answer["seconds"].is_object())
       for (const auto& [set, t] : answer["seconds"].items())
         if (t.is_number()) stats_.function_nanoseconds += static_cast<int64_t>(t.get<double>() * 1e9);
-    read(dir);
+    read(dir, answer);
   } catch (const BackendFailure& e) {
     remove_tree(dir);
     if (e.property() == "hang") ++stats_.hangs;

@@ -46,10 +46,10 @@ class Adapter {
   const AdapterStats& stats() const { return stats_; }
   double timeout() const { return timeout_; }
 
-  // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir)`
+  // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir, answer)`
   // takes the results. Throws BackendFailure.
   void call(const std::string& op, const std::function<void(const std::string&)>& write,
-            const std::function<void(const std::string&)>& read);
+            const std::function<void(const std::string&, const nlohmann::json&)>& read);
 
  private:
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}

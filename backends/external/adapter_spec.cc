@@ -58,6 +58,12 @@ struct Parser {
     if (!j[key].is_boolean()) fail(key, "must be true or false");
     return j[key].get<bool>();
   }
+  std::optional<int32_t> bounded(const std::string& key, int32_t lo, int32_t hi) const {
+    if (!j.contains(key)) return std::nullopt;
+    if (!j[key].is_number_integer() || j[key].get<int64_t>() < lo || j[key].get<int64_t>() > hi)
+      fail(key, "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return j[key].get<int32_t>();
+  }
   std::string text(const std::string& key, const std::string& fallback) const {
     if (!j.contains(key)) return fallback;
     if (!j[key].is_string()) fail(key, "must be a string");
@@ -113,18 +119,9 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   spec.p_dtype = q.text("p_dtype", "cache");
   spec.out_dtype = q.text("out_dtype", "fp32");
   if (!kPrecisionDtypes.count(spec.p_dtype)) q.fail("p_dtype", "must be one of " + join(kPrecisionDtypes));
-  if (prec.contains("max_merges")) {
-    if (!prec["max_merges"].is_number_integer() || prec["max_merges"].get<int64_t>() < 0 ||
-        prec["max_merges"].get<int64_t>() > 4096)
-      q.fail("max_merges", "must be an integer in [0, 4096]");
-    spec.max_merges = prec["max_merges"].get<int32_t>();
-  }
-  for (auto [key, field] : {std::pair{"tile_keys", &spec.tile_keys}, std::pair{"split_keys", &spec.split_keys}}) {
-    if (!prec.contains(key)) continue;
-    if (!prec[key].is_number_integer() || prec[key].get<int64_t>() < 1 || prec[key].get<int64_t>() > 4096)
-      q.fail(key, "must be an integer in [1, 4096]");
-    *field = prec[key].get<int32_t>();
-  }
+  spec.max_merges = q.bounded("max_merges", 0, 4096).value_or(spec.max_merges);
+  spec.tile_keys = q.bounded("tile_keys", 1, 4096).value_or(spec.tile_keys);
+  spec.split_keys = q.bounded("split_keys", 1, 4096).value_or(spec.split_keys);
   const std::string row_sum = q.text("row_sum", "fp32");
   if (row_sum != "fp32" && row_sum != "p") q.fail("row_sum", "must be \"fp32\" or \"p\"");
   spec.row_sum_rounded = row_sum == "p";
@@ -158,6 +155,18 @@ Support AdapterSpec::supports(const Scenario& s, int32_t kernel_page_size) const
   if (m.softcap != 0 && !softcap) return no("softcap");
   if (m.q_heads != m.kv_heads && !gqa) return no("GQA");
   return {};
+}
+
+KernelRounding answered_rounding(const nlohmann::json& precision, KernelRounding declared, const std::string& where) {
+  const Parser q{precision, where + " answer's precision"};
+  if (!precision.is_object()) q.fail("precision", "must be an object");
+  for (const auto& [key, value] : precision.items())
+    if (key != "tile_keys" && key != "split_keys" && key != "max_merges")
+      q.fail(key, "cannot be answered per request (tile_keys, split_keys and max_merges can)");
+  declared.tile_keys = q.bounded("tile_keys", 1, 4096).value_or(declared.tile_keys);
+  declared.split_keys = q.bounded("split_keys", 1, 4096).value_or(declared.split_keys);
+  declared.extra_merges = q.bounded("max_merges", 0, 4096).value_or(declared.extra_merges);
+  return declared;
 }
 
 std::string AdapterSpec::support_line() const {

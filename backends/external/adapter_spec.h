@@ -49,6 +49,11 @@ struct AdapterSpec {
 // Throws ContractError naming the command and the field.
 AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command);
 
+// An executor's answer may carry "precision": {"tile_keys", "split_keys", "max_merges"}, what its
+// kernel chose for this case (PROTOCOL.md); they replace the declared ones in `declared`. Throws
+// ContractError naming the field.
+KernelRounding answered_rounding(const nlohmann::json& precision, KernelRounding declared, const std::string& where);
+
 std::string to_string(AdapterRole r);
 
 }  // namespace kvfuzz

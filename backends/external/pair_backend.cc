@@ -81,7 +81,7 @@ std::unique_ptr<Plan> PairBackend::plan(const PlanInput& in) const {
   std::unique_ptr<Plan> plan;
   ext_planner_->call(
       "plan", [&](const std::string& dir) { write_plan_request(dir, in); },
-      [&](const std::string& dir) { plan = read_plan_answer(dir + "/plan", *family_); });
+      [&](const std::string& dir, const nlohmann::json&) { plan = read_plan_answer(dir + "/plan", *family_); });
   return plan;
 }
 
@@ -105,8 +105,14 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
   }
   ext_executor_->call(
       "execute", [&](const std::string& dir) { write_execute_request(dir, *family_, plan, inputs, names); },
-      [&](const std::string& dir) {
-        for (size_t i = 0; i < inputs.size(); ++i) read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
+      [&](const std::string& dir, const nlohmann::json& answer) {
+        std::optional<KernelRounding> answered;
+        if (answer.contains("precision"))
+          answered = answered_rounding(answer["precision"], rounding(), "adapter '" + ext_executor_->spec().command + "'");
+        for (size_t i = 0; i < inputs.size(); ++i) {
+          read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
+          outputs[i].rounding = answered;
+        }
       });
 }
 

@@ -189,6 +189,33 @@ TEST(AdapterSpec, PrecisionDeclarationReachesTheBound) {
   EXPECT_THROW(parse_spec(j, "cmd"), ContractError);
 }
 
+// An answer's per-case precision replaces the declared tiling figures and nothing else.
+TEST(AdapterSpec, AnsweredPrecisionReplacesTheDeclaredTiling) {
+  KernelRounding declared;
+  declared.tile_keys = 3;
+  declared.split_keys = 64;
+  declared.extra_merges = 34;
+  declared.row_sum_rounded = true;
+  const KernelRounding r = answered_rounding({{"tile_keys", 32}, {"split_keys", 128}}, declared, "x");
+  EXPECT_EQ(r.tile_keys, 32);
+  EXPECT_EQ(r.split_keys, 128);
+  EXPECT_EQ(r.extra_merges, 34);
+  EXPECT_TRUE(r.row_sum_rounded);
+  EXPECT_EQ(answered_rounding({{"max_merges", 0}}, declared, "x").extra_merges, 0);
+  auto why = [&](const nlohmann::json& p) {
+    try {
+      answered_rounding(p, declared, "adapter 'a'");
+    } catch (const ContractError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(why({{"p_dtype", "fp32"}}).find("'p_dtype' cannot be answered per request"), std::string::npos);
+  EXPECT_NE(why({{"tile_keys", 0}}).find("'tile_keys' must be an integer in [1, 4096]"), std::string::npos);
+  EXPECT_NE(why({{"split_keys", 1.5}}).find("'split_keys'"), std::string::npos);
+  EXPECT_NE(why(nlohmann::json::array()).find("'precision' must be an object"), std::string::npos);
+}
+
 TEST(AdapterSpec, RejectsMalformedDeclarationsNamingTheField) {
   auto why = [](nlohmann::json j) {
     try {

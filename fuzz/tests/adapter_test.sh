@@ -51,6 +51,9 @@ expect 0 "[1-9][0-9]* answered unsupported; 0 workers replaced" answered_unsuppo
 "$K" gen --seed 1 --profile small >"$WORK/masked.json"
 expect 0 "note: masked-read" masked_note -- "$K" check "$WORK/masked.json" --adapter "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" \
   --backend numpy_page_table
+# A per-case precision out of range is a malformed answer: a contract finding naming the field.
+expect 1 "contract.*'tile_keys' must be an integer in \[1, 4096\]" bad_precision -- "$K" check "$WORK/masked.json" \
+  --adapter "KVFUZZ_EXAMPLE_BREAK=bad_precision $EXEC" --backend numpy_page_table
 
 # Every shrunk finding of a broken variant replays with the line its report prints.
 for report in "$WORK"/{drop_last_key,segfault,next_page,lse_base2,freed_slot,oob_write,hang,token_table}/*.min.txt; do

@@ -266,6 +266,23 @@ TEST(Tolerance, OutputsInTheCacheDtypeAreBoundedByThatDtype) {
   EXPECT_LT(bound_cache, bound_bf16);
 }
 
+// What one run says of its tiling (an executor's answered precision, RunOutput::rounding) replaces
+// the backend's rounding for that run's bound; a run that says nothing keeps the backend's.
+TEST(Tolerance, ARunsOwnTilingReplacesTheBackendsRounding) {
+  const Scenario s = decode_case(DType::fp16, 1);
+  const RoundsTo backend(std::nullopt);
+  RunOutput run;
+  EXPECT_EQ(precision_of(backend, s, run).tile_keys, cpu_precision(s).tile_keys);
+  EXPECT_EQ(precision_of(backend, s, run).out_dtype, DType::fp16);
+  run.rounding = backend.rounding();
+  run.rounding->tile_keys = 16;
+  run.rounding->split_keys = 128;
+  const PrecisionModel pm = precision_of(backend, s, run);
+  EXPECT_EQ(pm.tile_keys, 16);
+  EXPECT_EQ(pm.split_keys, 128);
+  EXPECT_EQ(pm.out_dtype, DType::fp16);
+}
+
 // A kernel that splits the keys into partitions of at least split_keys (FlashInfer: 128 / page_size
 // pages) merges once more per partition: at 256 keys and split_keys 128, the bound is the one of
 // two more declared merges, and with no split_keys it is the declared merges' alone.
