@@ -129,8 +129,9 @@ PAD = os.environ.get("SGLANG_TRITON_PAD", "shared")
 
 def dims(case):
     """Widths Q/K and V are handed to the kernel at: real dims >= 16 unchanged; a dim below 16 pads
-    both to one width (SGLANG_TRITON_PAD=separate pads each to max(16, dim) instead: with
-    Lq 32 / Lv 16 the extend kernel faulted, see the report)."""
+    both to one width (SGLANG_TRITON_PAD=separate pads each to max(16, dim) instead; V narrower than
+    Q/K at such dims is a shape the sm90 build of the extend kernel gets wrong: known issue
+    triton-sm90-extend-narrow-v)."""
     d, dv = case.model["head_dim"], case.model["v_head_dim"]
     if PAD == "separate":
         return max(MIN_DOT_DIM, d), max(MIN_DOT_DIM, dv)

@@ -85,6 +85,22 @@ done
 grep -q "^pytorch-flex-int32-offsets *crash" "$WORK/flex1048576.out" || fail "a flex crash past 2^31 elements not known"
 grep -q "^rc=1" "$WORK/flex1024.out" || fail "a flex crash in a small pool matched the 2^31 issue"
 
+# V narrower than Q/K at small head dims: sglang's Triton extend kernel on sm90; 128 / 64 is not it.
+for dims in "32 16" "128 64"; do
+  set -- $dims
+  mkdir -p "$WORK/narrow$1"
+  base="$WORK/narrow$1/oracle-triton-sglang_triton-5"
+  cat >"$base.json" <<JSON
+{"version": 2, "model": {"kv_heads": 4, "head_dim": $1, "v_head_dim": $2, "layers": [{"kind": "sliding_window", "window": 29}]},
+ "cache": {"page_size": 8, "full_pages": 4, "swa_pages": 4}, "batch": {"mode": "draft_extend_v2", "graph_bs": 0}}
+JSON
+  printf 'case 5 (seed 1): 1 requests\ntriton:sglang_triton: oracle: x\n' >"$base.txt"
+  $TRIAGE "$WORK/narrow$1" $GPU_ISSUES >"$WORK/narrow$1.out" 2>&1
+  echo "rc=$?" >>"$WORK/narrow$1.out"
+done
+grep -q "^triton-sm90-extend-narrow-v *oracle" "$WORK/narrow32.out" || fail "Lq 32 / Lv 16 not triaged as triton-sm90-extend-narrow-v"
+grep -q "^rc=1" "$WORK/narrow128.out" || fail "Lq 128 / Lv 64 matched the small-dims issue"
+
 echo '{"issues": [{"id": "x", "match": {"colour": "red"}}]}' >"$WORK/bad.json"
 $TRIAGE "$WORK/known" --issues "$WORK/bad.json" >"$WORK/bad.out" 2>&1
 rc=$?
