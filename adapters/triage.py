@@ -32,9 +32,7 @@ def signature(case, backend, prop):
         # elements of one layer's K pool: the long profile passes 2^31 (32-bit offsets)
         "pool_elements": cache.get("full_pages", 0) * cache["page_size"] * case["model"].get("kv_heads", 1)
         * max(case["model"].get("head_dim", 0), case["model"].get("v_head_dim", 0)),
-        # Q/K width when V is narrower (0 when it is not): sglang's Triton extend kernel on sm90
-        "qk_dim_over_v": case["model"].get("head_dim", 0)
-        if case["model"].get("v_head_dim", 0) < case["model"].get("head_dim", 0) else 0,
+        "head_dims": (case["model"].get("head_dim", 0), case["model"].get("v_head_dim", 0)),
     }
 
 
@@ -52,7 +50,7 @@ def matches(match, sig):
         "graph": lambda v: sig["graph"] == v,
         "deterministic": lambda v: sig["deterministic"] == v,
         "pool_elements_min": lambda v: sig["pool_elements"] >= v,
-        "v_narrower_qk_dim_max": lambda v: 0 < sig["qk_dim_over_v"] <= v,  # v_head_dim < head_dim <= v
+        "v_narrower_qk_dim_max": lambda v: sig["head_dims"][1] < sig["head_dims"][0] <= v,
     }
     unknown = set(match) - set(checks)
     if unknown:

@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 
-
 def int32(t, what):
     """A recorded index tensor as the contract's int32 array; a value outside int32 is an error."""
     a = t.reshape(-1).numpy().astype(np.int64)

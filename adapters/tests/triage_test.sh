@@ -70,17 +70,22 @@ gpu_finding "$WORK/gpu_new_property" crash 0
 $TRIAGE "$WORK/gpu_new_property" $GPU_ISSUES >"$WORK/gpu_new_property.out" 2>&1
 [ $? -eq 1 ] || fail "a crash matched an issue listing only oracle and cache-extent"
 
+# gpu_case NAME FINDING CASE_JSON "BACKEND: PROPERTY: ...": one saved finding in $WORK/NAME, triaged
+# against the GPU list into $WORK/NAME.out, exit status last.
+gpu_case() {
+  mkdir -p "$WORK/$1"
+  echo "$3" >"$WORK/$1/$2.json"
+  printf 'case 3 (seed 1): 1 requests\n%s\n' "$4" >"$WORK/$1/$2.txt"
+  $TRIAGE "$WORK/$1" $GPU_ISSUES >"$WORK/$1.out" 2>&1
+  echo "rc=$?" >>"$WORK/$1.out"
+}
+
 # The pool size: flex attention's 32-bit offsets are known past 2^31 elements per K pool only.
 for pages in 1048576 1024; do  # x page size 16 x 2 heads x 128 = 2^32 / 2^22 elements
-  mkdir -p "$WORK/flex$pages"
-  base="$WORK/flex$pages/crash-fa-flex_page_table-3"
-  cat >"$base.json" <<JSON
-{"version": 2, "model": {"kv_heads": 2, "head_dim": 128, "v_head_dim": 128, "layers": [{"kind": "full"}]},
- "cache": {"page_size": 16, "full_pages": $pages, "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}
-JSON
-  printf 'case 3 (seed 1): 1 requests\nfa:flex_page_table: crash: illegal memory access\n' >"$base.txt"
-  $TRIAGE "$WORK/flex$pages" $GPU_ISSUES >"$WORK/flex$pages.out" 2>&1
-  echo "rc=$?" >>"$WORK/flex$pages.out"
+  gpu_case "flex$pages" crash-fa-flex_page_table-3 \
+    '{"version": 2, "model": {"kv_heads": 2, "head_dim": 128, "v_head_dim": 128, "layers": [{"kind": "full"}]},
+      "cache": {"page_size": 16, "full_pages": '"$pages"', "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}' \
+    "fa:flex_page_table: crash: illegal memory access"
 done
 grep -q "^pytorch-flex-int32-offsets *crash" "$WORK/flex1048576.out" || fail "a flex crash past 2^31 elements not known"
 grep -q "^rc=1" "$WORK/flex1024.out" || fail "a flex crash in a small pool matched the 2^31 issue"
@@ -88,15 +93,11 @@ grep -q "^rc=1" "$WORK/flex1024.out" || fail "a flex crash in a small pool match
 # V narrower than Q/K at small head dims: sglang's Triton extend kernel on sm90; 128 / 64 is not it.
 for dims in "32 16" "128 64"; do
   set -- $dims
-  mkdir -p "$WORK/narrow$1"
-  base="$WORK/narrow$1/oracle-triton-sglang_triton-5"
-  cat >"$base.json" <<JSON
-{"version": 2, "model": {"kv_heads": 4, "head_dim": $1, "v_head_dim": $2, "layers": [{"kind": "sliding_window", "window": 29}]},
- "cache": {"page_size": 8, "full_pages": 4, "swa_pages": 4}, "batch": {"mode": "draft_extend_v2", "graph_bs": 0}}
-JSON
-  printf 'case 5 (seed 1): 1 requests\ntriton:sglang_triton: oracle: x\n' >"$base.txt"
-  $TRIAGE "$WORK/narrow$1" $GPU_ISSUES >"$WORK/narrow$1.out" 2>&1
-  echo "rc=$?" >>"$WORK/narrow$1.out"
+  gpu_case "narrow$1" oracle-triton-sglang_triton-5 \
+    '{"version": 2, "model": {"kv_heads": 4, "head_dim": '"$1"', "v_head_dim": '"$2"',
+      "layers": [{"kind": "sliding_window", "window": 29}]},
+      "cache": {"page_size": 8, "full_pages": 4, "swa_pages": 4}, "batch": {"mode": "draft_extend_v2", "graph_bs": 0}}' \
+    "triton:sglang_triton: oracle: x"
 done
 grep -q "^triton-sm90-extend-narrow-v *oracle" "$WORK/narrow32.out" || fail "Lq 32 / Lv 16 not triaged as triton-sm90-extend-narrow-v"
 grep -q "^rc=1" "$WORK/narrow128.out" || fail "Lq 128 / Lv 64 matched the small-dims issue"
