@@ -24,8 +24,9 @@
 # run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
 # with (`mkdir -p .gpu/debs && cd .gpu/debs && apt-get download nlohmann-json3-dev libcli11-dev
 # librapidcheck-dev`), and copy .gpu/ over. Saved findings are triaged against
-# adapters/gpu/known_issues.json (ci/gpu_table.py). Exit 1 on a NEW finding, a campaign that failed,
-# or a memcheck error.
+# adapters/gpu/known_issues.json by fingerprint, every finding of each campaign's index (ci/gpu_table.py).
+# Exit 1 on a NEW finding or a regression, a finding triage cannot read, a campaign that failed, or a
+# memcheck error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${KVFUZZ_GPU_SECONDS:-300}
@@ -127,7 +128,12 @@ fi
 # 6. The table.
 status=0
 echo
-python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
+# The packages' releases, for the known issues' affected ranges (a fixed bug that comes back is a regression).
+KVFUZZ_GPU_VERSIONS="sglang=$sglang_release $(PYTHONPATH=$site python3 -c '
+import importlib.metadata as m
+for dist, name in (("flashinfer-python", "flashinfer"), ("torch", "torch"), ("triton", "triton")):
+    try: print(name + "=" + m.version(dist).split("+")[0], end=" ")
+    except m.PackageNotFoundError: pass')" python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
 if [ -n "$memcheck_line" ]; then
   echo "$memcheck_line"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1
