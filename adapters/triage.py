@@ -9,8 +9,8 @@ A source is a campaign folder (its index.jsonl: every finding, saved or not; a f
 its saved findings' .finding.json records) or a JSON-lines file of `kvfuzz fingerprint`. Each
 finding's fingerprint (properties/fingerprint.h) is matched against the issues' `match` clauses;
 the first issue that matches and whose affected release range holds the finding's release
-labels it. Labels: known; regression (it matches an issue whose `fixed` release is at or before
-the finding's: a fixed bug came back); NEW (no issue matches; `hang`, `contract` and harness
+labels it. Labels: known; regression (it matches only issues whose `fixed` release is at or
+before the finding's: a fixed bug came back); NEW (no issue matches; `hang`, `contract` and harness
 errors are always NEW). Prints one line per fingerprint key with its count, then the issues seen,
 and writes the groups to FOLDER/triage.json (or --json-out).
 
@@ -158,9 +158,11 @@ def release_of(fp, package, versions):
 
 
 def label(fp, issues, versions, warnings):
-    """(label, issue) for one fingerprint."""
+    """(label, issue) for one fingerprint: the first matching issue whose affected range holds the
+    finding's release; else the first matching issue it is past the fix of (a regression); else NEW."""
     if fp["property"] in NEVER_KNOWN:
         return "NEW", None
+    regression = None
     for issue in issues:
         if not any(all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue["match"])):
             continue
@@ -173,9 +175,10 @@ def label(fp, issues, versions, warnings):
         if version_key(release) < version_key(a["first"]):
             continue  # before the issue existed: another mechanism, whatever it looks like
         if a.get("fixed") and version_key(release) >= version_key(a["fixed"]):
-            return "regression", issue
+            regression = regression or issue
+            continue
         return "known", issue
-    return "NEW", None
+    return ("regression", regression) if regression else ("NEW", None)
 
 
 def main():
