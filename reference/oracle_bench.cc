@@ -198,7 +198,7 @@ int run_oracle_bench(std::ostream& out, int threads) {
                                     [&] { mc.measure_read(); });
   mc.measure_fma();
 
-  out << format("\nfp64 FMA peak          %8.1f GFLOP/s  (16 register-resident FMA chains per thread)\n",
+  out << format("\nfp64 FMA peak          %8.1f GFLOP/s  (register-resident FMA chains on every thread)\n",
                 mc.fma_flops / 1e9);
   out << format("memory read bandwidth  %8.1f GB/s     (streaming sum over 512 MiB)\n", mc.read_bytes / 1e9);
 

@@ -43,8 +43,9 @@ struct OracleKernels {
                       int64_t query_base, const LayerOut& out, OracleScratch& scratch) = nullptr;
   // e^x for x <= 0 as the softmax computes it (oracle_exp.h).
   double (*exp_nonpositive)(double x) = nullptr;
-  // The bench's peaks, one thread's share: `iters` steps of 16 independent FMA chains (returns the
-  // FLOPs done; *sink keeps the chains live), and a sum over p[0 .. n), n a multiple of 64.
+  // The bench's peaks, one thread's share: `iters` steps of independent FMA chains, as many as the
+  // ISA keeps in registers (returns the FLOPs done; *sink keeps the chains live), and a sum over
+  // p[0 .. n), n a multiple of 64.
   double (*fma_chains)(int64_t iters, double* sink) = nullptr;
   double (*stream_sum)(const double* p, int64_t n) = nullptr;
 };

@@ -131,7 +131,10 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
 }
 
 double fma_chains(int64_t iters, double* sink) {
-  constexpr int kChains = 16;  // > FMA latency x FMA ports on any current core
+  // More than FMA latency x FMA ports on any current core, and few enough that the chains and the
+  // two operands stay in registers (16 vector registers below AVX-512: 12 chains, not 16, or three
+  // would spill and run at the speed of a store and a load).
+  constexpr int kChains = simd::kLanes == 8 ? 16 : 12;
   simd::vd acc[kChains];
   for (int i = 0; i < kChains; ++i) acc[i] = simd::splat(1.0 + i * 1e-3);
   const simd::vd a = simd::splat(0.999999999), b = simd::splat(1e-9);
