@@ -16,13 +16,15 @@
 # source (SGLANG_VERSION, default 0.5.10.post1; 0.5.11, 0.5.12.post1, 0.5.13, 0.5.23 too) and, where
 # the Python running this has no PyTorch, torch 2.11.0 + triton 3.6.0 in .sglang/venv. DEVICE=cpu
 # (default) runs the Triton metadata kernels in Triton's interpreter; DEVICE=cuda on a GPU.
-# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it).
+# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it). For the offline test of
+# the campaign's exit path (adapters/tests/sglang_campaign_test.sh): SGLANG_ROOT (default .sglang) and
+# SGLANG_ADAPTER, a planner command used instead of sglang_planner.py, which skips the installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${SGLANG_VERSION:-0.5.10.post1}
 DEVICE=${DEVICE:-cpu}
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
-ROOT=.sglang
+ROOT=${SGLANG_ROOT:-.sglang}
 SITE=$ROOT/$VERSION
 
 usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
@@ -44,11 +46,11 @@ python_with_torch() {
   echo "$venv/bin/python"
 }
 
-PY=$(python_with_torch)
+if [ -n "${SGLANG_ADAPTER:-}" ]; then PY=python3; else PY=$(python_with_torch); fi
 # msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not
 # stubbed). Installed into .sglang/pyextra (sglang_planner.py puts it on sys.path), from .gpu/wheels
 # on a machine without network (ci/gpu_wheels.py fetches it), else from the index.
-if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
+if [ -z "${SGLANG_ADAPTER:-}" ] && ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
   "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" --no-index --find-links .gpu/wheels "msgspec==0.22.0" \
     2>/dev/null || "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
 fi
@@ -72,7 +74,7 @@ install() {
 install "$VERSION"
 RELEASE=${VERSION//./_}
 BACKENDS=${BACKENDS:-fa triton flashinfer}
-adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
+adapter() { echo "${SGLANG_ADAPTER:-$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*}"; }
 # found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean;
 # "unsupported" when the adapter answers so, which the seed verdicts count as not found)
 found() {
@@ -176,8 +178,9 @@ case "$1" in
       echo
     done ;;
   campaign)
-    # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
-    # finding that matches no entry of adapters/sglang/known_issues.json.
+    # Findings are expected (the release has known bugs): the exit is the triage's (every finding of
+    # each campaign's index, by fingerprint): 1 for a NEW finding or a regression, 3 for a finding
+    # it cannot read, 0 only when every finding is known.
     out=findings-sglang/$VERSION
     for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
       backend=${token%_det} det="" suffix=""
@@ -191,7 +194,7 @@ case "$1" in
     status=0
     for backend in $BACKENDS; do
       echo "== triage of $out/$backend (adapters/sglang/known_issues.json)"
-      python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || status=$?
+      python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || { rc=$?; [ $status -ne 0 ] || status=$rc; }
     done
     exit $status ;;
   *) usage ;;
