@@ -137,10 +137,11 @@ def load_findings(source):
         raise Unreadable(f"{source}: neither a folder nor a file")
     cases = [p for p in glob.glob(os.path.join(source, "*.json"))
              if not p.endswith((".finding.json", "campaign.json", "triage.json"))]
-    for case in cases:  # every saved case must carry its fingerprint record
-        if not os.path.exists(case[:-5] + ".finding.json"):
-            raise Unreadable(f"{case}: a saved finding without its fingerprint record {case[:-5]}.finding.json "
-                             "(made by an older kvfuzz, or cut short)")
+    for case in cases:  # every saved case must carry its report and its fingerprint record
+        for companion in (".txt", ".finding.json"):
+            if not os.path.exists(case[:-5] + companion):
+                raise Unreadable(f"{case}: a saved finding without its {companion[1:]} ({case[:-5]}{companion}): "
+                                 "made by an older kvfuzz, or cut short")
     index = os.path.join(source, "index.jsonl")
     if os.path.exists(index):
         with open(index) as f:

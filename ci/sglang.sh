@@ -7,6 +7,8 @@
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
 #   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
+#   bash ci/sglang.sh known            # each known issue's minimal case at its release, fingerprinted: triaged
+#                                      # as that issue, nothing NEW (installs the releases it names)
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
 #                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
@@ -27,7 +29,7 @@ KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=${SGLANG_ROOT:-.sglang}
 SITE=$ROOT/$VERSION
 
-usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
@@ -181,7 +183,7 @@ case "$1" in
     # Findings are expected (the release has known bugs): the exit is the triage's (every finding of
     # each campaign's index, by fingerprint): 1 for a NEW finding or a regression, 3 for a finding
     # it cannot read, 0 only when every finding is known.
-    out=findings-sglang/$VERSION
+    out=${SGLANG_OUT:-findings-sglang/$VERSION}
     for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
       backend=${token%_det} det="" suffix=""
       [ "$token" != "$backend" ] && det=--deterministic suffix=_det
@@ -197,5 +199,33 @@ case "$1" in
       python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || { rc=$?; [ $status -ne 0 ] || status=$rc; }
     done
     exit $status ;;
+  known)
+    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
+    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
+    failed=0 work=$(mktemp -d)
+    printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
+    while IFS=' ' read -r id backend case release det; do
+      install "$release"
+      name=sglang_${backend}_${release//./_}
+      flag=""
+      [ "$det" = True ] && flag=--deterministic name=${name}_det
+      "$KVFUZZ" fingerprint "$case" --backend "$name:$(family_executor "$backend")" \
+        --adapter "$PY adapters/sglang/sglang_planner.py --site $ROOT/$release --device $DEVICE --backend $backend $flag" \
+        >"$work/$id.jsonl" 2>"$work/$id.err" || true
+      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/sglang/known_issues.json --json-out "$work/$id.json" \
+        >/dev/null 2>&1
+      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+      verdict=ok
+      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+    done < <(python3 -c '
+import json
+for i in json.load(open("adapters/sglang/known_issues.json"))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"], m["deterministic"])')
+    rm -rf "$work"
+    exit $failed ;;
   *) usage ;;
 esac

@@ -7,8 +7,9 @@
 #      must run), a bounded libFuzzer smoke on every target (clang, ASan + UBSan) with the test that
 #      the smoke fails when a fuzzer fails, and sglang's real attention backends (ci/sglang.sh:
 #      installs PyTorch and the pinned releases into .sglang/ once): each seed bug found in
-#      0.5.10.post1, gone with its upstream fix (seeds), and found in the release that shipped it,
-#      gone in the one that fixed it (releases);
+#      0.5.10.post1, gone with its upstream fix (seeds), found in the release that shipped it,
+#      gone in the one that fixed it (releases), and each known issue's minimal case triaged by
+#      fingerprint as that issue (known);
 #   2+ soak: level 1 with ten times the case counts per level above 1, a 300 s smoke per target,
 #      and every seed case against every sglang release (ci/sglang.sh matrix).
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30 at level 1, 300 above; seven targets).
@@ -41,6 +42,7 @@ if [ "$level" -ge 1 ]; then
   part "fuzz smoke fails when a fuzzer fails" bash fuzz/tests/fuzz_smoke_test.sh
   part "sglang: seed bugs found in the release, gone with their fixes (torch + release installs included)" bash ci/sglang.sh seeds
   part "sglang: seed bugs in the release that shipped them, gone in the one that fixed them" bash ci/sglang.sh releases
+  part "sglang: each known issue's minimal case fingerprinted and triaged as that issue" bash ci/sglang.sh known
 fi
 if [ "$level" -ge 2 ]; then
   part "sglang: every seed case against every release" bash ci/sglang.sh matrix

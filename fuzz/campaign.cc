@@ -66,7 +66,8 @@ std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const s
   const CaseSize size = case_size(s);
   os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
-  for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
+  for (const Finding& f : findings)
+    os << f.backend << ": " << f.property << ": " << f.message << "\n  fingerprint: " << fingerprint_of(s, f).key() << "\n";
   os << "replay: " << replay_command(replay) << "\n";
   return os.str();
 }

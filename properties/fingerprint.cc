@@ -39,23 +39,25 @@ std::string normalize_message(const std::string& message) {
 }
 
 std::string failure_mechanism(const std::string& message) {
-  // A Python traceback: its last non-empty line is "ExcType: text"; its last "File ..., in f" the
-  // innermost function.
-  std::string last, function;
+  // A Python traceback: its exception line ("IndexError: ...", "torch.AcceleratorError: CUDA error:
+  // ...": the last line naming an Error or Exception, as CUDA errors add advice lines after it) and
+  // its last "File ..., in f" line, the innermost function.
+  static const std::regex frame("^\\s*File \"[^\"]*\", line \\d+, in (\\S+)");
+  static const std::regex exception("^[A-Za-z_][\\w.]*(Error|Exception|Interrupt|Exit)\\b");
+  std::string last, raised, function;
   size_t start = 0;
   while (start < message.size()) {
     size_t end = message.find('\n', start);
     if (end == std::string::npos) end = message.size();
     const std::string line = message.substr(start, end - start);
-    static const std::regex frame("^\\s*File \"[^\"]*\", line \\d+, in (\\S+)");
     std::smatch m;
     if (std::regex_search(line, m, frame)) function = m[1].str();
     if (line.find_first_not_of(" \t") != std::string::npos && line.rfind("  ", 0) != 0) last = line;
+    if (std::regex_search(line, exception)) raised = line;
     start = end + 1;
   }
-  // "name failed: Traceback ..." puts the text before the traceback on its first line.
   const bool traceback = message.find("Traceback (most recent call last)") != std::string::npos;
-  std::string what = normalize_message(traceback ? last : message);
+  std::string what = normalize_message(!traceback ? message : !raised.empty() ? raised : last);
   if (traceback && !function.empty()) what += " @ " + function;
   return what;
 }

@@ -56,7 +56,11 @@ python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/unreadable.out" 2>&
 rc=$?
 [ $rc -eq 1 ] || fail "an unreadable finding: exit $rc, expected 1"
 grep -q "triage exited 3" "$WORK/unreadable.out" || fail "an unreadable finding is not reported as such"
-rm "$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef.json"
+# A saved finding with its record but without its report (.txt): the same.
+echo '{"fingerprints": []}' >"$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef.finding.json"
+python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/notxt.out" 2>&1
+[ $? -eq 1 ] && grep -q "triage exited 3" "$WORK/notxt.out" || fail "a saved finding without its .txt is not an error"
+rm "$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef."*
 
 echo 2 >"$WORK/sglang_triton.rc"
 echo "kvfuzz: --adapter: no such file" >>"$WORK/sglang_triton.log"

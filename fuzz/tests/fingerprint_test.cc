@@ -82,6 +82,13 @@ TEST(Fingerprint, FailuresAreNamedByExceptionAndInnermostFunction) {
       "IndexError: index 17 is out of bounds for axis 0 with size 3\n";
   EXPECT_EQ(failure_mechanism(traceback),
             "IndexError: index N is out of bounds for axis N with size N @ make_local_attention_virtual_batches");
+  // A CUDA error's advice lines come after the exception's: the exception names it.
+  EXPECT_EQ(failure_mechanism("flashinfer_paged_csr failed: Traceback (most recent call last):\n"
+                              "  File \"/x/flashinfer/prefill.py\", line 1607, in plan\n    y = f(x)\n"
+                              "torch.AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+                              "CUDA kernel errors might be asynchronously reported at some other API call.\n"
+                              "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"),
+            "torch.AcceleratorError: CUDA error: an illegal memory access was encountered @ plan");
   EXPECT_EQ(failure_mechanism("adapter 'python3 /tmp/a b.py' gave no answer within 60 s"),
             "adapter Q gave no answer within N s");
   EXPECT_EQ(bounds_mechanism("custom_mask", "write at index 96, outside its capacity 64"), "custom_mask:write-above");
