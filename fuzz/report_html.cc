@@ -67,6 +67,7 @@ figure.broken::after{content:"picture failed to load";color:#c62828}
 button{font:inherit;font-size:12px;padding:4px 10px;border:1px solid #b8beca;border-radius:4px;background:#fff;cursor:pointer}
 details{margin-top:6px}details pre{max-height:360px;overflow:auto;background:#f3f4f6;padding:8px;font-size:12px}
 table{border-collapse:collapse;background:#fff;font-size:12.5px}
+table.groups{margin-bottom:10px;width:100%}table.groups td.key{text-align:left;word-break:break-word}table.groups a{color:#1d2330;text-decoration:none}
 th,td{border:1px solid #e1e4ea;padding:3px 7px;text-align:right}
 th{background:#eef0f4;font-weight:600}
 td.name,th.name{text-align:left;white-space:nowrap}
@@ -121,11 +122,12 @@ void header(std::ostream& os, const ReportInput& in) {
   os << "</div>\n";
 }
 
-void group_section(std::ostream& os, const FindingGroup& g) {
-  os << "<section class=group data-key=\"" << html_escape(g.key) << "\" data-label=\"" << html_escape(g.label)
-     << "\">\n<h3><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label) << "</span> <code>"
-     << html_escape(g.key) << "</code></h3>\n<p class=meta>" << g.count << " finding" << (g.count == 1 ? "" : "s")
-     << " in " << g.cases << " case" << (g.cases == 1 ? "" : "s") << " &middot; first case " << g.first_case;
+void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
+  os << "<section class=group id=g" << index << " data-key=\"" << html_escape(g.key) << "\" data-label=\""
+     << html_escape(g.label) << "\">\n<h3><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
+     << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>" << g.count << " finding"
+     << (g.count == 1 ? "" : "s") << " in " << g.cases << " case" << (g.cases == 1 ? "" : "s")
+     << " &middot; first case " << g.first_case;
   if (!g.issue.empty()) os << " &middot; known issue <b>" << html_escape(g.issue) << "</b>";
   os << " &middot; " << html_escape(g.property) << " / " << html_escape(g.backend) << " / " << html_escape(g.mode)
      << " / " << html_escape(g.layer.empty() ? "no layer" : g.layer) << " / " << html_escape(g.mechanism) << "</p>\n";
@@ -157,7 +159,17 @@ void findings(std::ostream& os, const ReportInput& in) {
                                 : "Labels from <code>" + html_escape(in.triage_file) + "</code>.")
      << " Each group is one fingerprint key (property, backend, mode, layer kind, mechanism); pasting its replay line "
         "exits 1.</p>\n";
-  for (const FindingGroup& g : in.groups) group_section(os, g);
+  os << "<table class=groups><tr><th class=name>label</th><th class=name>fingerprint "
+        "key</th><th>findings</th><th>cases</th>"
+        "<th class=name>known issue</th></tr>\n";
+  for (size_t i = 0; i < in.groups.size(); ++i) {
+    const FindingGroup& g = in.groups[i];
+    os << "<tr><td class=name><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
+       << "</span></td><td class=key><a href=\"#g" << i << "\"><code>" << html_escape(g.key) << "</code></a></td><td>"
+       << g.count << "</td><td>" << g.cases << "</td><td class=name>" << html_escape(g.issue) << "</td></tr>\n";
+  }
+  os << "</table>\n";
+  for (size_t i = 0; i < in.groups.size(); ++i) group_section(os, in.groups[i], i);
 }
 
 void settings(std::ostream& os, const ReportInput& in) {

@@ -149,8 +149,10 @@ void read_index(const std::string& dir, ReportInput& in, int64_t findings) {
     const std::string saved = e.contains("saved") && e["saved"].is_string() ? e["saved"].get<std::string>() : "";
     if (!saved.empty() && (g.case_file.empty() || !g.shrunk)) {
       const std::string file = locate(dir, saved);
-      const std::string base = file.substr(0, file.size() - (file.size() > 5 && file.ends_with(".json") ? 5 : 0));
-      const bool shrunk = fs::exists(base + ".min.json");
+      // The index names the shrunk case once there is one (<base>.min.json), else <base>.json.
+      const size_t suffix = file.ends_with(".min.json") ? 9 : file.ends_with(".json") ? 5 : 0;
+      const std::string base = file.substr(0, file.size() - suffix);
+      const bool shrunk = suffix == 9 || fs::exists(base + ".min.json");
       if (g.case_file.empty() || shrunk) {
         g.shrunk = shrunk;
         g.case_file = shrunk ? base + ".min.json" : file;

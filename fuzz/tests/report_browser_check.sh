@@ -2,7 +2,8 @@
 # Opens a kvfuzz report in headless chromium and checks what a reader would see: the page rendered
 # (its load script ran), it shows every expected finding group, and every picture loaded.
 # Usage: report_browser_check.sh REPORT.html KEYS_FILE [SCREENSHOT.png]
-#   KEYS_FILE  the fingerprint keys the page must show, one a line (may be empty: no findings)
+#   KEYS_FILE  the finding groups the page must show, one a line: LABEL<tab>KEY (LABEL known, NEW,
+#              regression or untriaged); empty when the campaign found nothing
 # Exit 0 when all holds, 1 naming what does not, 2 on bad usage; 77 (ctest's skip) when chromium
 # is not installed, unless KVFUZZ_REQUIRE_BROWSER=1 (ci/test.sh sets it), then 1.
 set -euo pipefail
@@ -25,11 +26,20 @@ fail() { echo "report_browser_check: $*"; failed=1; }
 [ "$(attr data-rendered)" = yes ] || fail "the page did not render (its load script never ran)"
 expected=$(grep -c . "$keys" || true)
 [ "$(attr data-groups)" = "$expected" ] || fail "the page shows $(attr data-groups) finding groups, expected $expected"
-while IFS= read -r key; do
-  [ -z "$key" ] && continue
-  escaped=$(printf '%s' "$key" | sed 's/&/\&amp;/g; s/</\&lt;/g; s/>/\&gt;/g; s/"/\&quot;/g')
-  grep -qF "data-key=\"$escaped\"" "$dom" || fail "finding group '$key' is not on the page"
-done <"$keys"
+# Every expected (label, key) among the page's groups, read back from the DOM with entities decoded.
+missing=$(python3 - "$dom" "$keys" <<'PY'
+import html, re, sys
+dom = open(sys.argv[1]).read()
+attr = lambda tag, name: html.unescape(re.search(name + r'="([^"]*)"', tag).group(1))
+shown = {(attr(tag, "data-label"), attr(tag, "data-key")) for tag in re.findall(r'<section class="group"[^>]*>', dom)}
+for line in open(sys.argv[2]):
+    if line.strip():
+        label, key = line.rstrip("\n").split("\t", 1)
+        if (label, key) not in shown:
+            print(f"finding group '{key}' ({label}) is not on the page")
+PY
+)
+[ -z "$missing" ] || fail "$missing"
 [ "$(attr data-images-broken)" = 0 ] || fail "$(attr data-images-broken) of $(attr data-images) pictures did not load"
 if [ -n "$shot" ]; then
   timeout 120 "$browser" "${flags[@]}" --window-size=1400,2400 --screenshot="$(realpath -m "$shot")" "file://$report" >/dev/null 2>&1

@@ -158,6 +158,22 @@ TEST(Report, GroupsTheIndexByKeyAndLabelsFromTriage) {
   EXPECT_EQ(html.find("https://"), std::string::npos) << "self-contained: no link out";
 }
 
+TEST(Report, TakesTheShrunkCaseTheIndexNames) {
+  const std::string dir = fresh_dir("kvfuzz_report_shrunk");
+  write_record(dir);
+  const std::string c = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
+  fs::copy_file(c, dir + "/oracle-fa-7.json");
+  fs::copy_file(c, dir + "/oracle-fa-7.min.json");
+  std::ofstream(dir + "/oracle-fa-7.min.txt")
+      << "case 7\nreplay: kvfuzz check " << dir << "/oracle-fa-7.min.json --backend fa\n";
+  std::ofstream(dir + "/index.jsonl") << index_line("k", "fa", "", 7, 1, dir + "/oracle-fa-7.min.json");
+  const ReportInput in = load_report_input(dir);
+  ASSERT_EQ(in.groups.size(), 1u);
+  EXPECT_TRUE(in.groups[0].shrunk);
+  EXPECT_EQ(in.groups[0].case_file, dir + "/oracle-fa-7.min.json");
+  EXPECT_EQ(in.groups[0].replay, "kvfuzz check " + dir + "/oracle-fa-7.min.json --backend fa");  // from the .min.txt
+}
+
 TEST(Report, ABrokenFolderIsRefusedNamingWhatIsWrong) {
   EXPECT_NE(load_error("/nonexistent/kvfuzz").find("no such folder"), std::string::npos);
   const std::string dir = fresh_dir("kvfuzz_report_broken");
