@@ -113,6 +113,26 @@ TEST(Report, ACampaignWritesTheRecordTheReportReads) {
   EXPECT_TRUE(seeds);
 }
 
+TEST(Report, TheRecordIsRewrittenOnTheWayAndMarkedUnfinished) {
+  const std::string dir = fresh_dir("kvfuzz_report_on_the_way");
+  const CampaignOptions o = options({find_backend("fa")}, dir);
+  CampaignSummary s;
+  CampaignRecordWriter record(o, 10);
+  record.update(s, 3, 5);  // 5 s in: not yet due
+  EXPECT_FALSE(fs::exists(dir + "/campaign.json"));
+  record.update(s, 7, 12);
+  ASSERT_TRUE(fs::exists(dir + "/campaign.json"));
+  ReportInput in = load_report_input(dir);
+  EXPECT_FALSE(in.finished);
+  bool cases = false;
+  for (const auto& [k, v] : in.rates) cases |= k == "cases" && v == "7";
+  EXPECT_TRUE(cases);
+  s.cases = 9;
+  s.seconds = 13;
+  record.finish(s);
+  EXPECT_TRUE(load_report_input(dir).finished);
+}
+
 TEST(Report, GroupsTheIndexByKeyAndLabelsFromTriage) {
   const std::string dir = fresh_dir("kvfuzz_report_groups");
   write_record(dir, {"fa_local_token_table"});
