@@ -1,11 +1,11 @@
 #include "fuzz/finding_index.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
 
 #include "reference/case_error.h"
 #include "reference/io.h"

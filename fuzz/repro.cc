@@ -22,7 +22,8 @@ struct BackendName {
 BackendName split(const std::string& backend) {
   const size_t colon = backend.find(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == backend.size())
-    throw InvalidCase("--backend " + backend + ": a reproducer needs a planner:executor pair (e.g. triton:sglang_triton)");
+    throw InvalidCase("--backend " + backend +
+                      ": a reproducer needs a planner:executor pair (e.g. triton:sglang_triton)");
   return {backend.substr(0, colon), backend.substr(colon + 1)};
 }
 

@@ -80,7 +80,8 @@ std::string batch_text(const nlohmann::json& b) {
   o << "\n";
   for (size_t i = 0; i < m["layers"].size(); ++i) o << "- layer " << i << ": " << layer_text(m["layers"][i]) << "\n";
   for (const nlohmann::json& row : b["rows"]) {
-    o << "- request " << row.value("request", 0) << ": " << row.value("prefix_len", 0) << " cached tokens, queries at positions";
+    o << "- request " << row.value("request", 0) << ": " << row.value("prefix_len", 0)
+      << " cached tokens, queries at positions";
     for (const nlohmann::json& q : row["queries"]) o << " " << q.value("position", 0);
     o << "\n";
   }
@@ -118,10 +119,12 @@ std::vector<std::string> affected_releases(const nlohmann::json& affected) {
   const auto it = run_releases().find(affected.value("package", ""));
   if (it == run_releases().end()) return {};
   const std::string first = text(affected, "first");
-  const std::string fixed = affected.contains("fixed") && affected["fixed"].is_string() ? affected["fixed"].get<std::string>() : "";
+  const std::string fixed =
+      affected.contains("fixed") && affected["fixed"].is_string() ? affected["fixed"].get<std::string>() : "";
   std::vector<std::string> out;
   for (const std::string& r : it->second)
-    if ((first.empty() || version_key(r) >= version_key(first)) && (fixed.empty() || version_key(r) < version_key(fixed)))
+    if ((first.empty() || version_key(r) >= version_key(first)) &&
+        (fixed.empty() || version_key(r) < version_key(fixed)))
       out.push_back(r);
   return out;
 }
@@ -160,7 +163,8 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
   o << "The batch:\n\n" << batch_text(bundle) << "\n";
   o << "## Expected vs actual\n\n";
   if (outputs.empty()) o << "(the reproducer was not run for this draft)\n\n";
-  for (const ReproOutput& out : outputs) o << out.label << ":\n\n```\n" << out.text << (ends_with(out.text, "\n") ? "" : "\n") << "```\n\n";
+  for (const ReproOutput& out : outputs)
+    o << out.label << ":\n\n```\n" << out.text << (ends_with(out.text, "\n") ? "" : "\n") << "```\n\n";
   o << "## Where\n\n" << text(notes, "location", "(not located)") << "\n\n";
   o << "## Suggested fix\n\n" << text(notes, "fix", "(none proposed)") << "\n\n";
   if (!text(notes, "search").empty() || !text(issue, "upstream").empty())
@@ -168,8 +172,8 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
       << text(notes, "search", "") << (text(issue, "upstream").empty() ? "" : " Related: " + text(issue, "upstream"))
       << "\n\n";
   o << "Found by kvfuzz (a fuzzer for the attention metadata of LLM serving engines); kvfuzz replay: `"
-    << text(bundle["finding"], "replay", "kvfuzz check " + text(bundle["finding"], "case") + " --backend " +
-                                             bundle.value("backend", ""))
+    << text(bundle["finding"], "replay",
+            "kvfuzz check " + text(bundle["finding"], "case") + " --backend " + bundle.value("backend", ""))
     << "`\n";
   return o.str();
 }

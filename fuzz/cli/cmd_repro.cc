@@ -14,9 +14,9 @@
 
 #include "fuzz/cli/commands.h"
 #include "fuzz/finding_index.h"
+#include "fuzz/replay.h"
 #include "fuzz/repro.h"
 #include "fuzz/repro_report.h"
-#include "fuzz/replay.h"
 #include "reference/case_error.h"
 #include "reference/io.h"
 #include "reference/scenario_json.h"
@@ -54,7 +54,9 @@ Finding resolve(const std::string& path, const std::string& backend) {
     f.case_path = (std::filesystem::path(path).parent_path() / std::filesystem::path(f.case_path).filename()).string();
   const nlohmann::json fp =
       record.contains("fingerprints") && !record["fingerprints"].empty() ? record["fingerprints"][0] : nlohmann::json();
-  f.record = {{"case", f.case_path}, {"key", fp.is_object() ? fp.value("key", "") : ""}, {"fingerprint", fp},
+  f.record = {{"case", f.case_path},
+              {"key", fp.is_object() ? fp.value("key", "") : ""},
+              {"fingerprint", fp},
               {"replay", replay}};
   return f;
 }
@@ -79,7 +81,8 @@ void write_out(const std::string& path, const std::string& text) {
 }  // namespace
 
 void add_repro(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("repro", "Write a standalone Python reproducer of a finding, or an upstream issue draft");
+  auto* cmd =
+      app.add_subcommand("repro", "Write a standalone Python reproducer of a finding, or an upstream issue draft");
   static std::string path, backend, output = "-", issue_id;
   static std::string source = KVFUZZ_SOURCE_DIR;
   static std::string templates, notes_file;
@@ -91,8 +94,10 @@ void add_repro(CLI::App& app, int& exit_code) {
   cmd->add_option("-o,--output", output, "Where to write the script or the report (- for standard output)")
       ->capture_default_str();
   cmd->add_flag("--report", report, "Write an upstream issue draft (markdown) instead of the script");
-  cmd->add_option("--issue", issue_id, "The known issue the report is about (default: the one whose minimal case it is)");
-  cmd->add_option("--issues", issue_files, "Known-issue files (default adapters/sglang and adapters/gpu known_issues.json)");
+  cmd->add_option("--issue", issue_id,
+                  "The known issue the report is about (default: the one whose minimal case it is)");
+  cmd->add_option("--issues", issue_files,
+                  "Known-issue files (default adapters/sglang and adapters/gpu known_issues.json)");
   cmd->add_option("--notes", notes_file, "Report notes by issue id (default adapters/repro/reports.json)");
   cmd->add_option("--run-output", outputs, "LABEL=FILE: a run of the reproducer to quote in the report (repeatable)");
   cmd->add_option("--templates", templates, "Folder of the templates (default adapters/repro of the source tree)");
@@ -108,8 +113,8 @@ void add_repro(CLI::App& app, int& exit_code) {
       const std::string file = dir + "/" + target + ".py";
       if (!std::filesystem::exists(file))
         throw InvalidCase("--backend " + f.backend + ": its reproducer template " + file + " is not written yet");
-      write_out(output, repro_script(bundle, read_text(dir + "/common.py", "template") + "\n\n" +
-                                                 read_text(file, "template")));
+      write_out(output,
+                repro_script(bundle, read_text(dir + "/common.py", "template") + "\n\n" + read_text(file, "template")));
       return;
     }
     std::vector<std::string> files = issue_files;
@@ -121,7 +126,8 @@ void add_repro(CLI::App& app, int& exit_code) {
     nlohmann::json notes = nlohmann::json::object();
     if (std::filesystem::exists(nf)) {
       try {
-        notes = nlohmann::json::parse(read_input(nf, kMaxCaseBytes)).value(issue.value("id", ""), nlohmann::json::object());
+        notes =
+            nlohmann::json::parse(read_input(nf, kMaxCaseBytes)).value(issue.value("id", ""), nlohmann::json::object());
       } catch (const nlohmann::json::exception& e) {
         throw InvalidCase(nf + ": not a notes file: " + e.what());
       }
