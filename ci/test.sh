@@ -7,7 +7,8 @@
 #      into .sglang/ once): each seed bug found in 0.5.10.post1, gone with its upstream fix (seeds),
 #      and found in the release that shipped it, gone in the one that fixed it (releases), and each
 #      known issue's minimal case triaged by fingerprint as that issue (known);
-#   4. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
+#   4. FlashInfer 0.7.2.post1's Python files for the reproducers (ci/repro.sh install: one 22 MB wheel);
+#   5. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
 # KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
 set -euo pipefail
@@ -25,5 +26,7 @@ echo "== sglang's real attention backends: seed bugs in the release that shipped
 bash ci/sglang.sh releases
 echo "== sglang's real attention backends: each known issue's minimal case fingerprinted and triaged as that issue"
 bash ci/sglang.sh known
+echo "== reproducers: FlashInfer's Python files for the CPU reproducer of its mask offsets (ctest repro_committed runs them)"
+bash ci/repro.sh install
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# kvfuzz's standalone reproducers of real findings (docs/repro.md): each committed beside its
+# minimal case, regenerated from it, run on the release that has the bug and with the fix (or on
+# the fixed release), and the upstream issue drafts written from those runs.
+#
+#   bash ci/repro.sh install   # FlashInfer 0.7.2.post1's Python files into .flashinfer/ (its CPU
+#                              # reproducer reads prefill.py); sglang's releases come from ci/sglang.sh
+#   bash ci/repro.sh check     # each reproducer: regenerated = committed; each CPU run's exit status
+#                              # as recorded in RUNS (a run whose package is not here is skipped)
+#   bash ci/repro.sh reports   # corpus/*/reports/<issue>.md: the drafts, quoting the CPU runs and,
+#                              # for sglang's metadata findings, kvfuzz explain through adapters/sglang
+#
+# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
+# .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: a folder of GPU
+# runs (ci/gpu_repro.sh's $OUT) whose <file>.<label>.out files the reports quote as well.
+# About 60 s for check (9 runs, Triton's interpreter the slowest), 3 min for reports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
+PY=${PY:-$( [ -x .sglang/venv/bin/python ] && echo .sglang/venv/bin/python || echo python3 )}
+FLASHINFER=.flashinfer/0.7.2.post1
+
+# The reproducers: file : minimal case : planner:executor
+REPROS="corpus/gpu/repro/flashinfer_page_mask_indptr.py:corpus/gpu/flashinfer_mask_indptr_empty_row.json:flashinfer_paged:flashinfer_paged_csr
+corpus/gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask_indptr_crash.json:flashinfer_paged:flashinfer_paged_csr
+corpus/gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
+corpus/gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
+corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton"
+
+# The CPU runs: file | label | what it needs (a folder) | arguments | expected exit status
+RUNS="flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|--cpu|1
+flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|--cpu --apply-fix|0
+flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|--cpu|1
+flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|--cpu --apply-fix|0
+sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23|--site .sglang/0.5.23|1
+sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1|--site .sglang/0.5.10.post1|1
+sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23|--site .sglang/0.5.23|1
+sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1|--site .sglang/0.5.10.post1|1
+triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23|--site .sglang/0.5.23|0"
+
+# The drafts: issue id | minimal case | planner:executor | reproducer (file) or, for sglang's metadata
+# findings, the sglang backend kvfuzz explain runs through adapters/sglang
+REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|flashinfer_page_mask_indptr
+triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|triton_sm90_extend_narrow_v
+kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sglang_flashinfer_0_5_23:flashinfer_paged|flashinfer
+kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|triton
+kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
+
+usage() { echo "usage: bash ci/repro.sh install | check | reports" >&2; exit 2; }
+[ $# -eq 1 ] || usage
+
+install_flashinfer() {  # the wheel's package __init__, prefill.py and metadata: all the CPU reproducer reads
+  [ -f "$FLASHINFER/flashinfer/prefill.py" ] && return
+  local wheel
+  wheel=$(ls .gpu/wheels/flashinfer_python-0.7.2.post1-*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$wheel" ]; then
+    mkdir -p .flashinfer/wheels
+    python3 -m pip download -q --no-deps --only-binary=:all: "flashinfer-python==0.7.2.post1" -d .flashinfer/wheels
+    wheel=$(ls .flashinfer/wheels/flashinfer_python-0.7.2.post1-*.whl | head -1)
+  fi
+  rm -rf "$FLASHINFER.tmp" && mkdir -p "$FLASHINFER.tmp"
+  python3 - "$wheel" "$FLASHINFER.tmp" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n in ("flashinfer/__init__.py", "flashinfer/prefill.py") or n.endswith(".dist-info/METADATA"):
+        z.extract(n, sys.argv[2])
+EOF
+  mv "$FLASHINFER.tmp" "$FLASHINFER"
+}
+
+# run_all OUTDIR: every CPU run whose package is here; OUTDIR/<file>.<n>.out and .label; the failures
+run_all() {
+  local dir=$1 n=0 failures=0 ran=0 file label needs args expect rc
+  "$PY" -c 'import numpy, torch' 2>/dev/null || { skipped="$PY has no numpy and torch (PY)"; return 0; }
+  while IFS='|' read -r file label needs args expect; do
+    n=$((n + 1))
+    if [ ! -d "$needs" ]; then
+      printf '%-34s %-70s skipped (no %s)\n' "$file" "$label" "$needs"
+      continue
+    fi
+    ran=$((ran + 1))
+    extra=()
+    [[ $needs == .flashinfer/* ]] && extra=(env "PYTHONPATH=$needs")
+    # shellcheck disable=SC2086  # the arguments are words
+    "${extra[@]}" timeout 600 "$PY" "corpus/gpu/repro/$file.py" $args >"$dir/$file.$n.out" 2>&1 && rc=0 || rc=$?
+    printf '%s: exit %s' "$label" "$rc" >"$dir/$file.$n.label"
+    printf '%-34s %-70s exit %s (expected %s)\n' "$file" "$label" "$rc" "$expect"
+    if [ "$rc" != "$expect" ]; then
+      tail -15 "$dir/$file.$n.out"
+      echo "FAIL: $file on $label exited $rc, expected $expect"
+      failures=$((failures + 1))
+    fi
+  done <<<"$RUNS"
+  [ $ran -gt 0 ] || skipped="no package of any reproducer here (bash ci/repro.sh install; bash ci/sglang.sh known)"
+  return $failures
+}
+
+case "$1" in
+  install) install_flashinfer ;;
+  check|reports)
+    [ -x "$KVFUZZ" ] || { echo "ci/repro.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
+    failures=0
+    while IFS=: read -r file case planner executor; do
+      if ! "$KVFUZZ" repro "$case" --backend "$planner:$executor" | cmp -s - "$file"; then
+        echo "FAIL: $file is not what kvfuzz repro writes (regenerate: $KVFUZZ repro $case --backend $planner:$executor -o $file)"
+        failures=$((failures + 1))
+      fi
+    done <<<"$REPROS"
+    out=$(mktemp -d) skipped=""
+    run_all "$out" || failures=$((failures + $?))
+    if [ "$1" = reports ]; then
+      while IFS='|' read -r id case backend how; do
+        dir=$(dirname "$case")/reports
+        mkdir -p "$dir"
+        runs=()
+        if [ -f "corpus/gpu/repro/$how.py" ]; then
+          for label in "$out/$how".*.label "${GPU_OUTPUTS:-/nonexistent}/$how".*.label; do
+            [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")
+          done
+        else  # sglang's own metadata code through adapters/sglang, kvfuzz's executor: expected vs read keys
+          "$KVFUZZ" explain "$case" --backend "$backend" \
+            --adapter "$PY adapters/sglang/sglang_planner.py --site .sglang/0.5.23 --backend $how" >"$out/$id.explain" 2>&1 || true
+          runs+=(--run-output "sglang 0.5.23's own metadata code (adapters/sglang, CPU), kvfuzz explain: the keys each failing query should read and did read=$out/$id.explain")
+        fi
+        "$KVFUZZ" repro "$case" --backend "$backend" --report --issue "$id" "${runs[@]}" -o "$dir/$id.md"
+        echo "wrote $dir/$id.md"
+      done <<<"$REPORTS"
+    fi
+    rm -rf "$out"
+    [ $failures = 0 ] && echo "${skipped:+SKIPPED: }${skipped:-reproducers: ok}"
+    exit $((failures > 0))
+    ;;
+  *) usage ;;
+esac
