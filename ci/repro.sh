@@ -9,6 +9,7 @@
 #                              # as recorded in RUNS (a run whose package is not here is skipped)
 #   bash ci/repro.sh reports   # corpus/*/reports/<issue>.md: the drafts, quoting the CPU runs and,
 #                              # for sglang's metadata findings, kvfuzz explain through adapters/sglang
+#   bash ci/repro.sh run DIR   # only the runs, outputs in DIR (ci/gpu_repro.sh: the GPU runs)
 #
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: a folder of GPU
@@ -25,18 +26,20 @@ REPROS="corpus/gpu/repro/flashinfer_page_mask_indptr.py:corpus/gpu/flashinfer_ma
 corpus/gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask_indptr_crash.json:flashinfer_paged:flashinfer_paged_csr
 corpus/gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
 corpus/gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
-corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton"
+corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton
+corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table"
 
-# The CPU runs: file | label | what it needs (a folder) | arguments | expected exit status
-RUNS="flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|--cpu|1
-flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|--cpu --apply-fix|0
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|--cpu|1
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|--cpu --apply-fix|0
-sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23|--site .sglang/0.5.23|1
-sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1|--site .sglang/0.5.10.post1|1
-sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23|--site .sglang/0.5.23|1
-sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1|--site .sglang/0.5.10.post1|1
-triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23|--site .sglang/0.5.23|0"
+# The CPU runs: file | label | what it needs (a folder) | environment | arguments | expected exit status
+# (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
+RUNS=${REPRO_RUNS:-"flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23||--site .sglang/0.5.23|0"}
 
 # The drafts: issue id | minimal case | planner:executor | reproducer (file) or, for sglang's metadata
 # findings, the sglang backend kvfuzz explain runs through adapters/sglang
@@ -48,8 +51,12 @@ kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:t
 kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
 kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
 
-usage() { echo "usage: bash ci/repro.sh install | check | reports" >&2; exit 2; }
-[ $# -eq 1 ] || usage
+usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
+case $# in
+  1) [ "$1" != run ] || usage ;;
+  2) [ "$1" = run ] || usage ;;
+  *) usage ;;
+esac
 
 install_flashinfer() {  # the wheel's package __init__, prefill.py and metadata: all the CPU reproducer reads
   [ -f "$FLASHINFER/flashinfer/prefill.py" ] && return
@@ -75,17 +82,16 @@ EOF
 run_all() {
   local dir=$1 n=0 failures=0 ran=0 file label needs args expect rc
   "$PY" -c 'import numpy, torch' 2>/dev/null || { skipped="$PY has no numpy and torch (PY)"; return 0; }
-  while IFS='|' read -r file label needs args expect; do
+  while IFS='|' read -r file label needs environment args expect; do
     n=$((n + 1))
     if [ ! -d "$needs" ]; then
       printf '%-34s %-70s skipped (no %s)\n' "$file" "$label" "$needs"
       continue
     fi
     ran=$((ran + 1))
-    extra=()
-    [[ $needs == .flashinfer/* ]] && extra=(env "PYTHONPATH=$needs")
-    # shellcheck disable=SC2086  # the arguments are words
-    "${extra[@]}" timeout 600 "$PY" "corpus/gpu/repro/$file.py" $args >"$dir/$file.$n.out" 2>&1 && rc=0 || rc=$?
+    # shellcheck disable=SC2086  # the environment and the arguments are words
+    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "corpus/gpu/repro/$file.py" $args >"$dir/$file.$n.out" 2>&1 &&
+      rc=0 || rc=$?
     printf '%s: exit %s' "$label" "$rc" >"$dir/$file.$n.label"
     printf '%-34s %-70s exit %s (expected %s)\n' "$file" "$label" "$rc" "$expect"
     if [ "$rc" != "$expect" ]; then
@@ -100,6 +106,13 @@ run_all() {
 
 case "$1" in
   install) install_flashinfer ;;
+  run)  # only the runs (RUNS or REPRO_RUNS), outputs in DIR
+    mkdir -p "$2"
+    failures=0 skipped=""
+    run_all "$2" || failures=$?
+    echo "${skipped:+SKIPPED: }${skipped:-runs: $failures not as expected}"
+    exit $((failures > 0))
+    ;;
   check|reports)
     [ -x "$KVFUZZ" ] || { echo "ci/repro.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
     failures=0
@@ -123,8 +136,9 @@ case "$1" in
         else  # sglang's own metadata code through adapters/sglang, kvfuzz's executor: expected vs read keys
           "$KVFUZZ" explain "$case" --backend "$backend" \
             --adapter "$PY adapters/sglang/sglang_planner.py --site .sglang/0.5.23 --backend $how" >"$out/$id.explain" 2>&1 || true
-          runs+=(--run-output "sglang 0.5.23's own metadata code (adapters/sglang, CPU), kvfuzz explain: the keys each failing query should read and did read=$out/$id.explain")
+          runs+=(--run-output "sglang 0.5.23's own metadata code (adapters/sglang, CPU), kvfuzz explain (the keys each failing query should read and did read, or the exception it raised)=$out/$id.explain")
         fi
+        for f in "$out"/*.out "$out"/*.explain; do [ -f "$f" ] && sed -i "s#$PWD/##g" "$f"; done  # no local paths
         "$KVFUZZ" repro "$case" --backend "$backend" --report --issue "$id" "${runs[@]}" -o "$dir/$id.md"
         echo "wrote $dir/$id.md"
       done <<<"$REPORTS"

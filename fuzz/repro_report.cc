@@ -151,7 +151,7 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
   o << ".\n\n";
   o << "**Who reaches it**: " << text(issue, "reach", "not known") << ".\n\n";
   o << "**Effect**: " << text(issue, "effect", "not stated") << ".\n\n";
-  o << "## What happens\n\n" << text(issue, "verdict") << "\n\n";
+  o << "## What happens\n\n" << text(notes, "what", text(issue, "verdict")) << "\n\n";
   o << "## Reproducer\n\n";
   const std::string repro = text(notes, "repro");
   if (!repro.empty())
@@ -159,6 +159,10 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
       << " package; no kvfuzz). It builds the batch below, computes the expected output in float64 from the "
          "tokens' logical positions, prints the keys each query should read and did read, and exits 1 when the bug is "
          "there, 0 when it is not.\n\n";
+  else
+    o << "No standalone script yet: the keys below come from the release's own metadata code (its backend class on a "
+         "stand-in model runner, kvfuzz's adapters/sglang, on a CPU) run by kvfuzz's checked executor; the replay line "
+         "at the end reproduces them.\n\n";
   if (!text(notes, "run").empty()) o << "```\n" << text(notes, "run") << "\n```\n\n";
   o << "The batch:\n\n" << batch_text(bundle) << "\n";
   o << "## Expected vs actual\n\n";
@@ -169,7 +173,7 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
   o << "## Suggested fix\n\n" << text(notes, "fix", "(none proposed)") << "\n\n";
   if (!text(notes, "search").empty() || !text(issue, "upstream").empty())
     o << "## Upstream\n\n"
-      << text(notes, "search", "") << (text(issue, "upstream").empty() ? "" : " Related: " + text(issue, "upstream"))
+      << text(notes, "search", "") << (text(issue, "upstream").empty() ? "" : " See also: " + text(issue, "upstream"))
       << "\n\n";
   o << "Found by kvfuzz (a fuzzer for the attention metadata of LLM serving engines); kvfuzz replay: `"
     << text(bundle["finding"], "replay",

@@ -271,7 +271,7 @@ def flashinfer_mask_indptr():
     machine without FlashInfer's CUDA dependencies) the function's source in its prefill.py."""
     try:
         from flashinfer import prefill
-        return prefill._compute_page_mask_indptr, f"flashinfer.prefill ({prefill.__file__})"
+        return prefill._compute_page_mask_indptr, "flashinfer.prefill, imported"
     except Exception as e:  # noqa: BLE001 (ImportError, or a missing CUDA library under it)
         reason = f"{type(e).__name__}: {e}"
     spec = importlib.util.find_spec("flashinfer")
@@ -285,7 +285,8 @@ def flashinfer_mask_indptr():
     import torch
     scope = {"torch": torch}
     exec(compile(ast.Module(body=[fn], type_ignores=[]), path, "exec"), scope)
-    return scope["_compute_page_mask_indptr"], f"{path}, line {fn.lineno} (source only: import flashinfer failed: {reason})"
+    return scope["_compute_page_mask_indptr"], (f"flashinfer/prefill.py line {fn.lineno}, its source (import flashinfer "
+                                                 f"failed here: {reason.split(':')[0]})")
 
 
 def flashinfer_version():
