@@ -224,6 +224,10 @@ def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=T
                 wrong += 1
                 line += "   <-- WRONG"
             print(line)
+            if bad_values:
+                n = min(4, ref.shape[-1], batch.Dv)
+                print(f"      head 0, first {n} output channels: expected {np.round(ref[0, :n], 4).tolist()}, "
+                      f"actual {np.round(got[0, :n], 4).tolist()}")
     return wrong, total
 
 
