@@ -12,8 +12,8 @@
 #   bash ci/repro.sh run DIR   # only the runs, outputs in DIR (ci/gpu_repro.sh: the GPU runs)
 #
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
-# .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: a folder of GPU
-# runs (ci/gpu_repro.sh's $OUT) whose <file>.<label>.out files the reports quote as well.
+# .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
+# runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
 # About 60 s for check (9 runs, Triton's interpreter the slowest), 3 min for reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -141,8 +141,10 @@ case "$1" in
         mkdir -p "$dir"
         runs=()
         if [ -f "corpus/gpu/repro/$how.py" ]; then
-          for label in "$out/$how".*.label "${GPU_OUTPUTS:-/nonexistent}/$how".*.label; do
-            [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")
+          for dir_ in "$out" ${GPU_OUTPUTS:-}; do
+            for label in "$dir_/$how".*.label; do
+              [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")
+            done
           done
         else  # sglang's own metadata code through adapters/sglang, kvfuzz's executor: expected vs read keys
           "$KVFUZZ" explain "$case" --backend "$backend" \
