@@ -149,8 +149,8 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
     for (const std::string& r : releases) o << " " << r;
   }
   o << ".\n\n";
-  o << "**Who reaches it**: " << text(issue, "reach", "not known") << ".\n\n";
-  o << "**Effect**: " << text(issue, "effect", "not stated") << ".\n\n";
+  o << "**Who reaches it**: " << text(notes, "reach", text(issue, "reach", "not known")) << ".\n\n";
+  o << "**Effect**: " << text(notes, "effect", text(issue, "effect", "not stated")) << ".\n\n";
   o << "## What happens\n\n" << text(notes, "what", text(issue, "verdict")) << "\n\n";
   o << "## Reproducer\n\n";
   const std::string repro = text(notes, "repro");
