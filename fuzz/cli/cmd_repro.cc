@@ -112,7 +112,8 @@ void add_repro(CLI::App& app, int& exit_code) {
       const std::string target = bundle["target"].get<std::string>();
       const std::string file = dir + "/" + target + ".py";
       if (!std::filesystem::exists(file))
-        throw InvalidCase("--backend " + f.backend + ": its reproducer template " + file + " is not written yet");
+        throw InvalidCase("--backend " + f.backend + ": its reproducer template " + file +
+                          " is not written yet (--report still drafts the report; kvfuzz explain shows the keys)");
       write_out(output,
                 repro_script(bundle, read_text(dir + "/common.py", "template") + "\n\n" + read_text(file, "template")));
       return;
