@@ -24,17 +24,17 @@ done
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 fi_env="PYTHONPATH=$site FLASHINFER_WORKSPACE_BASE=$PWD/.gpu"
 # file | label | needs | environment | arguments | expected exit status (ci/repro.sh's RUNS format)
-flashinfer_runs="flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, GPU|$site|$fi_env||1
-flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, GPU|$site|$fi_env|--apply-fix|0
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, GPU|$site|$fi_env||1
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, GPU|$site|$fi_env|--apply-fix|0"
-kernel_runs="sglang_triton_window0|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
-sglang_triton_window0|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
-sglang_39287_triton|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
-sglang_39287_triton|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
-triton_sm90_extend_narrow_v|sglang 0.5.23, GPU (Triton 3.6)|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
-triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
-pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
+flashinfer_runs="gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, GPU|$site|$fi_env||1
+gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, GPU|$site|$fi_env|--apply-fix|0
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, GPU|$site|$fi_env||1
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, GPU|$site|$fi_env|--apply-fix|0"
+kernel_runs="gpu/repro/sglang_triton_window0|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
+gpu/repro/sglang_triton_window0|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
+gpu/repro/sglang_39287_triton|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
+gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
+gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, GPU (Triton 3.6)|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
+gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
+gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
 # two streams at once (FlashInfer's JIT build takes the longest); each run in its own process
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$flashinfer_runs bash ci/repro.sh run "$out/flashinfer" >"$out/flashinfer.txt" 2>&1 &
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$kernel_runs bash ci/repro.sh run "$out/kernels" >"$out/kernels.txt" 2>&1

@@ -27,27 +27,39 @@ corpus/gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask
 corpus/gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
 corpus/gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
 corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton
-corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table"
+corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table
+corpus/sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton"
 
-# The CPU runs: file | label | what it needs (a folder) | environment | arguments | expected exit status
+# The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
 # (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
-RUNS=${REPRO_RUNS:-"flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
-flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
-flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
-sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
-sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
-sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
-sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
-triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23||--site .sglang/0.5.23|0"}
+RUNS=${REPRO_RUNS:-"gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+gpu/repro/sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+gpu/repro/sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+gpu/repro/sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23||--site .sglang/0.5.23|0
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang|1
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1 with fix 32087, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang --fix 32087|0
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1||--site .sglang/0.5.12.post1 --adapters adapters/sglang|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0"}
 
-# The drafts: issue id | minimal case | planner:executor | reproducer (file) or, for sglang's metadata
-# findings, the sglang backend kvfuzz explain runs through adapters/sglang
-REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|flashinfer_page_mask_indptr
-triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|triton_sm90_extend_narrow_v
+# The drafts: issue id | minimal case | planner:executor | reproducer (its path under corpus/, the runs
+# above quoted) or, for sglang's other metadata findings, the sglang backend kvfuzz explain runs
+# through adapters/sglang
+REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|gpu/repro/flashinfer_page_mask_indptr
+triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|gpu/repro/triton_sm90_extend_narrow_v
 kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sglang_flashinfer_0_5_23:flashinfer_paged|flashinfer
 kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|triton
+kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
 kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
 kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
 
@@ -82,15 +94,16 @@ EOF
 run_all() {
   local dir=$1 n=0 failures=0 ran=0 file label needs args expect rc
   "$PY" -c 'import numpy, torch' 2>/dev/null || { skipped="$PY has no numpy and torch (PY)"; return 0; }
-  while IFS='|' read -r file label needs environment args expect; do
+  while IFS='|' read -r path label needs environment args expect; do
     n=$((n + 1))
+    file=$(basename "$path")
     if [ ! -d "$needs" ]; then
       printf '%-34s %-70s skipped (no %s)\n' "$file" "$label" "$needs"
       continue
     fi
     ran=$((ran + 1))
     # shellcheck disable=SC2086  # the environment and the arguments are words
-    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "corpus/gpu/repro/$file.py" $args >"$dir/$file.$n.out" 2>&1 &&
+    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "corpus/$path.py" $args >"$dir/$file.$n.out" 2>&1 &&
       rc=0 || rc=$?
     printf '%s: exit %s' "$label" "$rc" >"$dir/$file.$n.label"
     printf '%-34s %-70s exit %s (expected %s)\n' "$file" "$label" "$rc" "$expect"
@@ -140,9 +153,9 @@ case "$1" in
         dir=$(dirname "$case")/reports
         mkdir -p "$dir"
         runs=()
-        if [ -f "corpus/gpu/repro/$how.py" ]; then
+        if [ -f "corpus/$how.py" ]; then
           for dir_ in "$out" ${GPU_OUTPUTS:-}; do
-            for label in "$dir_/$how".*.label; do
+            for label in "$dir_/$(basename "$how")".*.label; do
               [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")
             done
           done

@@ -2,13 +2,19 @@
 // and the metadata a built-in planner hands the kernel.
 #include "fuzz/repro.h"
 
+#include <atomic>
+#include <filesystem>
 #include <map>
 #include <utility>
 
+#include <unistd.h>
+
 #include "backends/contract/families.h"
+#include "backends/external/exchange.h"
 #include "backends/registry.h"
 #include "reference/case_error.h"
 #include "reference/forward_batch.h"
+#include "reference/io.h"
 #include "reference/logical.h"
 #include "reference/scenario_json.h"
 
@@ -67,6 +73,25 @@ nlohmann::json plan_json(const Scenario& s, const Prepared& p, const std::string
   nlohmann::json arrays = nlohmann::json::object();
   for (const auto& [name, a] : set.arrays) arrays[name] = array_json(a);
   return {{"family", family->name}, {"meta", set.meta}, {"arrays", arrays}};
+}
+
+// What an engine planner receives (write_plan_request: the manifest's case and its arrays as
+// {"shape", "data"}), for the templates that build the engine's own backend from it.
+nlohmann::json engine_request(const Scenario& s, const Prepared& p) {
+  static std::atomic<int> counter{0};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kvfuzz-repro-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> no_faults;
+  write_plan_request(dir.string(), {s, p.cache, p.batch, no_faults});
+  const nlohmann::json manifest = nlohmann::json::parse(read_input((dir / "manifest.json").string(), kMaxCaseBytes));
+  nlohmann::json arrays = nlohmann::json::object();
+  for (const auto& [name, _] : manifest["arrays"].items()) {
+    const NpyArray a = read_npy((dir / (name + ".npy")).string());
+    arrays[name] = {{"shape", a.shape}, {"data", array_json(a)}};
+  }
+  std::filesystem::remove_all(dir);
+  return {{"case", manifest["case"]}, {"arrays", arrays}};
 }
 
 // (request, column) -> slot of the full pool, from the slots' recorded content.
@@ -142,8 +167,9 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
   nlohmann::json layers = nlohmann::json::array();
   for (const Layer& l : s.model.layers) layers.push_back(layer_json(l));
   const ForwardBatch& fb = p.batch;
+  const std::string target = repro_target(backend);
   return {{"kvfuzz_repro", 1},
-          {"target", repro_target(backend)},
+          {"target", target},
           {"backend", backend},
           {"planner", n.planner},
           {"executor", n.executor},
@@ -173,7 +199,8 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
           {"positions", fb.positions},
           {"out_cache_loc", fb.out_cache_loc},
           {"rows", rows_json(p, lb)},
-          {"plan", plan_json(s, p, n.planner)}};
+          {"plan", plan_json(s, p, n.planner)},
+          {"engine_request", target.size() > 9 && target.ends_with("_metadata") ? engine_request(s, p) : nullptr}};
 }
 
 std::string repro_script(const nlohmann::json& bundle, const std::string& template_text) {

@@ -36,7 +36,7 @@ struct ReproOutput {
 
 // The draft. `notes`: the issue's entry of adapters/repro/reports.json ({} if none): "location",
 // "fix", "what" (what happens; default the verdict), "reach" and "effect" (default the entry's),
-// "search" (what was searched upstream), "repro"
+// "search" (what was searched upstream), "needs" (what the reproducer needs), "repro"
 // (the committed reproducer's path), "run"
 // (how to run it). `bundle`: repro_bundle() of the minimal case.
 std::string issue_report(const nlohmann::json& issue, const nlohmann::json& notes, const nlohmann::json& bundle,
