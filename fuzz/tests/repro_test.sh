@@ -41,6 +41,14 @@ expect "masked call" "$(bundle "$WORK/fi.py" '[(c["role"], c["has_mask"], c["pag
 expect "page indptr" "$(bundle "$WORK/fi.py" '[b["plan"]["arrays"][k] for k in sorted(b["plan"]["arrays"]) if k.endswith("kv_indptr") and ".calls.1." in k][0]')" \
   "[0, 0, 1]"
 
+# An sglang planner: the engine's own backend is the target; the script carries the planner request
+"$K" repro "$SRC/corpus/sglang/triton_swa_decode_window.json" --backend sglang_triton_0_5_23:triton -o "$WORK/sg.py" ||
+  fail "repro of an sglang pair exited $?"
+expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["plan"]')" "('sglang_triton_metadata', '0.5.23', None)"
+expect "engine request" "$(bundle "$WORK/sg.py" 'sorted(b["engine_request"]["arrays"]), b["engine_request"]["arrays"]["seq_lens"]["data"], b["engine_request"]["case"]["batch"]["mode"]')" \
+  "(['extend_prefix_lens', 'extend_seq_lens', 'full_to_swa', 'out_cache_loc', 'positions', 'req_pool_indices', 'req_to_token', 'seq_lens'], [5], 'decode')"
+expect "no engine request for a kernel pair" "$(bundle "$WORK/fi.py" 'b["engine_request"]')" None
+
 # 2. A saved finding: the record names the case and the backend (quoted in its replay line).
 cp "$SRC/corpus/gpu/sglang_triton_window0.json" "$WORK/oracle-triton-3-abc123.json"
 cat >"$WORK/oracle-triton-3-abc123.finding.json" <<EOF
