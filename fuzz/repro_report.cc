@@ -155,7 +155,8 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
   o << "## Reproducer\n\n";
   const std::string repro = text(notes, "repro");
   if (!repro.empty())
-    o << "`" << repro << "` (" << text(notes, "needs", "standalone: numpy, torch and the " + package + " package; no kvfuzz")
+    o << "`" << repro << "` ("
+      << text(notes, "needs", "standalone: numpy, torch and the " + package + " package; no kvfuzz")
       << "). It builds the batch below, computes the expected output in float64 from the "
          "tokens' logical positions, prints the keys each query should read and did read, and exits 1 when the bug is "
          "there, 0 when it is not.\n\n";
