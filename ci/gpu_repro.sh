@@ -6,7 +6,9 @@
 # status against the expected one, its output in OUT (ci/repro.sh reports quotes them with
 # GPU_OUTPUTS=OUT). Offline: the pinned packages from .gpu/wheels, installed as ci/gpu.sh does
 # (python3 ci/gpu_wheels.py fetches them elsewhere). No kvfuzz build needed. About 3 to 6 minutes
-# (FlashInfer's first JIT build of its masked prefill kernel is most of it).
+# (FlashInfer's first JIT build of its masked prefill kernel is most of it). sglang's own
+# TritonAttnBackend with its kernels on the GPU (the production pair, corpus/sglang/repro/) runs
+# where the release's whole source is at .sglang/0.5.23 (ci/sglang.sh; 131 MB), else is skipped.
 #   OUT=/tmp/repro bash ci/gpu_repro.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,6 +36,9 @@ gpu/repro/sglang_39287_triton|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu
 gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, GPU (Triton 3.6)|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/sglang_39287_triton_backend|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
 # two streams at once (FlashInfer's JIT build takes the longest); each run in its own process
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$flashinfer_runs bash ci/repro.sh run "$out/flashinfer" >"$out/flashinfer.txt" 2>&1 &
