@@ -10,6 +10,8 @@
 #      0.5.10.post1, gone with its upstream fix (seeds), found in the release that shipped it,
 #      gone in the one that fixed it (releases), and each known issue's minimal case triaged by
 #      fingerprint as that issue (known);
+#   every level: FlashInfer 0.7.2.post1's Python files for the reproducers (ci/repro.sh install: one
+#      22 MB wheel; ctest repro_committed runs them);
 #   2+ soak: level 1 with ten times the case counts per level above 1, a 300 s smoke per target,
 #      and every seed case against every sglang release (ci/sglang.sh matrix).
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30 at level 1, 300 above; seven targets).
@@ -44,6 +46,7 @@ if [ "$level" -ge 1 ]; then
   part "sglang: seed bugs in the release that shipped them, gone in the one that fixed them" bash ci/sglang.sh releases
   part "sglang: each known issue's minimal case fingerprinted and triaged as that issue" bash ci/sglang.sh known
 fi
+part "reproducers: FlashInfer's Python files for the CPU reproducer of its mask offsets (ctest repro_committed)" bash ci/repro.sh install
 if [ "$level" -ge 2 ]; then
   part "sglang: every seed case against every release" bash ci/sglang.sh matrix
 fi

@@ -20,5 +20,6 @@ void add_explain(CLI::App& app, int& exit_code);
 void add_faults(CLI::App& app, int& exit_code);
 void add_fingerprint(CLI::App& app, int& exit_code);
 void add_report(CLI::App& app, int& exit_code);
+void add_repro(CLI::App& app, int& exit_code);
 
 }  // namespace kvfuzz::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_explain(app, exit_code);
   kvfuzz::cli::add_faults(app, exit_code);
   kvfuzz::cli::add_fingerprint(app, exit_code);
+  kvfuzz::cli::add_repro(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
   kvfuzz::cli::add_report(app, exit_code);
   bool known = argc < 2 || argv[1][0] == '-';
