@@ -187,6 +187,32 @@ def _skip_fake_kernels_of_stubbed_packages(stubbed):
     torch.library.register_fake = register_fake
 
 
+def _stub_versions(site, package):
+    """importlib.metadata.version(name) for a package that is a stub here answers the lowest version
+    the release requires of it (its .dist-info METADATA), as module-level version checks ask."""
+    import glob
+    import importlib.metadata as metadata
+
+    if getattr(metadata.version, "kvfuzz_stubbed", False):
+        return
+    floors = {}
+    for path in glob.glob(os.path.join(site, f"{package}-*.dist-info", "METADATA")):
+        for line in open(path, encoding="utf-8"):
+            m = re.match(r"Requires-Dist: ([A-Za-z0-9_.-]+)[^;]*?>=\s*([0-9][0-9.]*)", line)
+            if m:
+                floors.setdefault(m.group(1).lower().replace("_", "-"), m.group(2))
+    original = metadata.version
+
+    def version(name):
+        try:
+            return original(name)
+        except metadata.PackageNotFoundError:
+            return floors.get(name.lower().replace("_", "-"), "0.0.0")
+
+    version.kvfuzz_stubbed = True
+    metadata.version = version
+
+
 def install_finder(site, package, real, stubbed=(), shims=None):
     """Put the release's folder first for `package`, stubs for what is missing. Returns `site`.
     real: top-level packages imported for real (besides the standard library); stubbed: packages
@@ -199,4 +225,5 @@ def install_finder(site, package, real, stubbed=(), shims=None):
     # `regex` (parsers that build patterns at import time) serves as the standard library's `re`.
     sys.modules.setdefault("regex", re)
     _skip_fake_kernels_of_stubbed_packages(tuple(stubbed))
+    _stub_versions(site, package)
     return site

@@ -63,18 +63,23 @@ class Setup:
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.page_size = int(case.page_size)
-        self.hybrid = bool(case.cache_config["hybrid"])
-        self.dtype = torch.float16
         self.r2t = case.array("req_to_token")
+        self.model = m = case.model
+        self.head_size = vl.head_size(m["head_dim"])
+        self.dtype = torch.float16
+        self.total_tokens = int(case.num_tokens)  # padded tokens of a CUDA-graph batch included
+        self.vllm_config = self._config()
+        vl.publish(self.vllm_config)
+        if not vl.supports_block_size(self.page_size):
+            raise UnsupportedCase(f"vLLM {vl.version}'s FlashAttention backend does not run block size {self.page_size}")
+        self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
-        m = case.model
         self.layers_spec = case.layers
         chunks = sorted({x["chunk"] for x in self.layers_spec if x["kind"] == "chunked"})
         for c in chunks:
             if c % self.page_size:
                 raise UnsupportedCase(f"chunk {c} is not a multiple of the block size {self.page_size} "
                                       "(vLLM asserts attn_chunk_size % block_size == 0)")
-        self.model = m
         self._batch()
         self._groups()
         self._kv_caches()
@@ -90,7 +95,6 @@ class Setup:
         self.num_tokens = int(self.query_lens.sum())
         self.positions = c.array("positions")[: self.num_tokens].astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
-        self.total_tokens = int(c.num_tokens)  # padded tokens of a CUDA-graph batch included
 
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
@@ -114,8 +118,8 @@ class Setup:
     def _spec(self, g):
         it = self.vl.kv_cache_interface
         m = self.model
-        common = dict(block_size=self.page_size, num_kv_heads=m["kv_heads"], head_size=m["head_dim"],
-                      head_size_v=m["v_head_dim"], dtype=self.dtype, use_mla=False)
+        common = dict(block_size=self.page_size, num_kv_heads=m["kv_heads"], head_size=self.head_size,
+                      head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
         if g.kind == "sliding_window":
             return construct(it.SlidingWindowSpec, sliding_window=g.window + 1, **common)
         if g.kind == "chunked":
@@ -138,7 +142,7 @@ class Setup:
         for l, x in enumerate(self.layers_spec):
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
-            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.model["head_dim"])
+            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
             t = torch.zeros(shape, dtype=self.dtype, device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
@@ -152,7 +156,7 @@ class Setup:
             return self.f2s[self.out_cache_loc]
         return self.out_cache_loc
 
-    def config(self):
+    def _config(self):
         """The VllmConfig fields the builders and impls read, as plain namespaces."""
         m = self.model
         ns = types.SimpleNamespace
@@ -160,10 +164,10 @@ class Setup:
         model_config = ns(
             max_model_len=max_len, dtype=self.dtype, use_mla=False, rswa_window=None, is_mm_prefix_lm=False,
             get_num_attention_heads=lambda parallel=None: m["q_heads"],
-            get_num_kv_heads=lambda parallel=None: m["kv_heads"], get_head_size=lambda: m["head_dim"],
+            get_num_kv_heads=lambda parallel=None: m["kv_heads"], get_head_size=lambda: self.head_size,
             get_sliding_window=lambda: None, hf_config=ns(model_type="llama", architectures=["LlamaForCausalLM"]),
             hf_text_config=ns(attn_logit_softcapping=m["softcap"] or None, model_type="llama"),
-            is_encoder_decoder=False, uses_mrope=False)
+            is_encoder_decoder=False, uses_mrope=False, is_hybrid=False, is_multimodal_model=False)
         graph_sizes = [self.padded_bs] if self.graph else []
         mode = self.vl.cudagraph_mode("FULL_AND_PIECEWISE" if self.graph else "NONE")
         compilation_config = ns(

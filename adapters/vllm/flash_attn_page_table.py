@@ -14,7 +14,6 @@ import types
 import torch
 
 from engine import page_table_plan
-from fake_runner import UnsupportedCase
 from recorder import Recorder
 
 
@@ -22,13 +21,13 @@ def plan(vl, setup):
     fa = vl.flash_attn
     rec = Recorder(setup)
     rec.install(fa)
-    config = setup.config()
+    config = setup.vllm_config
     impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
     _publish(vl, config, impls)
     for g in setup.groups:
         backend = fa.FlashAttentionBackend
         if g.kind == "chunked":
-            backend = vl.chunked_local_backend(backend, g.chunk)
+            backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
         names = [f"layers.{l}" for l in g.layer_ids]
         builder = backend.get_builder_cls()(g.spec, names, config, setup.device)
         common = setup.common_metadata(g)
@@ -43,7 +42,7 @@ def _impl(vl, setup, l):
     m, x = setup.model, setup.layers_spec[l]
     window = x["window"] + 1 if x["kind"] == "sliding_window" else None
     return vl.flash_attn.FlashAttentionImpl(
-        num_heads=m["q_heads"], head_size=m["head_dim"], scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
+        num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
         alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
         attn_type=vl.AttentionType.DECODER)
 
@@ -68,10 +67,9 @@ def _forward(setup, impl, l, metadata):
     one = torch.ones(1, dtype=torch.float32, device=dev)
     layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
                                   _v_scale_float=1.0, layer_name=f"layers.{l}")
-    q = torch.zeros(tokens, m["q_heads"], m["head_dim"], dtype=dt, device=dev)
-    k = torch.zeros(tokens, m["kv_heads"], m["head_dim"], dtype=dt, device=dev)
-    v = torch.zeros(tokens, m["kv_heads"], m["v_head_dim"], dtype=dt, device=dev)
-    out = torch.zeros(tokens, m["q_heads"], m["v_head_dim"], dtype=dt, device=dev)
-    if m["v_head_dim"] != m["head_dim"]:
-        raise UnsupportedCase("V narrower than Q/K: vLLM's FlashAttention backend keeps one head size")
+    h = setup.head_size
+    q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
+    v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
+    out = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
     impl.forward(layer, q, k, v, setup.kv_caches[l], metadata, out)

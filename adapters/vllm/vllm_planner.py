@@ -52,7 +52,7 @@ FAMILY, PLAN = BACKENDS[ARGS.backend]
 
 @kv.planner(name=NAME, family=FAMILY,
             supports={"modes": ["decode", "extend", "mixed", "idle"], "layer_kinds": "all",
-                      "page_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256], "mla": False, "non_mla": True,
+                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
                       "hybrid_swa": True, "cuda_graph": False},
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):

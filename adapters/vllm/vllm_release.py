@@ -112,19 +112,17 @@ class Vllm:
             if hasattr(fa_utils, "is_flash_attn_varlen_func_available"):
                 fa_utils.is_flash_attn_varlen_func_available = lambda: True
 
-    def chunked_local_backend(self, underlying, chunk):
-        """The release's ChunkedLocalAttention backend over `underlying` (Llama 4's local layers)."""
+    def chunked_local_backend(self, underlying, chunk, block_size):
+        """The release's ChunkedLocalAttention backend over `underlying` (Llama 4's local layers);
+        releases up to 0.11 took the block size as a third argument."""
+        import inspect
+
         module = self._first("vllm.model_executor.layers.attention.chunked_local_attention",
                              "vllm.attention.layers.chunked_local_attention",
                              attr="create_chunked_local_attention_backend")
-        return module.create_chunked_local_attention_backend(underlying, chunk, *self._local_extra(module))
-
-    def _local_extra(self, module):
-        import inspect
-
-        params = list(inspect.signature(module.create_chunked_local_attention_backend).parameters)
-        # some releases took the block size as a third argument
-        return [] if len(params) <= 2 else [None]
+        create = module.create_chunked_local_attention_backend
+        extra = [block_size] if len(inspect.signature(create).parameters) > 2 else []
+        return create(underlying, chunk, *extra)
 
     def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
         """A layer's KV cache tensor as the release allocates it for FlashAttention: the backend's
@@ -134,6 +132,36 @@ class Vllm:
         if hasattr(backend, "get_kv_cache_shape"):
             return tuple(backend.get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size))
         return (num_blocks, num_kv_heads, block_size, 2 * head_size)
+
+    def publish(self, config):
+        """The configuration the builders look up (set_current_vllm_config's global)."""
+        import sys
+
+        for name in ("vllm.config.vllm", "vllm.config"):
+            module = sys.modules.get(name)
+            if module is not None and hasattr(module, "_current_vllm_config"):
+                module._current_vllm_config = config
+
+    def head_size(self, head_dim):
+        """The head size vLLM's layers are built with: the case's where FlashAttention takes it, else 64.
+        No metadata builder reads it (FA3's scheduler sizes tiles with it, not which keys are read);
+        the executor attends with the case's own head dim."""
+        backend = self.flash_attn.FlashAttentionBackend
+        if hasattr(backend, "supports_head_size"):
+            return head_dim if backend.supports_head_size(head_dim) else 64
+        return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+
+    def supports_block_size(self, block_size):
+        """Whether the release runs FlashAttention at this block size (a multiple of 16 in every release:
+        supports_block_size from 0.1x on, get_kv_cache_shape's check before)."""
+        backend = self.flash_attn.FlashAttentionBackend
+        if hasattr(backend, "supports_block_size"):
+            return bool(backend.supports_block_size(block_size))
+        try:
+            backend.get_kv_cache_shape(1, block_size, 1, 16)
+        except ValueError:
+            return False
+        return True
 
     def cudagraph_mode(self, name):
         module = self._first("vllm.config.compilation", "vllm.config", attr="CUDAGraphMode")
