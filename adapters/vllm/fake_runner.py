@@ -30,7 +30,7 @@ class UnsupportedCase(Exception):
     """The case needs something this vLLM release or adapter does not model (not a finding)."""
 
 
-MODES = ("decode", "extend", "mixed", "idle")
+MODES = ("decode", "extend", "mixed")
 
 
 def construct(cls, **fields):
@@ -40,12 +40,13 @@ def construct(cls, **fields):
 
 
 class Group:
-    """One KV-cache group: its layers, spec, pool, block table and common metadata."""
+    """One attention group: layers of one KV-cache group (kv_gid, its spec and block table) served by
+    one backend (kind "attention", or "chunked" with its chunk)."""
 
-    def __init__(self, gid, kind, window, chunk, pool, layer_ids):
-        self.gid, self.kind, self.window, self.chunk, self.pool = gid, kind, window, chunk, pool
+    def __init__(self, gid, kind, chunk, pool, layer_ids):
+        self.gid, self.kind, self.chunk, self.pool = gid, kind, chunk, pool
         self.layer_ids = layer_ids
-        self.spec = self.block_table = self.common = None
+        self.kv_gid = self.spec = self.block_table = None
 
     def __repr__(self):
         return f"group {self.gid} ({self.kind}, {self.pool} pool, layers {self.layer_ids})"
@@ -56,12 +57,15 @@ class Setup:
         self.vl, self.case, self.device = vl, case, device
         b = case.batch
         self.mode = b["mode"]
+        if self.mode == "idle":
+            raise UnsupportedCase("an empty batch: vLLM's runner builds no attention metadata for it")
         if self.mode not in MODES:
             raise UnsupportedCase(f"mode {self.mode}: vLLM's spec-decode paths are not modelled yet")
         if case.model["mla"]:
             raise UnsupportedCase("MLA models are not modelled for vLLM yet")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
+        self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
@@ -98,32 +102,40 @@ class Setup:
 
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
-        keys = {}
-        for l, x in enumerate(self.layers_spec):
-            if x["kind"] == "chunked":  # a backend of its own (ChunkedLocalAttention), in every grouping
-                key = ("chunked", 0, x["chunk"], x["pool"])
-            elif not self.hybrid:
-                key = ("one", 0, 0, "full")
-            elif x["kind"] == "sliding_window":
-                key = ("sliding_window", x["window"], 0, x["pool"])
-            else:
-                key = ("full", 0, 0, x["pool"])
-            keys.setdefault(key, []).append(l)
-        self.groups = [Group(i, *k, ids) for i, (k, ids) in enumerate(keys.items())]
-        self.group_of_layer = {l: g for g in self.groups for l in g.layer_ids}
-        for g in self.groups:
-            g.spec = self._spec(g)
-            g.table_rows = [self._blocks(g.pool, i) for i in range(self.bs)]
+        """vLLM's own grouping (get_kv_cache_groups) of the layers' KV-cache specs, the hybrid manager on
+        where kvfuzz's cache has an SWA pool and off (--disable-hybrid-kv-cache-manager: specs unified,
+        one group) where it has not; each group's attention groups split by backend (chunked layers are
+        ChunkedLocalAttention's)."""
+        specs = {f"layers.{l}": self._layer_spec(x) for l, x in enumerate(self.layers_spec)}
+        self.vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = not self.hybrid
+        kv_groups = self.vl.kv_cache_groups(self.vllm_config, specs)
+        self.groups = []
+        for kv_gid, kv_group in enumerate(kv_groups):
+            layer_ids = [int(name.split(".")[1]) for name in kv_group.layer_names]
+            pools = {self.layers_spec[l]["pool"] for l in layer_ids}
+            if len(pools) != 1:
+                raise UnsupportedCase(f"vLLM groups layers of both pools ({sorted(pools)}) into one KV-cache group")
+            pool = pools.pop()
+            by_backend = {}
+            for l in layer_ids:
+                x = self.layers_spec[l]
+                by_backend.setdefault(x["chunk"] if x["kind"] == "chunked" else 0, []).append(l)
+            for chunk, ids in by_backend.items():
+                g = Group(len(self.groups), "chunked" if chunk else "attention", chunk, pool, ids)
+                g.kv_gid, g.spec = kv_gid, kv_group.kv_cache_spec
+                if hasattr(g.spec, "kv_cache_specs"):  # UniformTypeKVCacheSpecs: the builder gets its layers' spec
+                    g.spec = g.spec.kv_cache_specs[f"layers.{ids[0]}"]
+                g.table_rows = [self._blocks(pool, i) for i in range(self.bs)]
+                self.groups.append(g)
 
-    def _spec(self, g):
+    def _layer_spec(self, x):
         it = self.vl.kv_cache_interface
-        m = self.model
-        common = dict(block_size=self.page_size, num_kv_heads=m["kv_heads"], head_size=self.head_size,
+        common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
                       head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
-        if g.kind == "sliding_window":
-            return construct(it.SlidingWindowSpec, sliding_window=g.window + 1, **common)
-        if g.kind == "chunked":
-            return construct(it.ChunkedLocalAttentionSpec, attention_chunk_size=g.chunk, **common)
+        if x["kind"] == "sliding_window":
+            return construct(it.SlidingWindowSpec, sliding_window=x["window"] + 1, **common)
+        if x["kind"] == "chunked":
+            return construct(it.ChunkedLocalAttentionSpec, attention_chunk_size=x["chunk"], **common)
         return construct(it.FullAttentionSpec, **common)
 
     def _blocks(self, pool, i):
@@ -178,56 +190,85 @@ class Setup:
                              cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
         scheduler_config = ns(max_num_seqs=int(self.r2t.shape[0]), max_num_batched_tokens=max(8192, self.total_tokens),
-                              max_model_len=max_len, chunked_prefill_enabled=True)
+                              max_model_len=max_len, chunked_prefill_enabled=True,
+                              disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
+        layout = self.vl.kv_cache_layout()
         cache_config = ns(cache_dtype="auto", block_size=self.page_size, kv_sharing_fast_prefill=False,
-                          use_replayssm=False, enable_prefix_caching=False)
+                          use_replayssm=False, enable_prefix_caching=False,
+                          kv_cache_layout=layout.name if layout is not None else None,
+                          get_resolved_kv_cache_layout=lambda: layout)
         attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
                               use_cudnn_prefill=False, use_trtllm_attention=None, disable_flashinfer_prefill=False,
-                              use_prefill_decode_attention=False)
+                              use_prefill_decode_attention=False, hisparse_config=None)
         return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
                   scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
                   kernel_config=ns(enable_jit_warmup=False), speculative_config=None, kv_transfer_config=None,
                   lora_config=None, additional_config={})
 
     # -- per-group common metadata -------------------------------------------------------------
-    def common_metadata(self, g):
-        """gpu_model_runner's CommonAttentionMetadata of group g: its BlockTable filled with the batch's
-        rows, the slot mapping computed by it (checked against kvfuzz's writes), padded rows as
-        _build_attention_metadata pads a CUDA-graph batch (null block, seq_len 0, no tokens)."""
-        n = self.bs
-        npad = self.padded_bs if self.graph else n
-        ps = self.page_size
+    def buffers(self):
+        """The runner's persistent input buffers (query_start_loc, seq_lens) and one BlockTable per
+        group: a captured CUDA graph reads them by address, so capture and replay share them."""
+        npad = self.padded_rows
         max_len = int(self.r2t.shape[1])
+        self.qsl_buffer = torch.zeros(npad + 1, dtype=torch.int32, device=self.device)
+        self.seq_lens_buffer = torch.zeros(npad, dtype=torch.int32, device=self.device)
+        tables = {}  # one BlockTable per KV-cache group, shared by its attention groups
+        for g in self.groups:
+            if g.kv_gid in tables:
+                g.block_table = tables[g.kv_gid]
+                continue
+            g.block_table = tables[g.kv_gid] = self.vl.block_table(
+                block_size=self.page_size, max_num_reqs=max(npad, 1), max_num_blocks_per_req=-(-max_len // self.page_size),
+                max_num_batched_tokens=max(self.total_tokens, 1))
+
+    def common_metadata(self, g, capture=False):
+        """gpu_model_runner's CommonAttentionMetadata of group g over the persistent buffers: its
+        BlockTable filled with the batch's rows, the slot mapping computed by it (checked against
+        kvfuzz's writes), padded rows as _build_attention_metadata pads a CUDA-graph batch (null
+        block, seq_len 0, no tokens). capture: the dummy batch a FULL graph is captured with
+        (_dummy_run: one token and seq_len 1 per row, max_seq_len = max_model_len)."""
+        n = self.bs
+        npad = self.padded_rows
+        query_lens = np.ones(npad, np.int64) if capture else self.query_lens
+        rows = npad if capture else n
         qsl = np.zeros(npad + 1, np.int32)
-        qsl[1:n + 1] = np.cumsum(self.query_lens)
-        qsl[n + 1:] = qsl[n]
+        qsl[1:rows + 1] = np.cumsum(query_lens[:rows])
+        qsl[rows + 1:] = qsl[rows]
         seq_lens = np.zeros(npad, np.int32)
-        seq_lens[:n] = self.seq_lens
-        table = self.vl.block_table(block_size=ps, max_num_reqs=max(npad, 1), max_num_blocks_per_req=-(-max_len // ps),
-                                    max_num_batched_tokens=max(self.total_tokens, 1))
-        for i, blocks in enumerate(g.table_rows):
-            table.add_row(blocks, i)
+        seq_lens[:rows] = 1 if capture else self.seq_lens
+        self.qsl_buffer.copy_(torch.from_numpy(qsl))
+        self.seq_lens_buffer.copy_(torch.from_numpy(seq_lens))
+        table = g.block_table
+        if not capture:
+            for i, blocks in enumerate(g.table_rows):
+                table.add_row(blocks, i)
         table.commit_block_table(npad)
-        positions = torch.from_numpy(self.positions)
-        slot_mapping = self.vl.slot_mapping(table, n, torch.from_numpy(qsl), positions, self.query_lens)
+        slots = torch.full((self.total_tokens,), -1, dtype=torch.int64)
+        if not capture:
+            positions = torch.from_numpy(self.positions)
+            slot_mapping = self.vl.slot_mapping(table, n, torch.from_numpy(qsl), positions, self.query_lens)
+            self._check_slots(g, slot_mapping[: self.num_tokens].numpy())
+            slots[: self.num_tokens] = slot_mapping[: self.num_tokens]
+        blocks = self.vl.device_block_table(table, npad)
+        blocks[rows:npad].fill_(0)  # NULL_BLOCK_ID for padded rows
+        qsl_t = torch.from_numpy(qsl)
+        seq_lens_t = torch.from_numpy(seq_lens)
+        computed = (seq_lens - np.diff(qsl)).astype(np.int32)
+        max_len = int(self.r2t.shape[1])
+        return construct(
+            self.vl.CommonAttentionMetadata, query_start_loc=self.qsl_buffer, query_start_loc_cpu=qsl_t,
+            seq_lens=self.seq_lens_buffer, seq_lens_cpu=seq_lens_t, seq_lens_cpu_upper_bound=seq_lens_t,
+            num_computed_tokens_cpu=torch.from_numpy(computed), num_reqs=npad, num_actual_tokens=self.total_tokens,
+            max_query_len=int(query_lens[:rows].max()) if rows else 0,
+            max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
+            block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
+            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
+            is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)
+
+    def _check_slots(self, g, got):
         expected = self.expected_slots(g.pool)
-        got = slot_mapping[: self.num_tokens].numpy()
         if not np.array_equal(got, expected):
             t = int(np.nonzero(got != expected)[0][0])
             raise RuntimeError(f"{g}: vLLM's slot mapping writes token {t} (position {int(self.positions[t])}) at slot "
                                f"{int(got[t])}, kvfuzz's cache holds it at {int(expected[t])}")
-        padded_slots = torch.full((self.total_tokens,), -1, dtype=torch.int64)
-        padded_slots[: self.num_tokens] = slot_mapping[: self.num_tokens]
-        blocks = self.vl.device_block_table(table, npad)
-        blocks[n:npad].fill_(0)  # NULL_BLOCK_ID for padded rows
-        seq_lens_t = torch.from_numpy(seq_lens)
-        qsl_t = torch.from_numpy(qsl)
-        computed = (seq_lens - np.diff(qsl)).astype(np.int32)
-        return construct(
-            self.vl.CommonAttentionMetadata, query_start_loc=qsl_t.to(self.device), query_start_loc_cpu=qsl_t,
-            seq_lens=seq_lens_t.to(self.device), seq_lens_cpu=seq_lens_t, seq_lens_cpu_upper_bound=seq_lens_t,
-            num_computed_tokens_cpu=torch.from_numpy(computed), num_reqs=npad, num_actual_tokens=self.total_tokens,
-            max_query_len=int(self.query_lens.max()) if n else 0, max_seq_len=int(seq_lens.max()) if n else 0,
-            block_table_tensor=blocks, slot_mapping=padded_slots.to(self.device), causal=True,
-            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
-            is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)

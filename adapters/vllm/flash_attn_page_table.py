@@ -14,28 +14,68 @@ import types
 import torch
 
 from engine import page_table_plan
+from fake_runner import UnsupportedCase
 from recorder import Recorder
 
 
-def plan(vl, setup):
+def plan(vl, setup, graphs=False):
+    """graphs: model CUDA-graph batches (FULL capture and replay, or eager with padded tokens). Off by
+    default: vLLM pads a graph batch with empty kernel rows and leaves the padded tokens outside every
+    row, and bounds max_seqlen_k by max_model_len at capture; kvfuzz's page_table check (backends/fa/
+    fa_check.cc) expects sglang's padding (one query per padded row on the dummy page) and the exact
+    max_seqlen_k, so it would report vLLM's convention as a finding."""
+    if setup.graph and not graphs:
+        raise UnsupportedCase("a CUDA-graph batch: vLLM's padding convention needs the page_table check extended "
+                              "(--graphs models it)")
     fa = vl.flash_attn
     rec = Recorder(setup)
     rec.install(fa)
     config = setup.vllm_config
     impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
     _publish(vl, config, impls)
+    builders = {}
     for g in setup.groups:
         backend = fa.FlashAttentionBackend
         if g.kind == "chunked":
             backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
         names = [f"layers.{l}" for l in g.layer_ids]
-        builder = backend.get_builder_cls()(g.spec, names, config, setup.device)
-        common = setup.common_metadata(g)
-        metadata = builder.build(common_prefix_len=0, common_attn_metadata=common)
-        for l in g.layer_ids:
-            rec.layer = l
-            _forward(setup, impls[l], l, metadata)
-    return page_table_plan.to_plan(setup.case, setup.mode, rec.calls, "vllm")
+        builders[g.gid] = backend.get_builder_cls()(g.spec, names, config, setup.device)
+    full_graph = setup.graph and _runs_full_graph(vl, setup, builders)
+    setup.padded_rows = setup.padded_bs if full_graph else setup.bs
+    setup.buffers()
+    if full_graph:  # capture with the dummy batch, then the replay's metadata build over the same buffers
+        rec.capturing = True
+        for g in setup.groups:
+            builder = builders[g.gid]
+            common = setup.common_metadata(g, capture=True)
+            capture = getattr(builder, "build_for_cudagraph_capture", None)
+            metadata = capture(common) if capture else builder.build(common_prefix_len=0, common_attn_metadata=common)
+            _layers(setup, rec, impls, g, metadata)
+        for g in setup.groups:
+            builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+        rec.replayed()
+    else:
+        for g in setup.groups:
+            metadata = builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+            _layers(setup, rec, impls, g, metadata)
+    return page_table_plan.to_plan(setup.case, setup.mode, rec.as_plan_calls(), "vllm")
+
+
+def _runs_full_graph(vl, setup, builders):
+    """Whether vLLM replays this batch as a FULL CUDA graph (FULL_AND_PIECEWISE, FlashAttention's
+    default): only uniform single-token decode batches, and only where every group's builder
+    supports it (_check_and_update_cudagraph_mode takes the least support of all builders; NEVER,
+    as ChunkedLocalAttention answers, leaves attention outside the graphs: eager, padded tokens)."""
+    if setup.mode != "decode":
+        return False
+    least = min(vl.cudagraph_support(type(b), setup.vllm_config, b.kv_cache_spec).value for b in builders.values())
+    return least >= vl.AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE.value
+
+
+def _layers(setup, rec, impls, g, metadata):
+    for l in g.layer_ids:
+        rec.layer = l
+        _forward(setup, impls[l], l, metadata)
 
 
 def _impl(vl, setup, l):

@@ -24,6 +24,10 @@ class Recorder:
     def __init__(self, setup):
         self.setup = setup
         self.layer = -1
+        # A captured CUDA graph replays its kernels with the tensors they were handed at capture,
+        # read when the graph replays: while capturing, calls keep those tensors (not copies) and
+        # replayed() copies what they hold after the replay's metadata build.
+        self.capturing = False
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
 
@@ -44,13 +48,14 @@ class Recorder:
         if block_table is None or seqused_k is None:
             raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
         window = list(window_size) if window_size is not None else [-1, -1]
+        keep = (lambda t, name: t) if self.capturing else host
         self.calls.setdefault(self.layer, []).append({
             "kernel": "flash_attn_varlen_func",
             "pool": self.setup.pool_of(k),
             "view_page_size": int(k.shape[1]),
-            "page_table": host(block_table, "block_table").to(torch.int64),
-            "cache_seqlens": host(seqused_k, "seqused_k").to(torch.int64),
-            "cu_seqlens_q": host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64),
+            "page_table": keep(block_table, "block_table"),
+            "cache_seqlens": keep(seqused_k, "seqused_k"),
+            "cu_seqlens_q": keep(cu_seqlens_q, "cu_seqlens_q"),
             "max_seqlen_q": int(max_seqlen_q),
             "max_seqlen_k": int(max_seqlen_k),
             "causal": bool(causal),
@@ -60,6 +65,21 @@ class Recorder:
             "scheduled": scheduler_metadata is not None,
         })
         return out
+
+    def replayed(self):
+        """The calls as the graph replays them: the captured tensors' contents now."""
+        for calls in self.calls.values():
+            for c in calls:
+                for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
+                    c[name] = host(c[name], name)
+
+    def as_plan_calls(self):
+        """The calls with their index tensors as int64 (engine/page_table_plan.py)."""
+        for calls in self.calls.values():
+            for c in calls:
+                for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
+                    c[name] = c[name].to(torch.int64)
+        return self.calls
 
     def get_scheduler_metadata(self, batch_size, max_seqlen_q, max_seqlen_k, cache_seqlens, cu_seqlens_q=None,
                                page_size=None, causal=False, window_size=(-1, -1), num_splits=0, **others):

@@ -124,6 +124,19 @@ class Vllm:
         extra = [block_size] if len(inspect.signature(create).parameters) > 2 else []
         return create(underlying, chunk, *extra)
 
+    def kv_cache_layout(self):
+        """The KV-cache layout the engine core resolves for a FlashAttention model (0.33 on: the first
+        layout the backend supports, get_supported_kv_cache_layouts); None before layouts existed."""
+        if not hasattr(self.utils, "get_supported_kv_cache_layouts"):
+            return None
+        return self.utils.get_supported_kv_cache_layouts([self.flash_attn.FlashAttentionBackend])[0]
+
+    def kv_cache_groups(self, config, specs):
+        """The release's KV-cache groups of per-layer specs {name: spec} (get_kv_cache_groups: the
+        hybrid manager's grouping, or one unified group when config disables it)."""
+        module = self._first("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils", attr="get_kv_cache_groups")
+        return module.get_kv_cache_groups(config, dict(specs))
+
     def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
         """A layer's KV cache tensor as the release allocates it for FlashAttention: the backend's
         get_kv_cache_shape where it has one (up to about 0.3x: [2, blocks, block_size, heads, dim]),
@@ -162,6 +175,21 @@ class Vllm:
         except ValueError:
             return False
         return True
+
+    @property
+    def AttentionCGSupport(self):
+        return self._first("vllm.v1.attention.backend", "vllm.v1.attention.backends.utils",
+                           attr="AttentionCGSupport").AttentionCGSupport
+
+    def cudagraph_support(self, builder_cls, config, spec):
+        """A builder's CUDA-graph support as the runner asks it (a classmethod from 0.1x on, before a
+        class attribute)."""
+        if hasattr(builder_cls, "get_cudagraph_support"):
+            return builder_cls.get_cudagraph_support(config, spec)
+        for name in ("cudagraph_support", "_cudagraph_support", "attn_cudagraph_support"):
+            if hasattr(builder_cls, name):
+                return getattr(builder_cls, name)
+        raise AttributeError(f"vllm {self.version}: {builder_cls.__name__} states no CUDA-graph support")
 
     def cudagraph_mode(self, name):
         module = self._first("vllm.config.compilation", "vllm.config", attr="CUDAGraphMode")
