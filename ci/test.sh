@@ -6,7 +6,9 @@
 #   3. sglang's real attention backends (ci/sglang.sh: installs PyTorch and the pinned releases
 #      into .sglang/ once): each seed bug found in 0.5.10.post1, gone with its upstream fix (seeds),
 #      and found in the release that shipped it, gone in the one that fixed it (releases);
-#   4. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
+#   4. vLLM's releases for the vllm_seeds_test ctest (ci/vllm.sh install: the newest and those of its
+#      known-bug table, about 1 GB of wheels of which only the Python source is kept);
+#   5. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
 # KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
 set -euo pipefail
@@ -22,5 +24,7 @@ echo "== sglang's real attention backends: seed bugs found in the release, gone 
 bash ci/sglang.sh seeds
 echo "== sglang's real attention backends: seed bugs in the release that shipped them, gone in the one that fixed them"
 bash ci/sglang.sh releases
+echo "== vLLM's releases (the vllm_seeds_test ctest runs their seeds and known bugs)"
+bash ci/vllm.sh install
 echo "== tests"
 ctest --test-dir build --output-on-failure -j "$(nproc)"

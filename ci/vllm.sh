@@ -3,6 +3,7 @@
 # FlashAttentionMetadataBuilder (and the ChunkedLocalAttention builder over it), BlockTable and
 # KV-cache grouping build each case's metadata; kvfuzz's checked page_table executor runs it.
 #
+#   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest)
 #   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as expected
 #   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
@@ -25,7 +26,7 @@ DEVICE=${DEVICE:-cpu}
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=.vllm
 
-usage() { echo "usage: bash ci/vllm.sh seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 case $VERSION in
@@ -69,7 +70,16 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean"
 
+# Known bugs in the last release that shipped them and gone in the first release with the fix,
+# unpatched: backend : case file : upstream PR : last release with it : first release without
+rows="fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
+
 case "$1" in
+  install)
+    for row in $rows; do
+      IFS=: read -r _ _ _ shipped fixed <<<"$row"
+      install "$shipped" && install "$fixed"
+    done ;;
   seeds)
     failed=0
     printf '%-8s %-32s %-10s %-30s %s\n' backend case expect "vllm $VERSION" verdict
@@ -86,9 +96,6 @@ case "$1" in
     done
     exit $failed ;;
   releases)
-    # Known bugs in the last release that shipped them and gone in the first release with the fix,
-    # unpatched: backend : case file : upstream PR : last release with it : first release without
-    rows="fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
     failed=0
     printf '%-6s %-30s %-7s %-32s %-26s %s\n' backend case PR "shipped in" "fixed in" verdict
     for row in $rows; do

@@ -108,7 +108,10 @@ class Setup:
         ChunkedLocalAttention's)."""
         specs = {f"layers.{l}": self._layer_spec(x) for l, x in enumerate(self.layers_spec)}
         self.vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = not self.hybrid
-        kv_groups = self.vl.kv_cache_groups(self.vllm_config, specs)
+        try:
+            kv_groups = self.vl.kv_cache_groups(self.vllm_config, specs)
+        except ValueError as e:  # the engine refuses the model at start-up, before any batch runs
+            raise UnsupportedCase(f"vLLM {self.vl.version} groups no KV cache for these layers: {e}") from e
         self.groups = []
         for kv_gid, kv_group in enumerate(kv_groups):
             layer_ids = [int(name.split(".")[1]) for name in kv_group.layer_names]
