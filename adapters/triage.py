@@ -1,104 +1,244 @@
-"""Sorts a campaign's findings into known issues and new ones.
+"""Sorts a campaign's findings into known issues, regressions and new ones, by fingerprint.
 
-    python3 adapters/triage.py findings-sglang/0.5.10.post1/fa --issues adapters/sglang/known_issues.json
-    python3 adapters/triage.py findings-gpu/flashinfer_paged_csr --issues adapters/gpu/known_issues.json
+    python3 adapters/triage.py findings-sglang/0.5.23/fa --issues adapters/sglang/known_issues.json
+    python3 adapters/triage.py findings-gpu/flashinfer_paged_csr --issues adapters/gpu/known_issues.json \\
+        --version flashinfer=0.7.2.post1 --version torch=2.11.0
+    build/fuzz/kvfuzz fingerprint CASE --backend B --adapter A > f.jsonl && python3 adapters/triage.py f.jsonl --issues ...
 
-Reads every saved finding (`<property>-<backend>-<case>.json` with its `.txt`), matches its case
-and backend against each issue's signature, prints one line per finding and a count per issue,
-and exits 1 when a finding matches no known issue (0 otherwise, 2 on bad input).
+A source is a campaign folder (its index.jsonl: every finding, saved or not; a folder without one,
+its saved findings' .finding.json records) or a JSON-lines file of `kvfuzz fingerprint`. Each
+finding's fingerprint (properties/fingerprint.h) is matched against the issues' `match` clauses;
+the first issue that matches and whose affected release range holds the finding's release
+labels it. Labels: known; regression (it matches only issues whose `fixed` release is at or
+before the finding's: a fixed bug came back); NEW (no issue matches; `hang`, `contract` and harness
+errors are always NEW). Prints one line per fingerprint key with its count, then the issues seen,
+and writes the groups to FOLDER/triage.json (or --json-out).
+
+Exit: 0 every finding known; 1 at least one NEW or regression; 2 bad usage or issues file;
+3 a finding it cannot read (a saved case without its fingerprint record, a malformed line).
 """
 import argparse
 import collections
 import glob
 import json
 import os
+import re
 import sys
 
-
-def signature(case, backend, prop):
-    layers = case["model"]["layers"]
-    batch, cache = case["batch"], case["cache"]
-    return {
-        "backend": backend,
-        "property": prop,
-        "windows": {layer.get("window") for layer in layers if layer["kind"] == "sliding_window"},
-        "mode": batch["mode"],
-        "page_size": cache["page_size"],
-        "layer_kinds": {layer["kind"] for layer in layers},
-        "topk": batch.get("topk", 1),
-        "hybrid": cache.get("swa_pages", 0) > 0,
-        "graph": batch.get("graph_bs", 0) > 0,
-        "deterministic": backend.split(":")[0].endswith("_det"),  # sglang_planner.py --deterministic
-        # elements of one layer's K pool: the long profile passes 2^31 (32-bit offsets)
-        "pool_elements": cache.get("full_pages", 0) * cache["page_size"] * case["model"].get("kv_heads", 1)
-        * max(case["model"].get("head_dim", 0), case["model"].get("v_head_dim", 0)),
-        "head_dims": (case["model"].get("head_dim", 0), case["model"].get("v_head_dim", 0)),
-    }
+NEVER_KNOWN = {"hang", "contract", "harness-error"}
+ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
+                "match", "note"}
+KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
 
 
-def matches(match, sig):
-    checks = {
-        "backend": lambda v: sig["backend"].startswith(v),
-        "backend_any": lambda v: any(sig["backend"].startswith(b) for b in v),  # e.g. one per release
-        "properties": lambda v: sig["property"] in v,
-        "windows_any": lambda v: bool(sig["windows"] & set(v)),
-        "modes": lambda v: sig["mode"] in v,
-        "page_size_min": lambda v: sig["page_size"] >= v,
-        "layer_kinds_any": lambda v: bool(sig["layer_kinds"] & set(v)),
-        "topk_min": lambda v: sig["topk"] >= v,
-        "hybrid": lambda v: sig["hybrid"] == v,
-        "graph": lambda v: sig["graph"] == v,
-        "deterministic": lambda v: sig["deterministic"] == v,
-        "pool_elements_min": lambda v: sig["pool_elements"] >= v,
-        "v_narrower_qk_dim_max": lambda v: sig["head_dims"][1] < sig["head_dims"][0] <= v,
-    }
-    unknown = set(match) - set(checks)
-    if unknown:
-        raise ValueError(f"unknown match field(s) {sorted(unknown)}; known: {sorted(checks)}")
-    return all(checks[key](value) for key, value in match.items())
+class Unreadable(Exception):
+    """A finding triage cannot read: exit 3."""
+
+
+class BadIssues(Exception):
+    """A malformed known-issues file: exit 2."""
+
+
+def version_key(v):
+    """'0.5.10.post1' -> comparable: 0.5.10 < 0.5.10.post1 < 0.5.11."""
+    key = []
+    for part in re.split(r"[.+]", v):
+        m = re.fullmatch(r"(\d+)|post(\d+)", part)
+        if not m:
+            raise ValueError(f"version {v!r}: part {part!r} is neither a number nor postN")
+        key.append((0, int(m.group(1))) if m.group(1) else (1, int(m.group(2))))
+    return key
+
+
+def tags(mechanism):
+    """'reads:unowned-slot+missing-oldest' -> {'unowned-slot', 'missing-oldest'}."""
+    return set(mechanism.split(":", 1)[1].split("+") if mechanism.startswith("reads:") else mechanism.split("+"))
+
+
+def as_list(v):
+    return v if isinstance(v, list) else [v]
+
+
+# Each match field: a test of the fingerprint (properties/fingerprint.h's to_json).
+def _layer(fp, key, default=None):
+    return (fp.get("layer") or {}).get(key, default)
+
+
+MATCHERS = {
+    "property": lambda v, fp: fp["property"] in as_list(v),
+    "backend": lambda v, fp: any(fp.get("backend", "").startswith(b) for b in as_list(v)),
+    "modes": lambda v, fp: fp.get("mode") in v,
+    "layer_kinds": lambda v, fp: (_layer(fp, "kind") or "none") in v,
+    "windows": lambda v, fp: _layer(fp, "kind") == "sliding_window" and _layer(fp, "window") in v,
+    "window_min": lambda v, fp: _layer(fp, "kind") == "sliding_window" and _layer(fp, "window") >= v,
+    "mechanisms": lambda v, fp: tags(fp.get("mechanism", "")) <= set(v),
+    "mechanism_contains": lambda v, fp: any(s in fp.get("mechanism", "") for s in as_list(v)),
+    "variants": lambda v, fp: fp.get("variant", "") in v,
+    "page_size_min": lambda v, fp: fp["context"]["page_size"] >= v,
+    "topk_min": lambda v, fp: fp["context"]["topk"] >= v,
+    "hybrid": lambda v, fp: fp["context"]["hybrid"] == v,
+    "graph": lambda v, fp: fp["context"]["graph"] == v,
+    "deterministic": lambda v, fp: fp["context"]["deterministic"] == v,
+    "pool_elements_min": lambda v, fp: fp["context"]["pool_elements"] >= v,
+    "v_narrower_qk_dim_max": lambda v, fp: fp["context"]["v_head_dim"] < fp["context"]["head_dim"] <= v,
+}
+
+
+def load_issues(path):
+    try:
+        with open(path) as f:
+            issues = json.load(f)["issues"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise BadIssues(f"{path}: {e}")
+    for i in issues:
+        where = f"{path}: issue {i.get('id', '?')}"
+        if set(i) - ISSUE_FIELDS:
+            raise BadIssues(f"{where}: unknown field(s) {sorted(set(i) - ISSUE_FIELDS)}")
+        for field in ("id", "title", "verdict", "kind", "match", "affected"):
+            if field not in i:
+                raise BadIssues(f"{where}: no {field!r}")
+        if i["kind"] not in KINDS:
+            raise BadIssues(f"{where}: kind {i['kind']!r} is not one of {sorted(KINDS)}")
+        a = i["affected"]
+        if not isinstance(a, dict) or set(a) - {"package", "first", "fixed"} or "package" not in a or "first" not in a:
+            raise BadIssues(f"{where}: affected must be {{package, first, fixed}} (fixed null while it is open)")
+        try:
+            for v in (a["first"], a.get("fixed")):
+                if v is not None:
+                    version_key(v)
+        except ValueError as e:
+            raise BadIssues(f"{where}: {e}")
+        for clause in as_list(i["match"]):
+            if "property" not in clause:
+                raise BadIssues(f"{where}: a match clause without 'property'")
+            if set(as_list(clause["property"])) & NEVER_KNOWN:
+                raise BadIssues(f"{where}: {sorted(NEVER_KNOWN)} never match a known issue")
+            unknown = set(clause) - set(MATCHERS)
+            if unknown:
+                raise BadIssues(f"{where}: unknown match field(s) {sorted(unknown)}; known: {sorted(MATCHERS)}")
+    return issues
+
+
+def load_findings(source):
+    """The finding lines of a source (see the module's doc); raises Unreadable."""
+    def parse(line, where):
+        try:
+            entry = json.loads(line)
+            fp = entry["fingerprint"]
+            fp["property"], entry["key"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise Unreadable(f"{where}: not a finding line ({e})")
+        return entry
+
+    if os.path.isfile(source):
+        with open(source) as f:
+            return [parse(line, f"{source}:{n}") for n, line in enumerate(f, 1) if line.strip()]
+    if not os.path.isdir(source):
+        raise Unreadable(f"{source}: neither a folder nor a file")
+    cases = [p for p in glob.glob(os.path.join(source, "*.json"))
+             if not p.endswith((".finding.json", "campaign.json", "triage.json"))]
+    for case in cases:  # every saved case must carry its report and its fingerprint record
+        for companion in (".txt", ".finding.json"):
+            if not os.path.exists(case[:-5] + companion):
+                raise Unreadable(f"{case}: a saved finding without its {companion[1:]} ({case[:-5]}{companion}): "
+                                 "made by an older kvfuzz, or cut short")
+    index = os.path.join(source, "index.jsonl")
+    if os.path.exists(index):
+        with open(index) as f:
+            return [parse(line, f"{index}:{n}") for n, line in enumerate(f, 1) if line.strip()]
+    if cases:
+        raise Unreadable(f"{source}: saved findings but no index.jsonl (the campaign's record of every finding)")
+    return []
+
+
+def release_of(fp, package, versions):
+    """The finding's release of `package`: the planner's own ("sglang_fa_0_5_23") or --version's."""
+    if fp.get("release") and fp.get("planner", "").split("_")[0] == package:
+        return fp["release"]
+    return versions.get(package)
+
+
+def label(fp, issues, versions, warnings):
+    """(label, issue) for one fingerprint: the first matching issue whose affected range holds the
+    finding's release; else the first matching issue it is past the fix of (a regression); else NEW."""
+    if fp["property"] in NEVER_KNOWN:
+        return "NEW", None
+    regression = None
+    for issue in issues:
+        if not any(all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue["match"])):
+            continue
+        a = issue["affected"]
+        release = release_of(fp, a["package"], versions)
+        if release is None:
+            warnings.add(f"{a['package']}'s release unknown (--version {a['package']}=...): "
+                         f"{issue['id']}'s affected range not checked")
+            return "known", issue
+        if version_key(release) < version_key(a["first"]):
+            continue  # before the issue existed: another mechanism, whatever it looks like
+        if a.get("fixed") and version_key(release) >= version_key(a["fixed"]):
+            regression = regression or issue
+            continue
+        return "known", issue
+    return ("regression", regression) if regression else ("NEW", None)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("folder")
+    p.add_argument("sources", nargs="+", help="campaign folders or kvfuzz fingerprint JSON-lines files")
     p.add_argument("--issues", required=True, help="the known-issues file (adapters/*/known_issues.json)")
+    p.add_argument("--version", action="append", default=[], metavar="PACKAGE=RELEASE",
+                   help="a package's release for the issues' affected ranges (sglang releases come from the planner name)")
+    p.add_argument("--json-out", help="where to write the groups (default: SOURCE/triage.json for one folder)")
     args = p.parse_args()
-    if not os.path.isdir(args.folder):
-        p.error(f"{args.folder}: not a folder")
+    versions = {}
+    for v in args.version:
+        if "=" not in v:
+            p.error(f"--version {v!r}: expected PACKAGE=RELEASE")
+        versions[v.split("=")[0]] = v.split("=", 1)[1]
     try:
-        with open(args.issues) as f:
-            issues = json.load(f)["issues"]
-    except (OSError, ValueError, KeyError) as e:
-        print(f"triage: {args.issues}: {e}", file=sys.stderr)
+        issues = load_issues(args.issues)
+        for release in versions.values():
+            version_key(release)
+    except (BadIssues, ValueError) as e:
+        print(f"triage: {e}", file=sys.stderr)
         return 2
-    counts, new = collections.Counter(), 0
-    for path in sorted(glob.glob(os.path.join(args.folder, "*.json"))):
-        if path.endswith(".min.json"):
-            continue
-        with open(path) as f:
-            case = json.load(f)
-        with open(path[:-5] + ".txt") as f:
-            second = f.read().split("\n")[1]
-        backend = second.split(": ")[0]
-        prop = os.path.basename(path).split("-" + backend.replace(":", "-"))[0]
-        try:
-            hit = next((i for i in issues if matches(i["match"], signature(case, backend, prop))), None)
-        except ValueError as e:
-            print(f"triage: {args.issues}: {e}", file=sys.stderr)
-            return 2
-        label = hit["id"] if hit else "NEW"
-        new += hit is None
-        counts[label] += 1
-        print(f"{label:30} {prop:14} {os.path.basename(path)}")
+    try:
+        findings = [f for source in args.sources for f in load_findings(source)]
+    except Unreadable as e:
+        print(f"triage: {e}", file=sys.stderr)
+        return 3
+    groups, warnings = {}, set()
+    for f in findings:
+        g = groups.get(f["key"])
+        if g is None:
+            lab, issue = label(f["fingerprint"], issues, versions, warnings)
+            g = groups[f["key"]] = {"key": f["key"], "label": lab, "issue": issue["id"] if issue else None,
+                                    "count": 0, "cases": 0, "saved": [], "replay": f.get("replay", "")}
+        g["count"] += f.get("count", 1)
+        g["cases"] += 1
+        if f.get("saved"):
+            g["saved"].append(f["saved"])
+    for g in sorted(groups.values(), key=lambda g: (g["label"] == "known", g["key"])):
+        print(f"{g['label']:10} {g['issue'] or '-':30} {g['cases']:5}  {g['key']}")
+        if g["label"] != "known":
+            print(f"{'':47}replay: {g['replay']}")
     print()
+    seen = collections.Counter(g["issue"] for g in groups.values() if g["issue"])
     for issue in issues:
-        if counts[issue["id"]]:
-            print(f"{counts[issue['id']]:4}  {issue['id']}: {issue['title']} [{issue['verdict']}] {issue['upstream']}")
-            if issue.get("minimal_case"):
-                print(f"      minimal case: {issue['minimal_case']}")
-    if new:
-        print(f"{new:4}  NEW: no known issue matches; triage them and add them to {args.issues}")
-    return 1 if new else 0
+        if seen[issue["id"]]:
+            print(f"{issue['id']}: {issue['title']} [{issue['kind']}] {issue.get('upstream', '')}")
+    for w in sorted(warnings):
+        print(f"warning: {w}")
+    counts = collections.Counter(g["label"] for g in groups.values())
+    print(f"{len(findings)} finding line(s), {len(groups)} distinct fingerprint(s): {counts['known']} known, "
+          f"{counts['NEW']} NEW, {counts['regression']} regression(s)")
+    out = args.json_out or (os.path.join(args.sources[0], "triage.json")
+                            if len(args.sources) == 1 and os.path.isdir(args.sources[0]) else None)
+    if out:
+        with open(out + ".tmp", "w") as f:
+            json.dump({"issues_file": args.issues, "groups": list(groups.values())}, f, indent=1)
+        os.replace(out + ".tmp", out)
+    return 1 if counts["NEW"] or counts["regression"] else 0
 
 
 if __name__ == "__main__":

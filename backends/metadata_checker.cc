@@ -1,5 +1,7 @@
 #include "backends/metadata_checker.h"
 
+#include <cctype>
+
 #include "backends/common/harness_error.h"
 
 namespace kvfuzz {
@@ -22,10 +24,26 @@ void MetadataChecker::mismatch(const std::string& table, int64_t entry, int64_t 
   if (got == want) return;
   const std::string held = r2t_column == column ? "" : " (req_to_token column " + std::to_string(r2t_column) + ")";
   const int32_t request = fb_.request_ids[static_cast<size_t>(row)];
-  add("stride-divide", table + "[" + std::to_string(entry) + "] maps layer " + std::to_string(layer) + ", row " +
+  // The table's own name without the mode and the numbers ("extend.local18.local_block_table" ->
+  // "local_block_table") and what the slot is: a full-pool slot where the SWA one belongs, or wrong.
+  std::string kind = table.substr(table.rfind('.') == std::string::npos ? 0 : table.rfind('.') + 1);
+  const bool untranslated = pool == PoolKind::swa && got == expected_slot(row, r2t_column, PoolKind::full);
+  kind += untranslated ? ":untranslated" : ":wrong-slot";
+  add("stride-divide", layer, kind, table + "[" + std::to_string(entry) + "] maps layer " + std::to_string(layer) + ", row " +
                            std::to_string(row) + " (request " + std::to_string(request) + "), key column " +
                            std::to_string(column) + held + " to slot " + std::to_string(got) + "; req_to_token" +
                            (pool == PoolKind::swa ? " -> full_to_swa" : "") + " says slot " + std::to_string(want));
+}
+
+void MetadataChecker::add(std::string property, int32_t layer, std::string mechanism, std::string message) {
+  // Metadata messages have no mechanism of their own (the fingerprint normalises them): count those
+  // per message with its numbers taken out.
+  std::string bucket = property + "/" + (mechanism.empty() ? message : mechanism);
+  if (mechanism.empty())
+    for (char& c : bucket)
+      if (std::isdigit(static_cast<unsigned char>(c))) c = 'N';
+  if (per_mechanism_[bucket]++ >= kMaxPerMechanism) return;
+  findings_.push_back({std::move(property), std::move(message), layer, std::move(mechanism)});
 }
 
 }  // namespace kvfuzz

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,8 @@ class MetadataChecker {
                               ? static_cast<int64_t>(descriptor[index]) * block_size + key % block_size
                               : -1;
     if (entry < 0 || entry >= gather.capacity()) {
-      add("stride-divide", name + ": key column " + std::to_string(column) + " of row " + std::to_string(row) +
+      add("stride-divide", layer, name + ":outside",
+          name + ": key column " + std::to_string(column) + " of row " + std::to_string(row) +
                                " (layer " + std::to_string(layer) + ", block size " + std::to_string(block_size) +
                                ") maps to " +
                                (entry < 0 ? descriptor.name() + "[" + std::to_string(index) + "]"
@@ -110,23 +112,24 @@ class MetadataChecker {
   }
 
   void equal(const std::string& what, int64_t got, int64_t want) {
-    if (got != want) fail(what + " is " + std::to_string(got) + ", expected " + std::to_string(want));
+    if (got != want)
+      fail(what + " is " + std::to_string(got) + ", expected " + std::to_string(want) + (got > want ? " (too large)" : " (too small)"));
   }
 
   // A broken metadata invariant (extent, maximum, prefix sum, range).
-  void fail(std::string message) { add("metadata", std::move(message)); }
+  void fail(std::string message) { add("metadata", -1, "", std::move(message)); }
 
   struct Item {
     std::string property;  // stride-divide (a table maps a key to the wrong slot) or metadata
     std::string message;
+    int32_t layer = -1;     // the layer whose table it is, when the check knows it
+    std::string mechanism;  // "swa_page_table:untranslated" (Finding::mechanism); "" for metadata
   };
   const std::vector<Item>& findings() const { return findings_; }
 
  private:
-  static constexpr size_t kMaxFindings = 16;
-  void add(std::string property, std::string message) {
-    if (findings_.size() < kMaxFindings) findings_.push_back({std::move(property), std::move(message)});
-  }
+  static constexpr size_t kMaxPerMechanism = 4;  // a second mechanism is never hidden behind the first
+  void add(std::string property, int32_t layer, std::string mechanism, std::string message);
   // A stride-divide finding unless `got` is the slot of req_to_token column `r2t_column`.
   void mismatch(const std::string& table, int64_t entry, int64_t got, int32_t layer, int32_t row, int32_t column,
                 int32_t r2t_column);
@@ -136,6 +139,7 @@ class MetadataChecker {
   const ForwardBatch& fb_;
   Visible visible_;
   std::vector<Item> findings_;
+  std::map<std::string, size_t> per_mechanism_;
 };
 
 }  // namespace kvfuzz

@@ -12,6 +12,7 @@
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
 #   KVFUZZ_GPU_SEED       campaign seed (default 1; another seed continues a campaign with new cases)
+#   KVFUZZ_GPU_SHRINK_SECONDS  shrink budget per saved fingerprint (default 30; 0: no shrinking)
 #   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
 #   KVFUZZ_GPU_LONG_CASES      cases of the `long` profile (>= 128k keys, pools > 2^31 elements) per
 #                              Python executor, 2 jobs each, after the campaigns (default 0: none;
@@ -24,8 +25,9 @@
 # run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
 # with (`mkdir -p .gpu/debs && cd .gpu/debs && apt-get download nlohmann-json3-dev libcli11-dev
 # librapidcheck-dev`), and copy .gpu/ over. Saved findings are triaged against
-# adapters/gpu/known_issues.json (ci/gpu_table.py). Exit 1 on a NEW finding, a campaign that failed,
-# or a memcheck error.
+# adapters/gpu/known_issues.json by fingerprint, every finding of each campaign's index (ci/gpu_table.py).
+# Exit 1 on a NEW finding or a regression, a finding triage cannot read, a campaign that failed, or a
+# memcheck error.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${KVFUZZ_GPU_SECONDS:-300}
@@ -76,6 +78,9 @@ adapter_command() {
 read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flex_page_table cuda_page_table}"
 jobs=$(nproc)
 [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
+shrink_seconds=${KVFUZZ_GPU_SHRINK_SECONDS:-30}
+shrink_args=(--shrink-seconds "$shrink_seconds")
+[ "$shrink_seconds" = 0 ] && shrink_args=(--no-shrink)
 profile_args=()
 for p in $profiles; do profile_args+=(--profile "$p"); done
 mkdir -p "$out"
@@ -83,7 +88,7 @@ campaign() {
   local name=$1 rc=0
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" "${profile_args[@]}" --jobs "$jobs" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
-    --shrink-seconds 30 --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
+    "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
 }
 for name in "${names[@]}"; do
@@ -127,7 +132,12 @@ fi
 # 6. The table.
 status=0
 echo
-python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
+# The packages' releases, for the known issues' affected ranges (a fixed bug that comes back is a regression).
+KVFUZZ_GPU_VERSIONS="sglang=$sglang_release $(PYTHONPATH=$site python3 -c '
+import importlib.metadata as m
+for dist, name in (("flashinfer-python", "flashinfer"), ("torch", "torch"), ("triton", "triton")):
+    try: print(name + "=" + m.version(dist).split("+")[0], end=" ")
+    except m.PackageNotFoundError: pass')" python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
 if [ -n "$memcheck_line" ]; then
   echo "$memcheck_line"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1

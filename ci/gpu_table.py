@@ -1,10 +1,14 @@
-"""The GPU campaign's table (ci/gpu.sh): one row per real executor from its campaign log, its
-saved findings triaged against adapters/gpu/known_issues.json (adapters/triage.py).
+"""The GPU campaign's table (ci/gpu.sh): one row per real executor from its campaign log, every
+finding of its index triaged by fingerprint against adapters/gpu/known_issues.json
+(adapters/triage.py; KVFUZZ_GPU_VERSIONS, "flashinfer=0.7.2.post1 torch=2.11.0 ...", gives the
+packages' releases for the issues' affected ranges).
 
     python3 ci/gpu_table.py OUT NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
 
-Exit 1 when a campaign failed (kvfuzz exit > 1) or a saved finding is NEW (known to no entry).
+Exit 1 when a campaign failed (kvfuzz exit > 1), its findings folder is missing, or triage exits
+non-zero (a NEW finding or a regression: 1; a finding it cannot read: 3).
 """
+import json
 import os
 import re
 import subprocess
@@ -16,21 +20,21 @@ ISSUES = os.path.join(HERE, "..", "adapters", "gpu", "known_issues.json")
 
 
 def triage(folder):
-    """(known, new) saved findings, writing the triage's report next to the folder."""
-    if not os.path.isdir(folder) or not any(f.endswith(".json") for f in os.listdir(folder)):
-        return 0, 0
-    result = subprocess.run(TRIAGE + [folder, "--issues", ISSUES], capture_output=True, text=True)
+    """(triage's exit code, its groups, a note), writing the triage's report next to the folder."""
+    if not os.path.isdir(folder):
+        return 3, [], f"no findings folder {folder}"
+    versions = [f"--version={v}" for v in os.environ.get("KVFUZZ_GPU_VERSIONS", "").split()]
+    result = subprocess.run(TRIAGE + [folder, "--issues", ISSUES] + versions, capture_output=True, text=True)
     with open(folder + ".triage", "w") as f:
         f.write(result.stdout + result.stderr)
-    if result.returncode > 1:
-        raise SystemExit(f"gpu_table: triage of {folder} failed: {result.stderr.strip()}")
-    rows = [line.split() for line in result.stdout.splitlines()]
-    saved = [r for r in rows if len(r) == 3 and r[2].endswith(".json") and r[0] != "minimal"]
-    new = sum(1 for r in saved if r[0] == "NEW")
-    return len(saved) - new, new
+    groups = []
+    if result.returncode in (0, 1):
+        with open(os.path.join(folder, "triage.json")) as f:
+            groups = json.load(f)["groups"]
+    return result.returncode, groups, result.stderr.strip().splitlines()[-1:] or [""]
 
 
-def row(name, log, known, new):
+def row(name, log, groups):
     text = open(log).read()
     j = re.search(r"(\d+) job\(s\)", text)
     jobs = int(j.group(1)) if j else 1
@@ -42,12 +46,16 @@ def row(name, log, known, new):
         if len(f) == 3 and ":" in f[0] and f[1].isdigit() and f[2].isdigit():
             checked, unsupported = checked + int(f[1]), unsupported + int(f[2])
     found = {}
-    for prop, count in re.findall(r"^([\w-]+)/\S+\s+(\d+)\s+\d+\s", text, re.M):
-        found[prop] = found.get(prop, 0) + int(count)
+    for g in groups:  # cases with a finding of each property
+        prop = g["key"].split("/")[0]
+        found[prop] = found.get(prop, 0) + g["cases"]
     inside = re.search(r"([\d.]+) s inside the adapter's function", text)
     share = f"{100 * float(inside.group(1)) / (wall * jobs):.0f}%" if inside and wall else "?"
     findings = ", ".join(f"{p} {n}" for p, n in sorted(found.items())) or "none"
-    saved = f"{known} + {new} NEW" if new else str(known)
+    known = sum(g["label"] == "known" for g in groups)
+    new = sum(g["label"] == "NEW" for g in groups)
+    back = sum(g["label"] == "regression" for g in groups)
+    saved = str(known) + (f" + {new} NEW" if new else "") + (f" + {back} regr" if back else "")
     return f"{name:<22} {checked:>9} {unsupported:>12} {m.group(3) if m else '?':>9} {share:>10} {saved:>12}  {findings}"
 
 
@@ -57,8 +65,8 @@ def main():
         return 2
     out, names = sys.argv[1], sys.argv[2:]
     status = 0
-    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'cases/s':>9} {'in kernel':>10} {'saved known':>12}"
-          "  findings by property")
+    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'cases/s':>9} {'in kernel':>10} {'fingerprints':>12}"
+          "  cases with findings, by property")
     for name in names:
         rc = int(open(os.path.join(out, name + ".rc")).read())
         log = os.path.join(out, name + ".log")
@@ -67,11 +75,16 @@ def main():
             print(f"{name:<22} kvfuzz exited {rc}: {last[0]}")
             status = 1
             continue
-        known, new = triage(os.path.join(out, name))
-        status |= new > 0
-        print(row(name, log, known, new))
+        rc, groups, note = triage(os.path.join(out, name))
+        if rc not in (0, 1):
+            print(f"{name:<22} triage exited {rc}: {note[0]}")
+            status = 1
+            continue
+        status |= rc
+        print(row(name, log, groups))
     print('("in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
-    print(f' "saved known": saved findings adapters/gpu/known_issues.json knows, NEW ones listed in {out}/<backend>.triage)')
+    print(f' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')
+    print(f' each listed with its replay line in {out}/<backend>.triage)')
     return status
 
 

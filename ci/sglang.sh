@@ -7,6 +7,8 @@
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
 #   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
+#   bash ci/sglang.sh known            # each known issue's minimal case at its release, fingerprinted: triaged
+#                                      # as that issue, nothing NEW (installs the releases it names)
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
 #                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
@@ -16,25 +18,27 @@
 # source (SGLANG_VERSION, default 0.5.10.post1; 0.5.11, 0.5.12.post1, 0.5.13, 0.5.23 too) and, where
 # the Python running this has no PyTorch, torch 2.11.0 + triton 3.6.0 in .sglang/venv. DEVICE=cpu
 # (default) runs the Triton metadata kernels in Triton's interpreter; DEVICE=cuda on a GPU.
-# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it).
+# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it). For the offline test of
+# the campaign's exit path (adapters/tests/sglang_campaign_test.sh): SGLANG_ROOT (default .sglang) and
+# SGLANG_ADAPTER, a planner command used instead of sglang_planner.py, which skips the installs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=${SGLANG_VERSION:-0.5.10.post1}
 DEVICE=${DEVICE:-cpu}
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
-ROOT=.sglang
+ROOT=${SGLANG_ROOT:-.sglang}
 SITE=$ROOT/$VERSION
 
-usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
 source ci/engine_env.sh
-PY=$(python_with_torch)
+if [ -n "${SGLANG_ADAPTER:-}" ]; then PY=python3; else PY=$(python_with_torch); fi
 # msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not
 # stubbed). Installed into .sglang/pyextra (sglang_planner.py puts it on sys.path), from .gpu/wheels
 # on a machine without network (ci/gpu_wheels.py fetches it), else from the index.
-if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
+if [ -z "${SGLANG_ADAPTER:-}" ] && ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
   "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" --no-index --find-links .gpu/wheels "msgspec==0.22.0" \
     2>/dev/null || "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
 fi
@@ -55,7 +59,7 @@ install() {
 install "$VERSION"
 RELEASE=${VERSION//./_}
 BACKENDS=${BACKENDS:-fa triton flashinfer}
-adapter() { echo "$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*"; }
+adapter() { echo "${SGLANG_ADAPTER:-$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*}"; }
 # found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean;
 # "unsupported" when the adapter answers so, which the seed verdicts count as not found)
 found() {
@@ -159,9 +163,10 @@ case "$1" in
       echo
     done ;;
   campaign)
-    # Findings are expected (the release has known bugs): the exit is the triage's, 1 only for a
-    # finding that matches no entry of adapters/sglang/known_issues.json.
-    out=findings-sglang/$VERSION
+    # Findings are expected (the release has known bugs): the exit is the triage's (every finding of
+    # each campaign's index, by fingerprint): 1 for a NEW finding or a regression, 3 for a finding
+    # it cannot read, 0 only when every finding is known.
+    out=${SGLANG_OUT:-findings-sglang/$VERSION}
     for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
       backend=${token%_det} det="" suffix=""
       [ "$token" != "$backend" ] && det=--deterministic suffix=_det
@@ -174,8 +179,36 @@ case "$1" in
     status=0
     for backend in $BACKENDS; do
       echo "== triage of $out/$backend (adapters/sglang/known_issues.json)"
-      python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || status=$?
+      python3 adapters/triage.py "$out/$backend" --issues adapters/sglang/known_issues.json || { rc=$?; [ $status -ne 0 ] || status=$rc; }
     done
     exit $status ;;
+  known)
+    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
+    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
+    failed=0 work=$(mktemp -d)
+    printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
+    while IFS=' ' read -r id backend case release det; do
+      install "$release"
+      name=sglang_${backend}_${release//./_}
+      flag=""
+      [ "$det" = True ] && flag=--deterministic name=${name}_det
+      "$KVFUZZ" fingerprint "$case" --backend "$name:$(family_executor "$backend")" \
+        --adapter "$PY adapters/sglang/sglang_planner.py --site $ROOT/$release --device $DEVICE --backend $backend $flag" \
+        >"$work/$id.jsonl" 2>"$work/$id.err" || true
+      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/sglang/known_issues.json --json-out "$work/$id.json" \
+        >/dev/null 2>&1
+      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+      verdict=ok
+      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+    done < <(python3 -c '
+import json
+for i in json.load(open("adapters/sglang/known_issues.json"))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"], m["deterministic"])')
+    rm -rf "$work"
+    exit $failed ;;
   *) usage ;;
 esac

@@ -5,7 +5,8 @@
 #      smoke fails when a fuzzer fails (fuzz/tests/fuzz_smoke_test.sh);
 #   3. sglang's real attention backends (ci/sglang.sh: installs PyTorch and the pinned releases
 #      into .sglang/ once): each seed bug found in 0.5.10.post1, gone with its upstream fix (seeds),
-#      and found in the release that shipped it, gone in the one that fixed it (releases);
+#      and found in the release that shipped it, gone in the one that fixed it (releases), and each
+#      known issue's minimal case triaged by fingerprint as that issue (known);
 #   4. vLLM's releases for the vllm_seeds_test ctest (ci/vllm.sh install: the newest and those of its
 #      known-bug table, about 1 GB of wheels of which only the Python source is kept);
 #   5. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
@@ -24,6 +25,8 @@ echo "== sglang's real attention backends: seed bugs found in the release, gone 
 bash ci/sglang.sh seeds
 echo "== sglang's real attention backends: seed bugs in the release that shipped them, gone in the one that fixed them"
 bash ci/sglang.sh releases
+echo "== sglang's real attention backends: each known issue's minimal case fingerprinted and triaged as that issue"
+bash ci/sglang.sh known
 echo "== vLLM's releases (the vllm_seeds_test ctest runs their seeds and known bugs)"
 bash ci/vllm.sh install
 echo "== tests"

@@ -10,8 +10,10 @@
 #include <thread>
 
 #include "fuzz/case_check.h"
+#include "fuzz/finding_index.h"
 #include "fuzz/replay.h"
 #include "fuzz/shrink.h"
+#include "properties/fingerprint.h"
 #include "reference/io.h"
 #include "reference/rng.h"
 #include "reference/scenario_json.h"
@@ -34,9 +36,27 @@ struct Shared {
   std::atomic<bool> workers_done{false};
   std::mutex mu;
   CampaignSummary summary;
-  std::map<std::string, int64_t> saved;  // findings saved per kind
+  std::map<std::string, int64_t> saved;  // cases saved per fingerprint key
+  FindingIndex index;                    // every finding, never capped
 
-  explicit Shared(const CampaignOptions& o) : options(o) {}
+  explicit Shared(const CampaignOptions& o) : options(o), index(o.out_dir) {}
+};
+
+// Short and stable (FNV-1a, the same on every machine and compiler): tells apart the saved
+// files of two fingerprints of one case.
+std::string key_tag(const std::string& key) {
+  uint64_t h = 1469598103934665603ull;
+  for (const unsigned char c : key) h = (h ^ c) * 1099511628211ull;
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 6; ++i) out += hex[(h >> (4 * i)) & 15];
+  return out;
+}
+
+// The findings of one case that share a fingerprint key.
+struct KeyGroup {
+  Fingerprint fingerprint;
+  std::vector<Finding> findings;
 };
 
 std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
@@ -45,31 +65,76 @@ std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const s
   const CaseSize size = case_size(s);
   os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
-  for (const Finding& f : findings) os << f.backend << ": " << f.property << ": " << f.message << "\n";
+  for (const Finding& f : findings)
+    os << f.backend << ": " << f.property << ": " << f.message << "\n  fingerprint: " << fingerprint_of(s, f).key() << "\n";
   os << "replay: " << replay_command(replay) << "\n";
   return os.str();
 }
 
-// Saves the case at once, then its shrunk form; returns the path of the best saved case.
-std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const Finding& first,
-                         const std::vector<Finding>& all, const Backend* backend, bool metamorphic) {
-  const CampaignOptions& o = sh.options;
-  const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index);
+// How a finding of `first`'s backend replays from `file`.
+Replay replay_of(const CampaignOptions& o, const Finding& first, const Backend* backend, const std::string& file,
+                 uint64_t seed) {
   // The case ran its variants with `seed` (run_case); a finding that needs them replays with it.
-  const uint64_t variant_seed = metamorphic ? seed : 0;
+  const uint64_t variant_seed = first.needs_variants() ? seed : 0;
   const std::vector<std::string> faults = backend != nullptr ? faults_for(*backend, o.faults) : o.faults;
   const std::string replay_backend = backend != nullptr ? first.backend : "all";
   const std::vector<std::string> flags = backend != nullptr ? backend->replay_flags() : std::vector<std::string>{};
+  return {file, replay_backend, faults, variant_seed, flags};
+}
+
+// The record beside a saved case: its fingerprints and how to replay it.
+void write_record(const std::string& case_file, const std::vector<Fingerprint>& fps, const Replay& replay) {
+  nlohmann::json record = {{"case", case_file}, {"replay", replay_command(replay)}, {"fingerprints", nlohmann::json::array()}};
+  for (const Fingerprint& fp : fps) record["fingerprints"].push_back(fp.to_json());
+  write_file_atomic(finding_record_path(case_file), record.dump(2) + "\n");
+}
+
+// Saves the case at once (named by the group's property, backend, case and key), then its form
+// shrunk while it keeps the same fingerprint key; returns the path of the best saved case.
+std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const KeyGroup& group,
+                         const std::vector<Finding>& all, const Backend* backend) {
+  const CampaignOptions& o = sh.options;
+  const Finding& first = group.findings.front();
+  const std::string key = group.fingerprint.key();
+  const std::string base = o.out_dir + "/" + file_safe(first.property + "-" + first.backend) + "-" + std::to_string(index) +
+                           "-" + key_tag(key);
+  const Replay replay = replay_of(o, first, backend, base + ".json", seed);
   write_file_atomic(base + ".json", to_json(s));
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, {base + ".json", replay_backend, faults, variant_seed, flags}));
+  write_file_atomic(base + ".txt", report_text(s, index, seed, all, replay));
+  write_record(base + ".json", {group.fingerprint}, replay);
   if (!o.shrink || backend == nullptr) return base + ".json";
-  const ShrinkTarget target{first.signature(), backend, faults, metamorphic, variant_seed};
+  const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
   const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
   if (r.finding.property.empty()) return base + ".json";
+  Replay min_replay = replay;
+  min_replay.file = base + ".min.json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt",
-                    report_text(r.scenario, index, seed, {r.finding}, {base + ".min.json", first.backend, faults, variant_seed, flags}));
+  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, min_replay));
+  write_record(base + ".min.json", {fingerprint_of(r.scenario, r.finding)}, min_replay);
   return base + ".min.json";
+}
+
+// The line of the index for one group: replayable whether or not its case was saved.
+nlohmann::json index_line(const CampaignOptions& o, const KeyGroup& g, int64_t index, uint64_t seed, Profile profile,
+                          const std::string& saved, const Backend* backend) {
+  const Finding& first = g.findings.front();
+  std::string replay;
+  if (!saved.empty()) {
+    replay = replay_command(replay_of(o, first, backend, saved, seed));
+  } else {
+    const std::string file = "case-" + std::to_string(index) + ".json";
+    replay = "kvfuzz gen --seed " + std::to_string(seed) + " --profile " + std::string(to_string(profile)) + " > " + file +
+             " && " + replay_command(replay_of(o, first, backend, file, seed));
+  }
+  return {{"key", g.fingerprint.key()},
+          {"fingerprint", g.fingerprint.to_json()},
+          {"case_index", index},
+          {"case_seed", seed},
+          {"profile", to_string(profile)},
+          {"count", g.findings.size()},
+          {"message", first.message},
+          {"saved", saved.empty() ? nlohmann::json(nullptr) : nlohmann::json(saved)},
+          {"replay", replay}};
 }
 
 const Backend* backend_named(const CampaignOptions& o, const std::string& name) {
@@ -89,14 +154,38 @@ void run_case(Shared& sh, int64_t index) {
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
+    const std::string replay = replay_command({base + ".json", "all", o.faults, seed, {}});
     write_file_atomic(base + ".json", to_json(s));
     write_file_atomic(base + ".txt", std::string("harness error (a bug in kvfuzz, not in a backend): ") + e.what() +
-                                         "\nreplay: " + replay_command({base + ".json", "all", o.faults, seed, {}}) + "\n");
+                                         "\nreplay: " + replay + "\n");
+    // In the index and a record too, so that triage never reads a campaign with one as clean.
+    const nlohmann::json fp = {{"key", "harness-error: " + normalize_message(e.what())},
+                               {"property", "harness-error"},
+                               {"mechanism", normalize_message(e.what())}};
+    write_file_atomic(finding_record_path(base + ".json"),
+                      nlohmann::json{{"case", base + ".json"}, {"replay", replay}, {"fingerprints", {fp}}}.dump(2) + "\n");
+    sh.index.append({{"key", fp["key"]},
+                     {"fingerprint", fp},
+                     {"case_index", index},
+                     {"case_seed", seed},
+                     {"profile", to_string(profile)},
+                     {"count", 1},
+                     {"message", e.what()},
+                     {"saved", base + ".json"},
+                     {"replay", replay}});
     std::lock_guard<std::mutex> lock(sh.mu);
     if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
     return;
   }
-  std::vector<std::pair<Finding, bool>> to_save;
+  // Group the case's findings by fingerprint key (in a fixed order: the report's).
+  std::vector<KeyGroup> groups;
+  for (const Finding& f : report.findings) {
+    Fingerprint fp = fingerprint_of(s, f);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const KeyGroup& g) { return g.fingerprint.key() == fp.key(); });
+    if (it == groups.end()) groups.push_back({std::move(fp), {f}});
+    else it->findings.push_back(f);
+  }
+  std::vector<size_t> to_save;
   {
     std::lock_guard<std::mutex> lock(sh.mu);
     CampaignSummary& sum = sh.summary;
@@ -109,22 +198,27 @@ void run_case(Shared& sh, int64_t index) {
       total.invalid += t.invalid;
       total.unsupported += t.unsupported;
     }
-    std::set<std::string> seen;
-    for (const Finding& f : report.findings) {
-      FindingKind& k = sum.kinds[f.signature()];
-      if (!seen.insert(f.signature()).second) continue;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const std::string key = groups[i].fingerprint.key();
+      FindingKind& k = sum.kinds[key];
       if (k.count++ == 0) {
         k.first_case = index;
-        k.example = f.message;
+        k.example = groups[i].findings.front().message;
       }
-      if (sh.saved[f.signature()]++ < o.max_saved_per_kind) to_save.push_back({f, f.needs_variants()});
+      if (sh.saved[key]++ < o.max_saved_per_kind) to_save.push_back(i);
     }
   }
-  for (const auto& [f, meta] : to_save) {
-    const std::string file = save_finding(sh, s, index, seed, f, report.findings, backend_named(o, f.backend), meta);
-    std::lock_guard<std::mutex> lock(sh.mu);
-    FindingKind& k = sh.summary.kinds[f.signature()];
-    if (k.first_case == index) k.first_file = file;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const KeyGroup& g = groups[i];
+    const Backend* backend = backend_named(o, g.findings.front().backend);
+    std::string file;
+    if (std::find(to_save.begin(), to_save.end(), i) != to_save.end()) {
+      file = save_finding(sh, s, index, seed, g, report.findings, backend);
+      std::lock_guard<std::mutex> lock(sh.mu);
+      FindingKind& k = sh.summary.kinds[g.fingerprint.key()];
+      if (k.first_case == index) k.first_file = file;
+    }
+    sh.index.append(index_line(o, g, index, seed, profile, file, backend));
   }
 }
 
@@ -212,7 +306,7 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << "no findings\n";
     return;
   }
-  out << std::left << std::setw(kind_width) << "finding (property/backend)" << std::right << std::setw(8) << "count"
+  out << std::left << std::setw(kind_width) << "finding (fingerprint key)" << std::right << std::setw(8) << "cases"
       << std::setw(12) << "first case" << "  saved as\n";
   for (const auto& [sig, k] : s.kinds)
     out << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12) << k.first_case << "  "

@@ -2,8 +2,10 @@
 //
 // Where it sits: the main job (`kvfuzz run`). Case i of a campaign is generate(hash(seed, i),
 // profile i mod n), so a campaign is reproducible from its seed and any case from its number.
-// Each finding is written at once, atomically, as a case file with its report (so a killed run
-// loses nothing), then shrunk and written again as a .min.json. A progress line shows cases/s,
+// Every finding goes to the index (OUT/index.jsonl, finding_index.h) as its case finishes, keyed by
+// its fingerprint; the first cases of each fingerprint key are written at once, atomically, as a
+// case file with its report and fingerprint record (so a killed run loses nothing), then shrunk
+// while they keep the key and written again as a .min.json. A progress line shows cases/s,
 // findings and how much of the configuration space the cases have touched.
 //
 //   CampaignOptions o;
@@ -43,7 +45,7 @@ struct CampaignOptions {
   int metamorphic_every = 8;  // every n-th case also runs the metamorphic variants; 0: never
   bool shrink = true;
   double shrink_seconds = 30;
-  int max_saved_per_kind = 3;  // findings saved per (property, backend)
+  int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
 };
@@ -58,7 +60,7 @@ struct FindingKind {
 struct CampaignSummary {
   int64_t cases = 0;
   double seconds = 0;
-  std::map<std::string, FindingKind> kinds;        // by Finding::signature()
+  std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
   VariantTallies variants;          // metamorphic variants run and dropped (invalid, unsupported)

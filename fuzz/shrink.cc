@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "properties/fingerprint.h"
 #include "reference/case_error.h"
 #include "reference/validate.h"
 
@@ -15,7 +16,7 @@ std::optional<Finding> fails_as(const Scenario& s, const ShrinkTarget& target) {
   }
   const CaseReport r = check_all(s, {target.backend}, {target.faults, target.metamorphic, target.variant_seed});
   for (const Finding& f : r.findings)
-    if (f.signature() == target.signature) return f;
+    if ((target.fingerprint ? fingerprint_of(s, f).key() : f.signature()) == target.signature) return f;
   return std::nullopt;
 }
 

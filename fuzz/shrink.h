@@ -1,7 +1,9 @@
 // The shrinker: reduces a failing case while it keeps failing the same way.
 //
 // Where it sits: campaigns shrink each finding before saving it; `kvfuzz shrink` does it for a
-// case file. "The same way" is the finding's signature: the same property on the same backend.
+// case file. "The same way" is the finding's fingerprint key (the same property, backend, mode,
+// layer kind and mechanism; campaigns and `kvfuzz shrink`) or its signature (the same property on
+// the same backend; the fault benchmark).
 // Greedy: try the reductions (reductions.h) in order, keep the first that validates and still
 // fails, start over; stop when none does or the budget is spent.
 //
@@ -19,11 +21,13 @@
 namespace kvfuzz {
 
 struct ShrinkTarget {
-  std::string signature;             // Finding::signature(): property/backend
+  std::string signature;             // Finding::signature(): property/backend; with `fingerprint`,
+                                     // the fingerprint key (properties/fingerprint.h)
   const Backend* backend = nullptr;
   std::vector<std::string> faults;
   bool metamorphic = false;          // the finding came from a metamorphic variant
   uint64_t variant_seed = 0;         // the seed its variants were drawn with (CheckOptions)
+  bool fingerprint = false;          // keep the fingerprint key, not only property and backend
 };
 
 struct ShrinkOptions {
@@ -39,7 +43,7 @@ struct ShrinkResult {
   double seconds = 0;
 };
 
-// The first finding of `s` with `target.signature`, if any.
+// The first finding of `s` with `target.signature` (or fingerprint key), if any.
 std::optional<Finding> fails_as(const Scenario& s, const ShrinkTarget& target);
 
 // `s` must fail as `target` (else returns it unchanged with an empty finding).

@@ -9,14 +9,29 @@
 #include "backends/common/harness_error.h"
 #include "backends/common/violation.h"
 #include "backends/contract/npy.h"
+#include "properties/fingerprint.h"
 #include "properties/opaque_extent.h"
+#include "properties/read_diff.h"
 #include "properties/tolerance.h"
 #include "reference/input_out_of_range.h"
 
 namespace kvfuzz {
 namespace {
 
-constexpr size_t kMaxReports = 4;  // per property and backend: enough to see the pattern
+constexpr size_t kMaxReports = 4;  // per mechanism, property and layer kind: enough to see the pattern
+
+// Reports per (property, layer kind, mechanism) of one run: a second mechanism is never hidden
+// behind the first one's reports.
+class ReportBudget {
+ public:
+  bool take(const CaseContext& ctx, const std::string& property, int32_t layer, const std::string& mechanism) {
+    const std::string kind = layer >= 0 ? to_string(ctx.scenario().model.layers[static_cast<size_t>(layer)].kind) : "";
+    return used_[property + "/" + kind + "/" + mechanism]++ < kMaxReports;
+  }
+
+ private:
+  std::map<std::string, size_t> used_;
+};
 
 std::string describe_row(const CaseContext& ctx, int32_t layer, int32_t row, int64_t token) {
   const ForwardBatch& fb = ctx.batch();
@@ -35,6 +50,8 @@ std::string describe_row(const CaseContext& ctx, int32_t layer, int32_t row, int
 
 Finding violation_finding(const CaseContext& ctx, const Backend& b, const Violation& v) {
   Finding f{"in-bounds", std::string(b.name()), v.what(), v.where().layer, v.where().row, v.where().token};
+  const std::string what = f.message.substr(std::min(f.message.size(), v.buffer().size() + 2));
+  f.mechanism = bounds_mechanism(v.buffer(), what);
   if (f.layer >= 0) f.message = describe_row(ctx, f.layer, f.row, f.token) + ": " + f.message;
   return f;
 }
@@ -43,6 +60,7 @@ Finding violation_finding(const CaseContext& ctx, const Backend& b, const Violat
 struct Resolved {
   int32_t column = -1;
   std::string foreign;  // empty when the read is a key of the row's own request
+  std::string kind;     // the foreign read's kind (read_diff.h): other-row, outside-pool, ...
 };
 
 Resolved resolve(const CaseContext& ctx, const Read& r, int32_t row) {
@@ -51,18 +69,18 @@ Resolved resolve(const CaseContext& ctx, const Read& r, int32_t row) {
   const int32_t request = fb.request_ids[static_cast<size_t>(row)];
   if (r.source == ReadSource::batch) {
     const int32_t other = ctx.row_of(r.index);
-    if (other != row) return {-1, "batch token " + std::to_string(r.index) + " of row " + std::to_string(other)};
-    return {fb.token_columns[static_cast<size_t>(r.index)], {}};
+    if (other != row) return {-1, "batch token " + std::to_string(r.index) + " of row " + std::to_string(other), "other-row"};
+    return {fb.token_columns[static_cast<size_t>(r.index)], {}, {}};
   }
   const auto& content = r.source == ReadSource::swa ? cache.swa_content : cache.full_content;
   const std::string where = std::string(r.source == ReadSource::swa ? "SWA" : "full") + " slot " + std::to_string(r.index);
-  if (r.index < 0 || r.index >= static_cast<int64_t>(content.size())) return {-1, where + " (outside the pool)"};
+  if (r.index < 0 || r.index >= static_cast<int64_t>(content.size())) return {-1, where + " (outside the pool)", "outside-pool"};
   const SlotContent& c = content[static_cast<size_t>(r.index)];
-  if (!c.live()) return {-1, where + " (no live token: free, the dummy page, or past the end of a page)"};
+  if (!c.live()) return {-1, where + " (no live token: free, the dummy page, or past the end of a page)", "unowned-slot"};
   if (c.request != request)
-    return {-1, where + " (request " + std::to_string(c.request) + ", column " + std::to_string(c.column) + ")"};
-  if (!c.written || c.column < 0) return {-1, where + " (allocated to this request but not written yet)"};
-  return {c.column, {}};
+    return {-1, where + " (request " + std::to_string(c.request) + ", column " + std::to_string(c.column) + ")", "other-request"};
+  if (!c.written || c.column < 0) return {-1, where + " (allocated to this request but not written yet)", "unwritten-slot"};
+  return {c.column, {}, {}};
 }
 
 }  // namespace
@@ -100,8 +118,10 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
       return ctx.visible_to_row(layer, row, column);
     });
     run.plan->check_metadata(checker);
-    for (const auto& item : checker.findings())
-      run.findings.push_back({item.property, std::string(backend.name()), item.message});
+    for (const auto& item : checker.findings()) {
+      run.findings.push_back({item.property, std::string(backend.name()), item.message, item.layer});
+      run.findings.back().mechanism = item.mechanism;
+    }
     std::vector<std::string> skipped;
     backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr}, run.out);
     for (std::string& m : skipped) run.findings.push_back({"in-bounds", std::string(backend.name()), std::move(m)});
@@ -111,6 +131,7 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     run.findings.push_back(violation_finding(ctx, backend, v));
   } catch (const InputOutOfRange& e) {  // the backend read one of its inputs past the end
     run.findings.push_back({"in-bounds", std::string(backend.name()), "read of " + e.input() + ": " + e.what()});
+    run.findings.back().mechanism = e.input() + ":read-outside";
   } catch (const HarnessError&) {
     throw;  // kvfuzz's own mistake: not the backend's finding
   } catch (const BackendUnsupported& e) {  // known only once the external backend saw the case
@@ -139,16 +160,21 @@ ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32
   ResolvedReads out;
   for (const Read& r : run.out.reads.reads(layer, token)) {
     Resolved res = resolve(ctx, r, ctx.row_of(token));
-    if (res.foreign.empty()) out.columns.push_back(res.column);
-    else out.foreign.push_back(std::move(res.foreign));
+    if (res.foreign.empty()) {
+      out.columns.push_back(res.column);
+    } else {
+      out.foreign.push_back(std::move(res.foreign));
+      out.foreign_kinds.push_back(std::move(res.kind));
+    }
   }
   std::sort(out.columns.begin(), out.columns.end());
   return out;
 }
 
-void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings, const ReadsOf& reads_of) {
+void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings, const ReadsOf& reads_of,
+                  ReadMechanisms* mechanisms) {
   const ForwardBatch& fb = ctx.batch();
-  size_t reports = 0;
+  ReportBudget budget;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
     for (int64_t token = 0; token < fb.num_tokens(); ++token) {
       const int32_t row = ctx.row_of(token);
@@ -157,11 +183,13 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
       if (row >= fb.bs) {  // a padded row may only touch the dummy page
         for (const Read& r : reads) {
           const bool dummy = r.source == ReadSource::batch ? ctx.row_of(r.index) >= fb.bs : r.index < fb.page_size;
-          if (!dummy && reports++ < kMaxReports)
+          if (!dummy && budget.take(ctx, "in-bounds", layer, "padded-row-read")) {
             findings.push_back({"in-bounds", "", describe_row(ctx, layer, row, token) + ": a padded row reads " +
                                                      (r.source == ReadSource::batch ? "batch token " : "slot ") +
                                                      std::to_string(r.index) + " outside the dummy page 0",
                                 layer, row, token});
+            findings.back().mechanism = "padded-row-read";
+          }
         }
         continue;
       }
@@ -176,7 +204,10 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
         else if (!std::binary_search(expected.begin(), expected.end(), got[i])) extra.push_back(got[i]);
       }
       if (missing.empty() && extra.empty() && twice.empty() && foreign.empty()) continue;
-      if (reports++ >= kMaxReports) continue;
+      const std::string property = foreign.empty() ? "cache-extent" : "in-bounds";
+      const std::string mechanism = read_diff_mechanism(expected, got, resolved.foreign_kinds);
+      if (mechanisms != nullptr) (*mechanisms)[{layer, token}] = mechanism;
+      if (!budget.take(ctx, property, layer, mechanism)) continue;
       std::ostringstream os;
       os << describe_row(ctx, layer, row, token) << ":\n  expected keys " << format_ranges(expected)
          << "\n  read keys     " << format_ranges(got);
@@ -185,7 +216,8 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
       if (!twice.empty()) os << "\n  read twice    " << format_ranges(twice);
       for (size_t i = 0; i < foreign.size() && i < 3; ++i) os << "\n  foreign read  " << foreign[i];
       if (foreign.size() > 3) os << "\n  ... and " << foreign.size() - 3 << " more foreign reads";
-      findings.push_back({foreign.empty() ? "cache-extent" : "in-bounds", "", os.str(), layer, row, token});
+      findings.push_back({property, "", os.str(), layer, row, token});
+      findings.back().mechanism = mechanism;
     }
   }
 }
@@ -194,30 +226,48 @@ namespace {
 
 // With the column probes skipped: the foreign reads the owner probes found (in-bounds).
 void check_foreign(const CaseContext& ctx, const OpaqueReads& reads, std::vector<Finding>& findings) {
-  size_t reports = 0;
+  ReportBudget budget;
   for (int32_t layer = 0; layer < reads.layers; ++layer) {
     for (int64_t token = 0; token < reads.num_tokens; ++token) {
       const int32_t row = ctx.row_of(token);
       const std::vector<std::string>& foreign = reads.at(layer, token).foreign;
-      if (row >= ctx.batch().bs || foreign.empty() || reports++ >= kMaxReports) continue;
+      if (row >= ctx.batch().bs || foreign.empty()) continue;
+      const std::string mechanism = read_diff_mechanism({}, {}, reads.at(layer, token).foreign_kinds);
+      if (!budget.take(ctx, "in-bounds", layer, mechanism)) continue;
       std::ostringstream os;
       os << describe_row(ctx, layer, row, token) << ":";
       for (size_t i = 0; i < foreign.size() && i < 3; ++i) os << "\n  foreign read  " << foreign[i];
       findings.push_back({"in-bounds", "", os.str(), layer, row, token});
+      findings.back().mechanism = mechanism;
     }
   }
+}
+
+// What an oracle disagreement with a right read set looks like: NaN or infinity where the oracle
+// is finite, an LSE in base 2 (log2(e) times the natural one), or else by how far the run's worst
+// error lies past its bound: within 8 times it (marginal: rounding beyond the declared precision)
+// or beyond (gross). Per run, not per query, so that one bug gives one name.
+std::string values_mechanism(bool non_finite, bool lse_base2, double run_worst_ratio) {
+  if (non_finite) return "values:non-finite";
+  if (lse_base2) return "values:lse-base2";
+  return run_worst_ratio <= 8.0 ? "values:marginal" : "values:gross";
 }
 
 }  // namespace
 
 void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run,
-                     std::vector<Finding>& findings, std::vector<Finding>* notes) {
+                     std::vector<Finding>& findings, std::vector<Finding>* notes, const ReadMechanisms* reads) {
   int64_t unbounded = 0, max_keys = 0;
   const ForwardBatch& fb = ctx.batch();
   const Scenario& s = ctx.scenario();
   const OracleResult& oracle = ctx.oracle();
   const PrecisionModel pm = precision_of(backend, s, run.out);
-  size_t reports = 0;
+  struct Disagreement {
+    Finding finding;
+    bool non_finite, lse_base2;
+  };
+  std::vector<Disagreement> found;  // named once the run's worst error is known
+  double run_worst_ratio = 0.0;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
     const Layer& l = s.model.layers[static_cast<size_t>(layer)];
     int64_t token = 0;
@@ -237,12 +287,15 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
           const std::span<const double> ref = oracle.out_at(layer, token, h);
           const std::span<const double> ref_abs = oracle.abs_out_at(layer, token, h);
           const float* got = run.out.out_at(layer, token, h);
-          double worst = 0.0, worst_bound = 0.0;
+          double worst = 0.0, worst_bound = 0.0, worst_ratio = 0.0;
           int32_t worst_d = -1;
+          bool non_finite = false;
           for (int32_t d = 0; d < s.model.v_head_dim; ++d) {
             const auto i = static_cast<size_t>(d);
             const double err = std::abs(static_cast<double>(got[d]) - ref[i]);
             const double bound = tol.out(ref_abs[i], ref[i]);
+            non_finite |= !std::isfinite(got[d]) && std::isfinite(ref[i]);
+            if (!(err <= bound)) worst_ratio = std::max(worst_ratio, bound > 0 ? err / bound : HUGE_VAL);
             if (!(err <= bound) && (worst_d < 0 || !(err - bound <= worst - worst_bound))) {
               worst = err;
               worst_bound = bound;
@@ -253,7 +306,11 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
           const double lse_err = std::abs(got_lse - ref_lse);
           const bool lse_bad = !(lse_err <= tol.lse) && !(std::isinf(ref_lse) && got_lse == ref_lse);
           if (worst_d < 0 && !lse_bad) continue;
-          if (reports++ >= kMaxReports) continue;
+          if (lse_bad) worst_ratio = std::max(worst_ratio, tol.lse > 0 ? lse_err / tol.lse : HUGE_VAL);
+          non_finite |= !std::isfinite(got_lse) && std::isfinite(ref_lse);
+          constexpr double kLog2e = 1.4426950408889634;
+          const bool lse_base2 =
+              lse_bad && std::isfinite(ref_lse) && std::abs(got_lse - ref_lse * kLog2e) <= tol.lse * kLog2e + 1e-3;
           std::ostringstream os;
           os.precision(9);
           os << describe_row(ctx, layer, row, token) << ", q head " << h << " (" << n << " visible keys):";
@@ -261,10 +318,20 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
             os << "\n  out[" << worst_d << "] = " << got[worst_d] << ", oracle " << ref[static_cast<size_t>(worst_d)]
                << " (error " << worst << ", bound " << worst_bound << ")";
           if (lse_bad) os << "\n  lse = " << got_lse << ", oracle " << ref_lse << " (bound " << tol.lse << ")";
-          findings.push_back({"oracle", "", os.str(), layer, row, token});
+          // A query that read the wrong keys: its values follow from them, and so does the name.
+          const auto wrong_reads = reads != nullptr ? reads->find({layer, token}) : ReadMechanisms::const_iterator{};
+          const bool by_reads = reads != nullptr && wrong_reads != reads->end();
+          if (!by_reads) run_worst_ratio = std::max(run_worst_ratio, worst_ratio);
+          found.push_back({{"oracle", "", os.str(), layer, row, token}, non_finite, lse_base2});
+          if (by_reads) found.back().finding.mechanism = "reads:" + wrong_reads->second;
         }
       }
     }
+  }
+  ReportBudget budget;
+  for (Disagreement& d : found) {
+    if (d.finding.mechanism.empty()) d.finding.mechanism = values_mechanism(d.non_finite, d.lse_base2, run_worst_ratio);
+    if (budget.take(ctx, "oracle", d.finding.layer, d.finding.mechanism)) findings.push_back(std::move(d.finding));
   }
   if (unbounded > 0 && notes)
     notes->push_back({"oracle-not-bounded", std::string(backend.name()),
@@ -277,11 +344,11 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
 CheckResult check_run(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {
   CheckResult result{run.support, run.findings, {}};
   if (!run.support.ok) return result;
+  ReadMechanisms wrong_reads;  // queries whose read set is wrong, for the oracle's fingerprints
   if (run.ran && backend.records_reads()) {
-    check_extent(ctx, run, result.findings);
-    check_agreement(ctx, backend, run, result.findings, &result.notes);
+    check_extent(ctx, run, result.findings, nullptr, &wrong_reads);
+    check_agreement(ctx, backend, run, result.findings, &result.notes, &wrong_reads);
   } else if (run.ran) {
-    check_agreement(ctx, backend, run, result.findings, &result.notes);
     OpaqueReads reads = recover_reads(ctx, backend, run);
     for (Finding& f : reads.findings) result.findings.push_back(std::move(f));
     for (Finding& f : reads.notes) result.notes.push_back(std::move(f));
@@ -289,8 +356,10 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
       result.notes.push_back({"extent-not-checked", std::string(backend.name()), reads.extent_skipped});
       if (!reads.reads.empty()) check_foreign(ctx, reads, result.findings);
     } else if (!reads.reads.empty()) {
-      check_extent(ctx, run, result.findings, [&reads](int32_t layer, int64_t token) { return reads.at(layer, token); });
+      check_extent(ctx, run, result.findings, [&reads](int32_t layer, int64_t token) { return reads.at(layer, token); },
+                   &wrong_reads);
     }
+    check_agreement(ctx, backend, run, result.findings, &result.notes, &wrong_reads);
   }
   for (Finding& f : result.findings) f.backend = std::string(backend.name());
   return result;

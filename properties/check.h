@@ -19,6 +19,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,7 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
 struct ResolvedReads {
   std::vector<int64_t> columns;  // ascending, repeats kept
   std::vector<std::string> foreign;
+  std::vector<std::string> foreign_kinds;  // read_diff.h's tags: other-request, unowned-slot, ...
 };
 ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32_t layer, int64_t token);
 
@@ -70,11 +72,15 @@ std::vector<int64_t> expected_columns(const CaseContext& ctx, int32_t layer, int
 
 // The read-set and oracle properties on a finished run (used by check_case and metamorphic runs).
 // `reads_of` gives what each real query read; by default the run's read log.
+// `mechanisms`, when given, receives the read-set mechanism (read_diff.h) of every query whose
+// reads are wrong, reported or not; check_agreement files such a query's disagreement under it.
 using ReadsOf = std::function<ResolvedReads(int32_t layer, int64_t token)>;
+using ReadMechanisms = std::map<std::pair<int32_t, int64_t>, std::string>;  // (layer, token) -> mechanism
 void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Finding>& findings,
-                  const ReadsOf& reads_of = nullptr);
+                  const ReadsOf& reads_of = nullptr, ReadMechanisms* mechanisms = nullptr);
 // Rows whose tolerance has no bound (Tolerance::bounded) are counted in a note when `notes` is given.
 void check_agreement(const CaseContext& ctx, const Backend& backend, const BackendRun& run,
-                     std::vector<Finding>& findings, std::vector<Finding>* notes = nullptr);
+                     std::vector<Finding>& findings, std::vector<Finding>* notes = nullptr,
+                     const ReadMechanisms* reads = nullptr);
 
 }  // namespace kvfuzz

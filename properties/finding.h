@@ -31,6 +31,10 @@ struct Finding {
   int32_t row = -1;
   int64_t token = -1;
   std::string variant;  // the metamorphic variant it was found in; empty: the case itself
+  // What went wrong, in words that do not depend on the case's sizes (fingerprint.h): set by the
+  // property that knows ("missing-oldest", "kv_indices:write-above", "values:lse-base2"); empty
+  // where the message is all there is (fingerprint_of normalises it).
+  std::string mechanism;
 
   // Reproducing it needs the metamorphic variants (a comparison, or a failure inside a variant).
   bool needs_variants() const { return !variant.empty() || property == "metamorphic" || property == "replay"; }

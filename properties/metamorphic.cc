@@ -80,6 +80,9 @@ void compare(const CaseContext& ctx, const Backend& backend, const BackendRun& b
           if (reads_bad) os << ": it read other keys under replay than eagerly";
           os << (v.bitwise ? " (must be bitwise equal)" : " (bound " + std::to_string(out_bound) + ")");
           findings.push_back({property, "", os.str(), layer, row, tb, v.name});
+          findings.back().mechanism = std::string("changed:") + (bad >= 0 ? "out" : "") +
+                                      (bad >= 0 && (lse_bad || reads_bad) ? "+" : "") + (lse_bad ? "lse" : "") +
+                                      (lse_bad && reads_bad ? "+" : "") + (reads_bad ? "reads" : "");
           return;  // one per variant is enough to act on
         }
       }

@@ -237,6 +237,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
         const Counts k = decode(s, c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false);
         if (!k.problem.empty()) {
           result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
+          result.findings.back().mechanism = "undecodable";
           decodable = false;
           break;
         }
@@ -255,12 +256,18 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
             if (ch != own && k.channel[static_cast<size_t>(ch)] > 0) foreign[ch] = k.channel[static_cast<size_t>(ch)];
       }
       if (!decodable) continue;
-      for (const auto& [owner, n] : foreign)
+      for (const auto& [owner, n] : foreign) {
         r.foreign.push_back(std::to_string(n) + " read(s) of " + owner_name(c, fb, owner));
-      if ((c.owner_probes > 1 || c.channels < 2) && foreign_reads > 0)
+        r.foreign_kinds.push_back(owner == c.none() ? "unowned-slot" : "other-request");
+      }
+      if ((c.owner_probes > 1 || c.channels < 2) && foreign_reads > 0) {
         r.foreign.push_back(std::to_string(foreign_reads) + " read(s) of keys owned by other requests or by no live token");
-      if (uncoded > 0)
+        r.foreign_kinds.push_back("other-request-or-unowned");
+      }
+      if (uncoded > 0) {
         r.foreign.push_back(std::to_string(uncoded) + " read(s) of slots holding no token's K/V (the dummy page as padded rows wrote it)");
+        r.foreign_kinds.push_back("padding-slot");
+      }
       // Columns of the row's own request.
       int64_t own_total = 0;
       bool overflow = false;
@@ -268,6 +275,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
         const Counts k = decode(s, c, outputs[first_column + static_cast<size_t>(q)], layer, token, true);
         if (!k.problem.empty()) {
           result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
+          result.findings.back().mechanism = "undecodable";
           decodable = false;
           break;
         }
@@ -275,6 +283,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
           result.findings.push_back({"cache-extent", "", where + ": the probe runs read " + std::to_string(total) + " and " +
                                                              std::to_string(k.total) + " keys: the read set depends on the values",
                                      layer, row, token});
+          result.findings.back().mechanism = "value-dependent-reads";
           decodable = false;
           break;
         }
@@ -290,9 +299,14 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       }
       if (!decodable) continue;
       // Foreign keys share column codes with own ones; without foreign reads the counts add up.
-      if (overflow) r.foreign.push_back("a column read 4 or more times (the probe codes cannot say which)");
-      if (result.extent_skipped.empty() && foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total)
+      if (overflow) {
+        r.foreign.push_back("a column read 4 or more times (the probe codes cannot say which)");
+        r.foreign_kinds.push_back("read-many");
+      }
+      if (result.extent_skipped.empty() && foreign_reads == 0 && uncoded == 0 && !overflow && own_total != total) {
         r.foreign.push_back(std::to_string(total - own_total) + " read(s) of columns beyond every request's length");
+        r.foreign_kinds.push_back("beyond-length");
+      }
       std::sort(r.columns.begin(), r.columns.end());
       // NaN in unowned slots reached the output although the probes show no read of one: the
       // kernel loaded them and weighted them exactly 0 (with finite poison the answer is right).

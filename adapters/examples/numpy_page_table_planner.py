@@ -8,7 +8,8 @@ property applies to this planner's metadata.
 
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table_planner.py"
 
-KVFUZZ_EXAMPLE_BREAK=token_table hands the token-granular table instead (sglang #23757).
+KVFUZZ_EXAMPLE_BREAK=token_table hands the token-granular table instead (sglang #23757);
+KVFUZZ_EXAMPLE_PLANNER_NAME renames it (a test stands it in for an engine's planner).
 """
 import os
 import sys
@@ -25,7 +26,7 @@ def empty_group(kind):
     return {"kind": kind, "chunk": 0, "parts": []}
 
 
-@kv.planner(name="numpy_pt_planner", family="page_table",
+@kv.planner(name=os.environ.get("KVFUZZ_EXAMPLE_PLANNER_NAME", "numpy_pt_planner"), family="page_table",
             supports={"modes": ["decode", "extend"], "layer_kinds": ["full", "sliding_window"], "hybrid_swa": False,
                       "cuda_graph": False})
 def plan(case):

@@ -1,111 +1,103 @@
 #!/usr/bin/env bash
-# adapters/triage.py: a finding that matches a known issue is reported under its id (exit 0),
-# one that matches none is NEW (exit 1), a malformed issues file is bad input (exit 2).
-# Usage: triage_test.sh SOURCE_DIR WORK_DIR
+# adapters/triage.py on fingerprints: known (exit 0), NEW and regression (exit 1), a finding it
+# cannot read (exit 3), a malformed issues file (exit 2); the mislabels configuration-only
+# matching made are NEW now; every entry of both lists keyed on a mechanism
+# (known_issues_test.py). Usage: triage_test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
 SRC=$1 WORK=$2
 TRIAGE="python3 $SRC/adapters/triage.py"
-ISSUES="--issues $SRC/adapters/sglang/known_issues.json"
-rm -rf "$WORK" && mkdir -p "$WORK/known" "$WORK/new"
+SGLANG="--issues $SRC/adapters/sglang/known_issues.json"
+GPU="--issues $SRC/adapters/gpu/known_issues.json"
+rm -rf "$WORK" && mkdir -p "$WORK"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
-finding() {  # finding DIR PROPERTY MODE LAYER_KIND: a saved finding of sglang_fa_0_5_10_post1:fa
-  local dir=$1 prop=$2 mode=$3 kind=$4
-  local base="$dir/$prop-sglang_fa_0_5_10_post1-fa-7"
-  cat >"$base.json" <<JSON
-{"version": 2, "model": {"layers": [{"kind": "$kind", "window": 2, "chunk": 4}]},
- "cache": {"page_size": 4, "swa_pages": 0}, "batch": {"mode": "$mode", "graph_bs": 0}}
-JSON
-  printf 'case 7 (seed 1): 1 requests\nsglang_fa_0_5_10_post1:fa: %s: something\n' "$prop" >"$base.txt"
+# line FILE PROPERTY BACKEND MODE KIND WINDOW MECHANISM [CONTEXT-JSON]: one finding line of an index.
+line() {
+  python3 - "$@" <<'PY'
+import json, re, sys
+path, prop, backend, mode, kind, window, mechanism = sys.argv[1:8]
+context = {"page_size": 1, "topk": 1, "hybrid": False, "graph": False, "deterministic": False,
+           "pool_elements": 4096, "head_dim": 8, "v_head_dim": 8}
+context.update(json.loads(sys.argv[8]) if len(sys.argv) > 8 else {})
+planner, _, executor = backend.partition(":")
+m = re.search(r"_(\d+)_(\d+)_(\d+)(_post\d+)?", planner)
+release = ".".join(m.groups()[:3]) + (("." + m.group(4)[1:]) if m.group(4) else "") if m else ""
+bare = re.sub(r"_\d+_\d+_\d+(_post\d+)?", "", planner) + (":" + executor if executor else "")
+fp = {"property": prop, "backend": bare, "planner": re.sub(r"_\d+_\d+_\d+(_post\d+)?", "", planner),
+      "executor": executor, "release": release, "mode": mode,
+      "layer": None if kind == "-" else {"kind": kind, "window": int(window), "chunk": 8},
+      "mechanism": mechanism, "variant": "", "context": context}
+key = f"{prop}/{bare}/{mode}/{kind}: {mechanism}"
+with open(path, "a") as f:
+    f.write(json.dumps({"key": key, "fingerprint": fp, "count": 1, "replay": "kvfuzz ..."}) + "\n")
+PY
+}
+run() {  # run NAME EXPECTED_RC ISSUES...: triage WORK/NAME.jsonl, output in WORK/NAME.out
+  local name=$1 want=$2
+  shift 2
+  $TRIAGE "$WORK/$name.jsonl" "$@" >"$WORK/$name.out" 2>&1
+  local rc=$?
+  [ $rc -eq "$want" ] || fail "$name: exit $rc, expected $want ($(tail -1 "$WORK/$name.out"))"
 }
 
-finding "$WORK/known" cache-extent mixed chunked
-finding "$WORK/known" stride-divide decode chunked
-$TRIAGE "$WORK/known" $ISSUES >"$WORK/known.out" 2>&1
-rc=$?
-[ $rc -eq 0 ] || fail "known findings: exit $rc"
-grep -q "^kvfuzz-fa-mixed-local *cache-extent" "$WORK/known.out" || fail "mixed chunked not triaged as kvfuzz-fa-mixed-local"
-grep -q "^sglang#32902 *stride-divide" "$WORK/known.out" || fail "chunked ps>1 decode not triaged as sglang#32902"
+# Known: #32087's mechanism on 0.5.23, where it is open.
+line "$WORK/known.jsonl" cache-extent sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
+run known 0 $SGLANG
+grep -q "^known *sglang#32087" "$WORK/known.out" || fail "the Triton decode window not triaged as sglang#32087"
 
-# The deterministic planner (sglang_planner.py --deterministic, name suffix _det) has its own issues.
-mkdir -p "$WORK/det" "$WORK/ragged"
-for dir in det ragged; do
-  suffix=$([ $dir = det ] && echo _det)
-  base="$WORK/$dir/oracle-sglang_flashinfer_0_5_10_post1$suffix-flashinfer_paged-9"
-  cat >"$base.json" <<JSON
-{"version": 2, "model": {"layers": [{"kind": "sliding_window", "window": 0}]},
- "cache": {"page_size": 1, "swa_pages": 2}, "batch": {"mode": "extend", "graph_bs": 0}}
-JSON
-  printf 'case 9 (seed 1): 1 requests\nsglang_flashinfer_0_5_10_post1%s:flashinfer_paged: oracle: x\n' "$suffix" >"$base.txt"
-  $TRIAGE "$WORK/$dir" $ISSUES >"$WORK/$dir.out" 2>&1 || fail "$dir SWA extend: exit $?"
-done
-grep -q "^sglang#31501 *oracle" "$WORK/det.out" || fail "a deterministic-mode SWA extend not triaged as sglang#31501"
-grep -q "^sglang#26513 *oracle" "$WORK/ragged.out" || fail "a default-mode SWA extend not triaged as sglang#26513"
+# A regression: #24617's mechanism on 0.5.23, after its fix (0.5.12.post1).
+line "$WORK/regression.jsonl" stride-divide sglang_fa_0_5_23:fa target_verify sliding_window 3 page_table:untranslated \
+  '{"topk": 2, "hybrid": true}'
+run regression 1 $SGLANG
+grep -q "^regression *sglang#24617" "$WORK/regression.out" || fail "a fixed bug that came back is not a regression"
 
-finding "$WORK/new" oracle decode full
-$TRIAGE "$WORK/new" $ISSUES >"$WORK/new.out" 2>&1
-rc=$?
-[ $rc -eq 1 ] || fail "unknown finding: exit $rc, expected 1"
-grep -q "^NEW *oracle" "$WORK/new.out" || fail "an unmatched finding is not reported NEW"
+# The mislabels of configuration-only matching (issue 18), each NEW now:
+#  a CUDA-graph verify custom_mask write past its capacity, full layers only (was the tree-draft window);
+line "$WORK/mask.jsonl" in-bounds sglang_triton_0_5_23:triton target_verify - 0 custom_mask:write-above \
+  '{"topk": 2, "graph": true}'
+run mask 1 $SGLANG
+#  a decode query missing its only key on a window-0 layer (was the window-0 convention, which reads extra keys);
+line "$WORK/window0.jsonl" cache-extent triton:sglang_triton decode sliding_window 0 missing-all
+run window0 1 $GPU --version sglang=0.5.23
+#  a mistranslated SWA page id on 0.5.23 (was a chunked-layer bug fixed before 0.5.23);
+line "$WORK/swa.jsonl" stride-divide sglang_fa_0_5_23:fa extend sliding_window 3 swa_page_table:wrong-slot '{"page_size": 4}'
+run swa 1 $SGLANG
+grep -q "^NEW" "$WORK/swa.out" || fail "a mistranslated SWA page id is not NEW"
+#  a crash on 0.5.23 of another exception than the bugs fixed before it (was one of those).
+line "$WORK/crash.jsonl" crash sglang_flashinfer_0_5_23:flashinfer_paged target_verify - 0 "KeyError: Q @ forward_extend"
+run crash 1 $SGLANG
+grep -q "^NEW" "$WORK/crash.out" || fail "a new crash on 0.5.23 is not NEW"
 
-# The GPU list's fields: the finding's property and the layers' windows.
-gpu_finding() {  # gpu_finding DIR PROPERTY WINDOW: a saved finding of triton:sglang_triton
-  local base="$1/$2-triton-sglang_triton-9"
-  cat >"$base.json" <<JSON
-{"version": 2, "model": {"layers": [{"kind": "sliding_window", "window": $3}]},
- "cache": {"page_size": 1, "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}
-JSON
-  printf 'case 9 (seed 1): 1 requests\ntriton:sglang_triton: %s: something\n' "$2" >"$base.txt"
-}
-GPU_ISSUES="--issues $SRC/adapters/gpu/known_issues.json"
-mkdir -p "$WORK/gpu_known" "$WORK/gpu_new_window" "$WORK/gpu_new_property"
-gpu_finding "$WORK/gpu_known" cache-extent 0
-$TRIAGE "$WORK/gpu_known" $GPU_ISSUES >"$WORK/gpu_known.out" 2>&1 || fail "window-0 Triton finding: exit $?"
-grep -q "^sglang-triton-window0 *cache-extent" "$WORK/gpu_known.out" || fail "window 0 not triaged as sglang-triton-window0"
-gpu_finding "$WORK/gpu_new_window" cache-extent 3
-$TRIAGE "$WORK/gpu_new_window" $GPU_ISSUES >"$WORK/gpu_new_window.out" 2>&1
-[ $? -eq 1 ] || fail "a window-3 finding matched the window-0 issue"
-gpu_finding "$WORK/gpu_new_property" crash 0
-$TRIAGE "$WORK/gpu_new_property" $GPU_ISSUES >"$WORK/gpu_new_property.out" 2>&1
-[ $? -eq 1 ] || fail "a crash matched an issue listing only oracle and cache-extent"
+# hang and contract never match, whatever else they share with an issue.
+line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
+run hang 1 $SGLANG
 
-# gpu_case NAME FINDING CASE_JSON "BACKEND: PROPERTY: ...": one saved finding in $WORK/NAME, triaged
-# against the GPU list into $WORK/NAME.out, exit status last.
-gpu_case() {
-  mkdir -p "$WORK/$1"
-  echo "$3" >"$WORK/$1/$2.json"
-  printf 'case 3 (seed 1): 1 requests\n%s\n' "$4" >"$WORK/$1/$2.txt"
-  $TRIAGE "$WORK/$1" $GPU_ISSUES >"$WORK/$1.out" 2>&1
-  echo "rc=$?" >>"$WORK/$1.out"
-}
+# A campaign folder: a saved case without its fingerprint record cannot be read (exit 3), nor a malformed index line.
+mkdir -p "$WORK/folder"
+line "$WORK/folder/index.jsonl" cache-extent sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
+$TRIAGE "$WORK/folder" $SGLANG >"$WORK/folder.out" 2>&1 || fail "a readable folder: exit $?"
+[ -f "$WORK/folder/triage.json" ] || fail "no triage.json written"
+echo '{"version": 2}' >"$WORK/folder/oracle-x-1-abcdef.json"
+$TRIAGE "$WORK/folder" $SGLANG >"$WORK/norecord.out" 2>&1
+[ $? -eq 3 ] || fail "a saved case without its .finding.json: not exit 3"
+rm "$WORK/folder/oracle-x-1-abcdef.json"
+echo '{"key": ' >>"$WORK/folder/index.jsonl"
+$TRIAGE "$WORK/folder" $SGLANG >"$WORK/badline.out" 2>&1
+[ $? -eq 3 ] || fail "a malformed index line: not exit 3"
 
-# The pool size: flex attention's 32-bit offsets are known past 2^31 elements per K pool only.
-for pages in 1048576 1024; do  # x page size 16 x 2 heads x 128 = 2^32 / 2^22 elements
-  gpu_case "flex$pages" crash-fa-flex_page_table-3 \
-    '{"version": 2, "model": {"kv_heads": 2, "head_dim": 128, "v_head_dim": 128, "layers": [{"kind": "full"}]},
-      "cache": {"page_size": 16, "full_pages": '"$pages"', "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}' \
-    "fa:flex_page_table: crash: illegal memory access"
-done
-grep -q "^pytorch-flex-int32-offsets *crash" "$WORK/flex1048576.out" || fail "a flex crash past 2^31 elements not known"
-grep -q "^rc=1" "$WORK/flex1024.out" || fail "a flex crash in a small pool matched the 2^31 issue"
+# A malformed issues file: bad input (exit 2), naming what is wrong.
+echo '{"issues": [{"id": "x", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "p", "first": "1"}, "match": {"property": "hang", "mechanisms": ["a"]}}]}' >"$WORK/hang_issue.json"
+$TRIAGE "$WORK/known.jsonl" --issues "$WORK/hang_issue.json" >"$WORK/bad.out" 2>&1
+[ $? -eq 2 ] || fail "an issue matching hang: not exit 2"
+grep -q "never match a known issue" "$WORK/bad.out" || fail "the bad issue is not named"
 
-# V narrower than Q/K at small head dims: sglang's Triton extend kernel on sm90; 128 / 64 is not it.
-for dims in "32 16" "128 64"; do
-  set -- $dims
-  gpu_case "narrow$1" oracle-triton-sglang_triton-5 \
-    '{"version": 2, "model": {"kv_heads": 4, "head_dim": '"$1"', "v_head_dim": '"$2"',
-      "layers": [{"kind": "sliding_window", "window": 29}]},
-      "cache": {"page_size": 8, "full_pages": 4, "swa_pages": 4}, "batch": {"mode": "draft_extend_v2", "graph_bs": 0}}' \
-    "triton:sglang_triton: oracle: x"
-done
-grep -q "^triton-sm90-extend-narrow-v *oracle" "$WORK/narrow32.out" || fail "Lq 32 / Lv 16 not triaged as triton-sm90-extend-narrow-v"
-grep -q "^rc=1" "$WORK/narrow128.out" || fail "Lq 128 / Lv 64 matched the small-dims issue"
+# Every entry of both lists: its own mechanism known, another at the same configuration NEW,
+# its fixed release a regression. And that check can fail: an entry keyed on configuration alone.
+python3 "$SRC/adapters/tests/known_issues_test.py" "$SRC/adapters/sglang/known_issues.json" \
+  "$SRC/adapters/gpu/known_issues.json" >"$WORK/entries.out" 2>&1 || fail "known_issues_test: $(tail -3 "$WORK/entries.out")"
+echo '{"issues": [{"id": "config-only", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "sglang", "first": "0.5.10.post1", "fixed": null}, "match": {"property": "oracle", "backend": "sglang_fa", "mechanism_contains": [""]}}]}' >"$WORK/config_only.json"
+python3 "$SRC/adapters/tests/known_issues_test.py" "$WORK/config_only.json" >"$WORK/config_only.out" 2>&1 &&
+  fail "an entry that matches every mechanism passed known_issues_test"
 
-echo '{"issues": [{"id": "x", "match": {"colour": "red"}}]}' >"$WORK/bad.json"
-$TRIAGE "$WORK/known" --issues "$WORK/bad.json" >"$WORK/bad.out" 2>&1
-rc=$?
-[ $rc -eq 2 ] || fail "malformed issues file: exit $rc, expected 2"
-grep -q "unknown match field" "$WORK/bad.out" || fail "malformed issues file: no message naming the field"
-
-[ $failures -eq 0 ] && echo "triage test: all passed" || { cat "$WORK"/*.out; exit 1; }
+[ $failures -eq 0 ] && echo "triage test: all passed" || { tail -n 5 "$WORK"/*.out; exit 1; }

@@ -245,7 +245,7 @@ TEST(TritonPlan, ABrokenEntryIsPinpointed) {
   EXPECT_EQ(findings[0].message,
             "kv_indices[3] maps layer 0, row 0 (request 0), key column 3 to slot 9; req_to_token says slot 7");
   EXPECT_EQ(findings[1].property, "metadata");
-  EXPECT_EQ(findings[1].message, "window_kv_indptr(W=2)[2] - [1] is 2, expected 3");
+  EXPECT_EQ(findings[1].message, "window_kv_indptr(W=2)[2] - [1] is 2, expected 3 (too small)");
 }
 
 TEST(TritonPlan, TheSplitCountDoesNotChangeTheOutput) {

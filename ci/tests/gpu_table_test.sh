@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ci/gpu_table.py: a campaign's row (checked, unsupported, cases/s, share in the kernel from the
-# log's own job count, findings by property), its saved findings triaged: known only -> exit 0, a
-# NEW one -> exit 1, a campaign kvfuzz failed -> exit 1 with its last line.
+# log's own job count, cases with findings by property), every finding of its index triaged by
+# fingerprint: known only -> exit 0; a NEW one -> exit 1; a saved finding without its fingerprint
+# record (triage exit 3) -> exit 1, never "clean"; a campaign kvfuzz failed -> exit 1 with its last line.
 # Usage: gpu_table_test.sh SOURCE_DIR WORK_DIR
 set -uo pipefail
 SRC=$1 WORK=$2
@@ -14,33 +15,52 @@ kvfuzz run: seed 1, 1 backend(s), 4 job(s), 270 s, findings in /tmp/fg/sglang_tr
 campaign: 1531 cases in 200.0 s (7.7 cases/s)
 backend                  checked  unsupported
 triton:sglang_triton         512         1019
-finding (property/backend)            count  first case  saved as
-cache-extent/triton:sglang_triton        27           9  /tmp/x.min.json
-oracle/triton:sglang_triton              70           9  /tmp/y.min.json
 adapter sglang_triton: 1677 requests, 0 crashes; 400.0 s inside the adapter's function
 LOG
 echo 1 >"$WORK/sglang_triton.rc"
-finding() {  # finding PROPERTY WINDOW CASE
-  cat >"$WORK/sglang_triton/$1-triton-sglang_triton-$3.json" <<JSON
-{"version": 2, "model": {"layers": [{"kind": "sliding_window", "window": $2}]},
- "cache": {"page_size": 1, "swa_pages": 0}, "batch": {"mode": "extend", "graph_bs": 0}}
-JSON
-  printf 'case %s (seed 1): 1 requests\ntriton:sglang_triton: %s: something\n' "$3" "$1" \
-    >"$WORK/sglang_triton/$1-triton-sglang_triton-$3.txt"
+finding() {  # finding PROPERTY WINDOW MECHANISM CASE: one line of the campaign's index
+  python3 - "$WORK/sglang_triton/index.jsonl" "$@" <<'PY'
+import json, sys
+path, prop, window, mechanism, case = sys.argv[1:]
+fp = {"property": prop, "backend": "triton:sglang_triton", "planner": "triton", "executor": "sglang_triton",
+      "release": "", "mode": "extend", "layer": {"kind": "sliding_window", "window": int(window), "chunk": 0},
+      "mechanism": mechanism, "variant": "",
+      "context": {"page_size": 1, "topk": 1, "hybrid": False, "graph": False, "deterministic": False,
+                  "pool_elements": 4096, "head_dim": 8, "v_head_dim": 8}}
+fp["key"] = f"{prop}/triton:sglang_triton/extend/sliding_window: {mechanism}"
+with open(path, "a") as f:
+    f.write(json.dumps({"key": fp["key"], "fingerprint": fp, "case_index": int(case), "case_seed": 7,
+                        "profile": "tiny", "count": 3, "message": "x", "saved": None, "replay": "kvfuzz ..."}) + "\n")
+PY
 }
-finding cache-extent 0 9
-finding oracle 0 9
-python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/known.out" 2>&1
+finding cache-extent 0 extra-before 9
+finding oracle 0 reads:extra-before 9
+finding cache-extent 0 extra-before 11
+KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/known.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "known findings only: exit $rc"
-grep -Eq "^sglang_triton +512 +1019 +7.7 +50% +2  cache-extent 27, oracle 70$" "$WORK/known.out" ||
+grep -Eq "^sglang_triton +512 +1019 +7.7 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
   fail "row: $(grep '^sglang_triton' "$WORK/known.out")"
 
-finding oracle 5 12
-python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/new.out" 2>&1
+# The same window-0 configuration, another mechanism (the window's oldest key missing): NEW.
+finding oracle 0 reads:missing-oldest 12
+KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/new.out" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "a NEW finding: exit $rc, expected 1"
 grep -q "2 + 1 NEW" "$WORK/new.out" || fail "the NEW finding is not counted"
+
+# A saved finding without its fingerprint record: triage cannot read it, the table fails.
+head -n 3 "$WORK/sglang_triton/index.jsonl" >"$WORK/sglang_triton/index.tmp" && mv "$WORK/sglang_triton/index.tmp" "$WORK/sglang_triton/index.jsonl"
+echo '{"version": 2}' >"$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef.json"
+python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/unreadable.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "an unreadable finding: exit $rc, expected 1"
+grep -q "triage exited 3" "$WORK/unreadable.out" || fail "an unreadable finding is not reported as such"
+# A saved finding with its record but without its report (.txt): the same.
+echo '{"fingerprints": []}' >"$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef.finding.json"
+python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/notxt.out" 2>&1
+[ $? -eq 1 ] && grep -q "triage exited 3" "$WORK/notxt.out" || fail "a saved finding without its .txt is not an error"
+rm "$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef."*
 
 echo 2 >"$WORK/sglang_triton.rc"
 echo "kvfuzz: --adapter: no such file" >>"$WORK/sglang_triton.log"

@@ -10,6 +10,7 @@
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
 #include "fuzz/replay.h"
+#include "properties/fingerprint.h"
 #include "reference/case_error.h"
 #include "reference/scenario_json.h"
 
@@ -40,7 +41,8 @@ void add_check(CLI::App& app, int& exit_code) {
       int n = 0;
       for (const Finding& f : report.findings) {
         if (f.backend != b->name()) continue;
-        std::cout << b->name() << ": " << f.property << ": " << f.message << "\n";
+        std::cout << b->name() << ": " << f.property << ": " << f.message << "\n  fingerprint: " << fingerprint_of(s, f).key()
+                  << "\n";
         ++n;
       }
       const bool unsupported = std::any_of(report.unsupported.begin(), report.unsupported.end(),

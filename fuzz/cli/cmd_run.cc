@@ -52,7 +52,7 @@ void add_run(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each saved finding")->capture_default_str();
   cmd->add_flag("--no-shrink", no_shrink, "Save findings without shrinking them");
-  cmd->add_option("--max-saved", max_saved, "Findings saved (and shrunk) per kind (property/backend)")
+  cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->callback([&exit_code] {

@@ -5,6 +5,7 @@
 
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
+#include "properties/fingerprint.h"
 #include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "reference/case_error.h"
@@ -43,10 +44,11 @@ void add_shrink(CLI::App& app, int& exit_code) {
     const Finding& first = report.findings.front();
     const Backend* b = select_backends(first.backend).front();
     const bool meta = first.needs_variants();
-    std::cerr << "shrinking while it fails as " << first.signature() << "\n";
+    const std::string key = fingerprint_of(s, first).key();
+    std::cerr << "shrinking while it fails as " << key << "\n";
     const std::vector<std::string> kept = faults_for(*b, faults);
     const uint64_t seed = meta ? variant_seed : 0;
-    const ShrinkResult r = shrink(s, {first.signature(), b, kept, meta, seed}, {seconds, 100000});
+    const ShrinkResult r = shrink(s, {key, b, kept, meta, seed, true}, {seconds, 100000});
     if (r.finding.property.empty()) {
       std::cerr << "kvfuzz shrink: the finding did not reproduce; the case is unchanged\n";
       exit_code = 2;

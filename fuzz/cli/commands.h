@@ -18,5 +18,6 @@ void add_run(CLI::App& app, int& exit_code);
 void add_shrink(CLI::App& app, int& exit_code);
 void add_explain(CLI::App& app, int& exit_code);
 void add_faults(CLI::App& app, int& exit_code);
+void add_fingerprint(CLI::App& app, int& exit_code);
 
 }  // namespace kvfuzz::cli

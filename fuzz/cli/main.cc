@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_shrink(app, exit_code);
   kvfuzz::cli::add_explain(app, exit_code);
   kvfuzz::cli::add_faults(app, exit_code);
+  kvfuzz::cli::add_fingerprint(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({})) known |= argc > 1 && sub->get_name() == argv[1];

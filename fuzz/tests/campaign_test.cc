@@ -2,10 +2,15 @@
 // gives a clean summary.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "fuzz/campaign.h"
+#include "fuzz/finding_index.h"
 #include "properties/tests/toy_backend.h"
 #include "reference/scenario_json.h"
 
@@ -35,8 +40,10 @@ TEST(Campaign, SavesEachFindingAsAReplayableCase) {
   std::ostringstream progress;
   const CampaignSummary s = run_campaign(options(toy, dir), progress);
   EXPECT_EQ(s.cases, 200);
-  ASSERT_TRUE(s.kinds.count("cache-extent/toy"));
-  const FindingKind& k = s.kinds.at("cache-extent/toy");
+  // Kinds are fingerprint keys: property/backend/mode/layer kind: mechanism.
+  const auto it = std::find_if(s.kinds.begin(), s.kinds.end(), [](const auto& k) { return k.first.rfind("cache-extent/toy/", 0) == 0; });
+  ASSERT_NE(it, s.kinds.end());
+  const FindingKind& k = it->second;
   EXPECT_GT(k.count, 0);
   ASSERT_FALSE(k.first_file.empty());
   EXPECT_NE(k.first_file.find(".min.json"), std::string::npos);
@@ -46,10 +53,45 @@ TEST(Campaign, SavesEachFindingAsAReplayableCase) {
     ++files;
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "a temporary file was left behind";
   }
-  EXPECT_GE(files, 4);  // case, report, shrunk case, shrunk report
+  EXPECT_GE(files, 7);  // index, case, report, record, shrunk case, shrunk report, shrunk record
   std::ostringstream table;
   print_summary(s, table);
-  EXPECT_NE(table.str().find("cache-extent/toy"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find(it->first), std::string::npos) << table.str();
+}
+
+// Saving is capped per fingerprint key; the index is not: every case with a finding has its line,
+// with a replay line that regenerates the case when it was not saved.
+TEST(Campaign, TheIndexListsEveryFindingWhateverWasSaved) {
+  const testing::Toy toy(testing::ToyBug::short_extent);
+  const std::string dir = fresh_dir("kvfuzz_campaign_index");
+  CampaignOptions o = options(toy, dir);
+  o.max_saved_per_kind = 1;
+  o.shrink = false;
+  std::ostringstream progress;
+  const CampaignSummary s = run_campaign(o, progress);
+  std::ifstream in(dir + "/index.jsonl");
+  std::map<std::string, int64_t> lines;
+  int64_t saved = 0;
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json e = nlohmann::json::parse(line);
+    const std::string key = e.at("key");
+    EXPECT_EQ(e.at("fingerprint").at("key"), key);
+    ++lines[key];
+    if (e.at("saved").is_null()) {
+      EXPECT_NE(e.at("replay").get<std::string>().find("kvfuzz gen --seed " + std::to_string(e.at("case_seed").get<uint64_t>())),
+                std::string::npos);
+    } else {
+      ++saved;
+      EXPECT_TRUE(std::filesystem::exists(e.at("saved").get<std::string>()));
+      EXPECT_TRUE(std::filesystem::exists(finding_record_path(e.at("saved").get<std::string>())));
+    }
+  }
+  ASSERT_FALSE(lines.empty());
+  for (const auto& [key, kind] : s.kinds) EXPECT_EQ(lines[key], kind.count) << key;
+  EXPECT_EQ(saved, static_cast<int64_t>(s.kinds.size()));  // one per key
+  int64_t total = 0;
+  for (const auto& [key, n] : lines) total += n;
+  EXPECT_GT(total, saved) << "nothing was left unsaved: the cap was not exercised";
 }
 
 TEST(Campaign, ACleanBackendHasNoFindings) {

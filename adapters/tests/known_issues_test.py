@@ -1,0 +1,82 @@
+"""Every known-issue entry is keyed on a mechanism, not on a configuration alone.
+
+    python3 adapters/tests/known_issues_test.py adapters/sglang/known_issues.json adapters/gpu/known_issues.json
+
+For each entry and each of its match clauses, a fingerprint built to satisfy the clause:
+  - with a mechanism of the clause is labelled with that entry (and no earlier one swallows it);
+  - with the same configuration and another mechanism is NEW;
+  - at the entry's fixed release (when it has one) is a regression;
+  - as a hang or a contract finding is NEW.
+Exit 1 with a line per failure.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import triage  # noqa: E402
+
+
+def fingerprint_for(clause, issue, release):
+    """A fingerprint that satisfies every field of `clause`, at `release` of the entry's package."""
+    first = lambda v: v[0] if isinstance(v, list) else v  # noqa: E731
+    backend = first(clause.get("backend", "x"))
+    planner, _, executor = backend.partition(":")
+    package = issue["affected"]["package"]
+    context = {"page_size": clause.get("page_size_min", 1), "topk": clause.get("topk_min", 1),
+               "hybrid": clause.get("hybrid", False), "graph": clause.get("graph", False),
+               "deterministic": clause.get("deterministic", False),
+               "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8}
+    if "v_narrower_qk_dim_max" in clause:
+        context["head_dim"], context["v_head_dim"] = clause["v_narrower_qk_dim_max"], clause["v_narrower_qk_dim_max"] // 2
+    kind = first(clause.get("layer_kinds", ["sliding_window" if "windows" in clause or "window_min" in clause else "full"]))
+    window = first(clause["windows"]) if "windows" in clause else clause.get("window_min", 3)
+    if "mechanisms" in clause:
+        mechanism = clause["mechanisms"][0]
+    else:
+        mechanism = first(clause["mechanism_contains"])
+    return {"property": first(clause["property"]), "backend": backend, "planner": planner, "executor": executor,
+            "release": release if planner.split("_")[0] == package else "",
+            "mode": first(clause.get("modes", ["decode"])),
+            "layer": None if kind == "none" else {"kind": kind, "window": window, "chunk": 8},
+            "mechanism": mechanism, "variant": first(clause.get("variants", [""])), "context": context}
+
+
+def main():
+    failures = []
+    for path in sys.argv[1:]:
+        issues = triage.load_issues(path)
+        for issue in issues:
+            a = issue["affected"]
+            for n, clause in enumerate(triage.as_list(issue["match"])):
+                where = f"{os.path.basename(path)}: {issue['id']} clause {n}"
+                if not ({"mechanisms", "mechanism_contains"} & set(clause)):
+                    failures.append(f"{where}: matches no mechanism (mechanisms or mechanism_contains)")
+                    continue
+                versions = {a["package"]: a["first"]}
+                fp = fingerprint_for(clause, issue, a["first"])
+                got, hit = triage.label(fp, issues, versions, set())
+                if got != "known" or hit["id"] != issue["id"]:
+                    failures.append(f"{where}: its own mechanism is {got} ({hit and hit['id']}), not {issue['id']}")
+                fp["mechanism"] = "never-seen-mechanism"
+                got, hit = triage.label(fp, issues, versions, set())
+                if got != "NEW":
+                    failures.append(f"{where}: another mechanism at the same configuration is {got} ({hit and hit['id']})")
+                if a.get("fixed"):
+                    fp = fingerprint_for(clause, issue, a["fixed"])
+                    got, hit = triage.label(fp, issues, {a["package"]: a["fixed"]}, set())
+                    if got != "regression":
+                        failures.append(f"{where}: at the fixed release {a['fixed']} it is {got}, not a regression")
+                for prop in ("hang", "contract"):
+                    fp = fingerprint_for(clause, issue, a["first"])
+                    fp["property"] = prop
+                    if triage.label(fp, issues, versions, set())[0] != "NEW":
+                        failures.append(f"{where}: a {prop} finding matched")
+    for f in failures:
+        print("FAIL:", f)
+    print(f"known issues test: {len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
