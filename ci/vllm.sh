@@ -14,7 +14,7 @@
 #                                      # adapters/vllm/known_issues.json
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
-# (VLLM_VERSION, default 0.33.0, the newest on PyPI; any release from 0.11.0 on), unpacked from its
+# (VLLM_VERSION, default 0.33.0, the newest on PyPI; 0.10.2 and any release from 0.11.0 on), unpacked from its
 # wheel (about 340 MB, downloaded once into .vllm/wheels; only its .py files are kept), and
 # pydantic into .vllm/pyextra. PyTorch + Triton: the venv ci/sglang.sh makes (.sglang/venv,
 # ci/engine_env.sh). DEVICE=cpu (default) runs the Triton slot-mapping kernel in Triton's interpreter.
@@ -30,8 +30,8 @@ usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | cam
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 case $VERSION in
-  0.1[1-9]*|0.[2-9][0-9]*) ;;
-  *) echo "ci/vllm.sh: VLLM_VERSION=$VERSION: the adapter drives releases from 0.11.0 on" >&2; exit 2 ;;
+  0.10.2|0.1[1-9]*|0.[2-9][0-9]*) ;;
+  *) echo "ci/vllm.sh: VLLM_VERSION=$VERSION: the adapter drives 0.10.2 and the releases from 0.11.0 on" >&2; exit 2 ;;
 esac
 
 source ci/engine_env.sh
@@ -68,11 +68,13 @@ is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
 #   found=ID   a finding, triaged by adapters/vllm/known_issues.json entry ID
 seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
-       fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean"
+       fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
+       fa:corpus/vllm/fa_local_graph_decode.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without
-rows="fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
+rows="fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0
+      fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
 
 case "$1" in
   install)
@@ -112,7 +114,7 @@ case "$1" in
     done
     exit $failed ;;
   matrix)
-    releases=${RELEASES:-0.11.0 0.14.0 0.19.0 0.24.0 0.25.0 0.27.1 0.28.0 0.33.0}
+    releases=${RELEASES:-0.10.2 0.11.0 0.14.0 0.19.0 0.24.0 0.25.0 0.27.1 0.28.0 0.33.0}
     printf '%-6s %-30s' backend case
     for r in $releases; do install "$r"; printf ' %-16s' "$r"; done
     echo

@@ -23,7 +23,9 @@ def _same(a, b):
 def to_plan(case, mode, calls_by_layer, engine):
     """The page_table plan of recorded flash_attn calls: calls_by_layer {layer: [call]}, each call
     {pool, view_page_size, page_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, causal, window_left,
-    window_right} (torch tensors on the host); engine names the parts ("sglang", "vllm")."""
+    window_right} (torch tensors on the host), optionally max_seqlen_k (else the rows' maximum) and
+    vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound (FAMILIES.md); engine names
+    the parts ("sglang", "vllm")."""
     layers, groups, routes = [], {"full": None, "sliding": None}, []
     local = {}
     for l, spec in enumerate(case.layers):
@@ -65,9 +67,13 @@ def to_plan(case, mode, calls_by_layer, engine):
             # flash_attn_with_kvcache reads cu_seqlens_k_new only with new K/V (never passed here):
             # the plan carries the prefix sums of cache_seqlens.
             cu_k = torch.nn.functional.pad(torch.cumsum(seqlens, 0), (1, 0))
+            # max_seqlen_k as the kernel got it where the recorder kept it (vLLM's), else the rows' maximum
+            max_k = c.get("max_seqlen_k", int(seqlens.max()) if rows else 0)
             parts.append({"name": f"{engine}.{name}.{j}", "rows": rows, "width": width,
                           "view_page_size": c["view_page_size"], "causal": c["causal"],
-                          "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": int(seqlens.max()) if rows else 0})
+                          "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": max_k,
+                          "empty_padded_rows": bool(c.get("empty_padded_rows", False)),
+                          "max_seqlen_k_upper_bound": bool(c.get("max_seqlen_k_upper_bound", False))})
             for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
                            ("page_table", table)):
                 arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")

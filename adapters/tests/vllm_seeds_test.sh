@@ -11,7 +11,7 @@
 set -uo pipefail
 SRC=$1 K=$2 WORK=$3
 NEWEST=0.33.0
-for r in $NEWEST 0.27.1 0.28.0; do
+for r in $NEWEST 0.10.2 0.11.0 0.27.1 0.28.0; do
   [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
 done
 "$SRC/.sglang/venv/bin/python" -c 'import torch, triton' 2>/dev/null ||

@@ -192,12 +192,13 @@ class Setup:
         parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
                              cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
-        scheduler_config = ns(max_num_seqs=int(self.r2t.shape[0]), max_num_batched_tokens=max(8192, self.total_tokens),
+        # max_num_seqs: at least the CUDA-graph batch (vLLM captures no decode graph above it)
+        scheduler_config = ns(max_num_seqs=max(int(self.r2t.shape[0]), self.padded_bs), max_num_batched_tokens=max(8192, self.total_tokens),
                               max_model_len=max_len, chunked_prefill_enabled=True,
                               disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
         layout = self.vl.kv_cache_layout()
         cache_config = ns(cache_dtype="auto", block_size=self.page_size, kv_sharing_fast_prefill=False,
-                          use_replayssm=False, enable_prefix_caching=False,
+                          use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
         attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,

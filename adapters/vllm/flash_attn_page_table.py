@@ -14,33 +14,32 @@ import types
 import torch
 
 from engine import page_table_plan
-from fake_runner import UnsupportedCase
 from recorder import Recorder
 
 
-def plan(vl, setup, graphs=False):
-    """graphs: model CUDA-graph batches (FULL capture and replay, or eager with padded tokens). Off by
-    default: vLLM pads a graph batch with empty kernel rows and leaves the padded tokens outside every
-    row, and bounds max_seqlen_k by max_model_len at capture; kvfuzz's page_table check (backends/fa/
-    fa_check.cc) expects sglang's padding (one query per padded row on the dummy page) and the exact
-    max_seqlen_k, so it would report vLLM's convention as a finding."""
-    if setup.graph and not graphs:
-        raise UnsupportedCase("a CUDA-graph batch: vLLM's padding convention needs the page_table check extended "
-                              "(--graphs models it)")
+def plan(vl, setup):
+    """CUDA-graph batches as vLLM runs them: a FULL graph (capture with _dummy_run's batch, then the
+    replay's metadata build over the same persistent buffers, the kernel reading what it was handed
+    at capture) for a uniform decode batch where every builder supports one, else eager with padded
+    tokens. vLLM pads with empty kernel rows, leaves the padded tokens outside every row and, in a
+    FULL graph, hands the kernel capture's max_seqlen_k (max_model_len): the plan says so
+    (empty_padded_rows, max_seqlen_k_upper_bound; FAMILIES.md) and kvfuzz's check accepts exactly that."""
     fa = vl.flash_attn
     rec = Recorder(setup)
     rec.install(fa)
     config = setup.vllm_config
     impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
     _publish(vl, config, impls)
-    builders = {}
+    classes = {}
     for g in setup.groups:
         backend = fa.FlashAttentionBackend
         if g.kind == "chunked":
             backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
-        names = [f"layers.{l}" for l in g.layer_ids]
-        builders[g.gid] = backend.get_builder_cls()(g.spec, names, config, setup.device)
-    full_graph = setup.graph and _runs_full_graph(vl, setup, builders)
+        classes[g.gid] = backend.get_builder_cls()
+    full_graphs = setup.graph and _resolve_cudagraph_mode(vl, setup, classes)
+    builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
+                for g in setup.groups}
+    full_graph = full_graphs and setup.mode == "decode"
     setup.padded_rows = setup.padded_bs if full_graph else setup.bs
     setup.buffers()
     if full_graph:  # capture with the dummy batch, then the replay's metadata build over the same buffers
@@ -58,18 +57,26 @@ def plan(vl, setup, graphs=False):
         for g in setup.groups:
             metadata = builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
             _layers(setup, rec, impls, g, metadata)
-    return page_table_plan.to_plan(setup.case, setup.mode, rec.as_plan_calls(), "vllm")
+    calls = rec.as_plan_calls()
+    if setup.graph:  # vLLM's padding: empty padded rows, padded tokens in no row; capture's max_seqlen_k
+        for layer_calls in calls.values():
+            for c in layer_calls:
+                c["empty_padded_rows"] = True
+                c["max_seqlen_k_upper_bound"] = full_graph
+    return page_table_plan.to_plan(setup.case, setup.mode, calls, "vllm")
 
 
-def _runs_full_graph(vl, setup, builders):
-    """Whether vLLM replays this batch as a FULL CUDA graph (FULL_AND_PIECEWISE, FlashAttention's
-    default): only uniform single-token decode batches, and only where every group's builder
-    supports it (_check_and_update_cudagraph_mode takes the least support of all builders; NEVER,
-    as ChunkedLocalAttention answers, leaves attention outside the graphs: eager, padded tokens)."""
-    if setup.mode != "decode":
-        return False
-    least = min(vl.cudagraph_support(type(b), setup.vllm_config, b.kv_cache_spec).value for b in builders.values())
-    return least >= vl.AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE.value
+def _resolve_cudagraph_mode(vl, setup, classes):
+    """The CUDA-graph mode vLLM settles on before it builds the builders (_check_and_update_cudagraph_mode):
+    FULL_AND_PIECEWISE, FlashAttention's default, while every builder class supports some FULL graph;
+    PIECEWISE (attention outside the graphs: eager, padded tokens) where one answers NEVER, as
+    ChunkedLocalAttention's does. FULL graphs then run uniform single-token decode batches only.
+    Returns whether FULL graphs stay on."""
+    groups = {g.gid: g for g in setup.groups}
+    least = min(vl.cudagraph_support(cls, setup.vllm_config, groups[gid].spec).value for gid, cls in classes.items())
+    full = least >= vl.AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE.value
+    setup.vllm_config.compilation_config.cudagraph_mode = vl.cudagraph_mode("FULL_AND_PIECEWISE" if full else "PIECEWISE")
+    return full
 
 
 def _layers(setup, rec, impls, g, metadata):

@@ -87,8 +87,10 @@ class Recorder:
                                "max_seqlen_k": int(max_seqlen_k), "page_size": page_size, "causal": bool(causal),
                                "window": tuple(window_size) if window_size is not None else (-1, -1),
                                "num_splits": int(num_splits or 0)})
-        # FA3's metadata is 1 + round_up(batch, 4) * 4 int32 (tile counter and per-batch vectors)
-        return torch.zeros(1 + (batch_size + 3) // 4 * 4 * 4, dtype=torch.int32, device=cache_seqlens.device)
+        # Its contents only schedule tiles (not modelled); its length is FA3's build's (batch + 1 in the
+        # builds of 0.1x, 1 + round_up(batch, 4) * 4 later): the shortest, which every release's
+        # persistent CUDA-graph buffer holds.
+        return torch.zeros(batch_size + 1, dtype=torch.int32, device=cache_seqlens.device)
 
     def unexpected(self, name):
         def fail(*args, **kwargs):

@@ -21,4 +21,18 @@ REAL = ("torch", "triton", "numpy", "packaging", "sympy", "mpmath", "filelock", 
 
 def install_finder(site):
     """Put the wheel's folder first for `vllm`, stubs for what is missing. Returns `site`."""
-    return stub_import.install_finder(site, "vllm", REAL, STUBBED)
+    stub_import.install_finder(site, "vllm", REAL, STUBBED)
+    _package_attributes(site)
+    return site
+
+
+def _package_attributes(site):
+    """What vllm/__init__.py (not run: it imports the engine) exports that modules import from the
+    package: the backward-compatibility markers of vllm/_bc_linter.py (0.10 on, where it exists)."""
+    import importlib
+    import os
+
+    if os.path.exists(os.path.join(site, "vllm", "_bc_linter.py")):
+        package, linter = importlib.import_module("vllm"), importlib.import_module("vllm._bc_linter")
+        for name in ("bc_linter_include", "bc_linter_skip"):
+            setattr(package, name, getattr(linter, name))

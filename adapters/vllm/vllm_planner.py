@@ -26,8 +26,6 @@ def parse_args():
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
     p.add_argument("--backend", choices=["fa"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
-    p.add_argument("--graphs", action="store_true",
-                   help="model CUDA-graph batches (flash_attn_page_table.plan says why this is off by default)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -55,14 +53,14 @@ FAMILY, PLAN = BACKENDS[ARGS.backend]
 @kv.planner(name=NAME, family=FAMILY,
             supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
                       "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
-                      "hybrid_swa": True, "cuda_graph": ARGS.graphs},
+                      "hybrid_swa": True, "cuda_graph": True},
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):
     import torch
 
     try:
         setup = Setup(VL, case, torch.device(ARGS.device))
-        return PLAN(VL, setup, graphs=ARGS.graphs)
+        return PLAN(VL, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))
 

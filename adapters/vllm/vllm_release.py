@@ -134,7 +134,12 @@ class Vllm:
     def kv_cache_groups(self, config, specs):
         """The release's KV-cache groups of per-layer specs {name: spec} (get_kv_cache_groups: the
         hybrid manager's grouping, or one unified group when config disables it)."""
-        module = self._first("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils", attr="get_kv_cache_groups")
+        try:
+            module = self._first("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils",
+                                 attr="get_kv_cache_groups")
+        except ModuleNotFoundError:  # up to 0.10: the groups of the whole KV-cache configuration
+            utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+            return utils.get_kv_cache_config(config, dict(specs), 1 << 40).kv_cache_groups
         return module.get_kv_cache_groups(config, dict(specs))
 
     def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
@@ -220,7 +225,8 @@ class Vllm:
             table.commit_slot_mapping(int(positions.shape[0]))
         else:  # a Triton kernel over the device block table (Triton's interpreter on CPU)
             table.compute_slot_mapping(num_reqs, query_start_loc.to(torch_int32()), positions)
-        return table.slot_mapping.gpu.clone()
+        mapping = table.slot_mapping  # a CpuGpuBuffer from about 0.11 on, a device tensor before
+        return (mapping.gpu if hasattr(mapping, "gpu") else mapping).clone()
 
     def device_block_table(self, table, num_reqs):
         import inspect
