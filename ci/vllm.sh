@@ -8,6 +8,8 @@
 #   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
 #   bash ci/vllm.sh matrix             # every seed case against every release (RELEASES)
+#   bash ci/vllm.sh known              # each known issue's minimal case at its release, fingerprinted:
+#                                      # triaged as that issue (adapters/vllm/known_issues.json)
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
 #                                      # backend (BACKENDS, default "fa"), each finding triaged against
@@ -26,7 +28,7 @@ DEVICE=${DEVICE:-cpu}
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=.vllm
 
-usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 case $VERSION in
@@ -127,6 +129,30 @@ case "$1" in
       done
       echo
     done ;;
+  known)
+    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
+    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
+    failed=0 work=$(mktemp -d)
+    printf '%-12s %-8s %-30s %s\n' issue release "labels (fingerprints)" verdict
+    while IFS=' ' read -r id backend case release; do
+      install "$release"
+      "$KVFUZZ" fingerprint "$case" --backend "vllm_${backend}_${release//./_}:$(family_executor "$backend")" \
+        --adapter "$(adapter "$release" "$backend")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/vllm/known_issues.json --json-out "$work/$id.json" \
+        >/dev/null 2>&1
+      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+      verdict=ok
+      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-12s %-8s %-30s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+    done < <(python3 -c '
+import json
+for i in json.load(open("adapters/vllm/known_issues.json"))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"])')
+    rm -rf "$work"
+    exit $failed ;;
   campaign)
     # Findings may be expected (known issues): the exit is the triage's, 1 only for a finding that
     # matches no entry of adapters/vllm/known_issues.json.
