@@ -4,7 +4,7 @@
 #    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
-#    (ci/vllm.sh releases).
+#    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
 # there is no .sglang/venv with torch; ci/test.sh installs both (ci/sglang.sh, ci/vllm.sh) first.
 # Usage: vllm_seeds_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
@@ -23,6 +23,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 cd "$SRC"
 KVFUZZ=$K bash ci/vllm.sh seeds || fail "ci/vllm.sh seeds"
 KVFUZZ=$K bash ci/vllm.sh releases || fail "ci/vllm.sh releases"
+KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
 
 # Mutants of the adapter, in a copy: each must make its seed fail.
 cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
