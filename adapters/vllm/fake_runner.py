@@ -189,7 +189,7 @@ class Setup:
             cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
             max_cudagraph_capture_size=max(graph_sizes or [0]) or None, cudagraph_capture_sizes=graph_sizes,
             full_cuda_graph=self.graph, static_forward_context={})
-        parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1,
+        parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, dcp_kv_cache_interleave_size=1,
                              cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
         # max_num_seqs: at least the CUDA-graph batch (vLLM captures no decode graph above it)

@@ -9,8 +9,9 @@ are stubs; the kernels the backends launch are replaced by recorders after impor
 """
 from engine import stub_import
 
-# Kernel packages, and vLLM's own kernel subpackages: stubbed even where installed.
-STUBBED = ("flashinfer", "flash_attn", "vllm.vllm_flash_attn", "vllm._custom_ops", "vllm._C", "sgl_kernel",
+# Kernel packages, vLLM's own kernel subpackages and its API server (vllm.entrypoints: the request
+# protocol some core modules import for types): stubbed even where installed.
+STUBBED = ("flashinfer", "flash_attn", "vllm.vllm_flash_attn", "vllm._custom_ops", "vllm._C", "vllm.entrypoints", "sgl_kernel",
            "deep_gemm", "aiter", "flashmla", "triton_kernels")
 # Real modules: what the metadata code computes with, and PyTorch's own dependencies.
 # pydantic: vLLM's configuration classes are pydantic dataclasses (real, from .vllm/pyextra, which
