@@ -33,21 +33,7 @@ usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | known | cam
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
-python_with_torch() {
-  if python3 -c 'import torch, triton, numpy' 2>/dev/null; then echo python3; return; fi
-  local venv=$ROOT/venv
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import torch, triton, numpy' 2>/dev/null; then
-    echo "== installing torch 2.11.0 + triton 3.6.0 into $venv (about 900 MB, once)" >&2
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-deps torch==2.11.0 triton==3.6.0 nvidia-cufile==1.15.1.6 \
-      nvidia-cusparselt-cu13==0.8.0 nvidia-nvshmem-cu13==3.4.5 >&2
-    # numpy < 2.4: Triton 3.6's interpreter converts 1-element arrays with int().
-    "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
-      networkx jinja2 markupsafe fsspec >&2
-  fi
-  echo "$venv/bin/python"
-}
-
+source ci/engine_env.sh
 if [ -n "${SGLANG_ADAPTER:-}" ]; then PY=python3; else PY=$(python_with_torch); fi
 # msgspec: 0.5.23's ServerArgs, runtime context and KV index tables are msgspec Structs (real, not
 # stubbed). Installed into .sglang/pyextra (sglang_planner.py puts it on sys.path), from .gpu/wheels
@@ -56,10 +42,7 @@ if [ -z "${SGLANG_ADAPTER:-}" ] && ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import m
   "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" --no-index --find-links .gpu/wheels "msgspec==0.22.0" \
     2>/dev/null || "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
 fi
-# The PyPI torch wheel's CUDA libraries not in the CUDA toolkit come from the nvidia-* wheels.
-for lib in "$ROOT"/venv/lib/python3*/site-packages/nvidia/*/lib; do
-  [ -d "$lib" ] && export LD_LIBRARY_PATH="$(realpath "$lib")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-done
+torch_cuda_libs
 # install VERSION: the release's Python source, unpacked from its wheel (0.5.11 on the wheels are
 # CPython-3.11 manylinux builds; only their Python source is used, so any tag serves).
 install() {

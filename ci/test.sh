@@ -11,7 +11,8 @@
 #      gone in the one that fixed it (releases), and each known issue's minimal case triaged by
 #      fingerprint as that issue (known);
 #   every level: FlashInfer 0.7.2.post1's Python files for the reproducers (ci/repro.sh install: one
-#      22 MB wheel; ctest repro_committed runs them);
+#      22 MB wheel; ctest repro_committed runs them), and vLLM's releases for ctest vllm_seeds_test
+#      (ci/vllm.sh install: their Python source from the wheels);
 #   2+ soak: level 1 with ten times the case counts per level above 1, a 300 s smoke per target,
 #      and every seed case against every sglang release (ci/sglang.sh matrix).
 # KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30 at level 1, 300 above; seven targets).
@@ -47,6 +48,7 @@ if [ "$level" -ge 1 ]; then
   part "sglang: each known issue's minimal case fingerprinted and triaged as that issue" bash ci/sglang.sh known
 fi
 part "reproducers: FlashInfer's Python files for the CPU reproducer of its mask offsets (ctest repro_committed)" bash ci/repro.sh install
+part "vLLM's releases (ctest vllm_seeds_test runs their seeds and known bugs)" bash ci/vllm.sh install
 if [ "$level" -ge 2 ]; then
   part "sglang: every seed case against every release" bash ci/sglang.sh matrix
 fi

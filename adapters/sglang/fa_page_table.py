@@ -2,13 +2,11 @@
 
 The backend builds its metadata (eager, or CUDA-graph capture then replay) and runs its own
 forward for every layer; the flash_attn_with_kvcache calls it makes (recorder.py) become the
-plan: one part per call, the layer's calls merged by LSE in order, the window as passed to the
-kernel, the K/V view's page size as the kernel's view has it.
+plan (engine/page_table_plan.py, shared with vLLM's FlashAttention adapter).
 """
-import torch
-
 from fake_runner import UnsupportedCase
-from recorder import Recorder, int32, recorded_plan
+from engine import page_table_plan
+from recorder import Recorder, recorded_plan
 
 
 def build(sg, setup):
@@ -39,71 +37,5 @@ def plan(sg, setup):
     return recorded_plan(sg, setup, build, to_plan)
 
 
-def _same(a, b):
-    keys = ("pool", "view_page_size", "max_seqlen_q", "causal")  # the window is per layer (plan layers)
-    if any(a[k] != b[k] for k in keys):
-        return False
-    return all(torch.equal(a[k], b[k]) for k in ("page_table", "cache_seqlens", "cu_seqlens_q"))
-
-
 def to_plan(setup, rec):
-    case = setup.case
-    layers, groups, routes = [], {"full": None, "sliding": None}, []
-    local = {}
-    for l, spec in enumerate(case.layers):
-        calls = rec.calls.get(l, [])
-        if not calls and setup.mode != "idle":
-            raise RuntimeError(f"layer {l}: the backend launched no attention kernel")
-        windows = {c["window_left"] for c in calls}
-        if len(windows) > 1:
-            raise NotImplementedError(f"layer {l}: calls with different windows {sorted(windows)}")
-        window = windows.pop() if windows else -1
-        for c in calls:
-            if c["pool"] != spec["pool"]:
-                raise RuntimeError(f"layer {l} ({spec['pool']} pool) was handed the {c['pool']} pool's K/V buffer")
-            if c["window_right"] not in (0, -1):
-                raise NotImplementedError(f"layer {l}: window_size right {c['window_right']}")
-        if spec["kind"] == "chunked":
-            key, kind = f"local.{spec['chunk']}", {"kind": "chunked", "window": 0, "chunk": spec["chunk"]}
-        elif window >= 0:
-            key, kind = "sliding", {"kind": "sliding_window", "window": window, "chunk": 0}
-        else:
-            key, kind = "full", {"kind": "full", "window": 0, "chunk": 0}
-        target = local if key.startswith("local.") else groups
-        if target.get(key) is None:
-            target[key] = calls
-        elif len(target[key]) != len(calls) or not all(_same(a, b) for a, b in zip(target[key], calls)):
-            raise NotImplementedError(f"layer {l}: its calls differ from the other layers of group {key}")
-        layers.append(kind)
-        routes.append(key)
-    arrays = {}
-
-    def group(name, kind, chunk, calls):
-        parts = []
-        for j, c in enumerate(calls or []):
-            path = f"{name}.parts.{j}"
-            rows = int(c["cache_seqlens"].numel())
-            table = c["page_table"]
-            width = int(table.shape[1]) if table.dim() == 2 else int(table.numel())
-            seqlens = c["cache_seqlens"]
-            # flash_attn_with_kvcache reads cu_seqlens_k_new only with new K/V (never passed here):
-            # the plan carries the prefix sums of cache_seqlens.
-            cu_k = torch.nn.functional.pad(torch.cumsum(seqlens, 0), (1, 0))
-            parts.append({"name": f"sglang.{name}.{j}", "rows": rows, "width": width,
-                          "view_page_size": c["view_page_size"], "causal": c["causal"],
-                          "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": int(seqlens.max()) if rows else 0})
-            for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
-                           ("page_table", table)):
-                arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")
-        return {"kind": kind, "chunk": chunk, "parts": parts}
-
-    local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
-    meta = {
-        "layers": layers,
-        "full": group("full", "full", 0, groups["full"]),
-        "has_sliding": groups["sliding"] is not None,
-        "sliding": group("sliding", "sliding", 0, groups["sliding"]),
-        "local": [group(f"local.{i}", "local", int(k.split(".")[1]), local[k]) for i, k in enumerate(local_keys)],
-    }
-    return meta, arrays
-
+    return page_table_plan.to_plan(setup.case, setup.mode, rec.calls, "sglang")

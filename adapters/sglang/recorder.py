@@ -5,23 +5,9 @@ exactly what production hands the kernel: the page table or index arrays as laid
 as the kernel counts it, the K/V view's page size, the causal flag, which pool's buffer. The
 recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's checked executor.
 """
-import numpy as np
 import torch
 
-
-def int32(t, what):
-    """A recorded index tensor as the contract's int32 array; a value outside int32 is an error."""
-    a = t.reshape(-1).numpy().astype(np.int64)
-    if a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-        raise OverflowError(f"{what} holds values outside int32")
-    return a.astype(np.int32)
-
-
-def host(t, name="tensor"):
-    """A recorded tensor, on the host and contiguous (the kernels read by row stride = width)."""
-    if t is None:
-        raise TypeError(f"the backend handed the kernel {name}=None")
-    return t.detach().to("cpu").contiguous().clone()
+from engine.tensors import host, int32  # noqa: F401 (the translators import them from here)
 
 
 # Arguments later releases added to the Triton kernels (0.5.23: page_size, MLA, lean attention, score_mod,

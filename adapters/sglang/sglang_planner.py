@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.append(os.path.join(HERE, "..", "..", ".sglang", "pyextra"))
 
 import fixes  # noqa: E402
+from engine.release import release_of  # noqa: E402
 
 
 def parse_args():
@@ -63,7 +64,7 @@ class Sglang:
 
     def __init__(self, site):
         sglang_import.install_finder(os.path.abspath(site))
-        self.version = _release(site)
+        self.version = release_of(site, "sglang")
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
         self.ForwardMode, self.ForwardBatch = fb.ForwardMode, fb.ForwardBatch
         swa = importlib.import_module("sglang.srt.mem_cache.swa_memory_pool")
@@ -176,13 +177,6 @@ class Sglang:
             view.origin_out_cache_loc = view.out_cache_loc_dsv4 = view.mamba_track_indices = None
         backend.init_forward_metadata_out_graph(view)
         backend.init_forward_metadata_in_graph(capture)
-
-
-def _release(site):
-    for entry in os.listdir(site):
-        if entry.startswith("sglang-") and entry.endswith(".dist-info"):
-            return entry[len("sglang-"):-len(".dist-info")]
-    return "unknown"
 
 
 SG = Sglang(ARGS.site)

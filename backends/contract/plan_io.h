@@ -64,6 +64,13 @@ class PlanIo {
     }
   }
 
+  // A field added after contract version 1: a plan.json without it reads as `value`'s default.
+  template <class T>
+  void optional_field(const char* key, T& value) {
+    if (reading_ && !(meta_->is_object() && meta_->contains(key))) return;
+    field(key, value);
+  }
+
   template <class E, size_t N>
   void enumeration(const char* key, E& value, const EnumNames<E, N>& names) {
     if (!reading_) {

@@ -85,8 +85,12 @@ struct CallChecker {
       return;
     }
     equal(call.cu_seqlens_q.name() + "[0]", call.cu_seqlens_q[0], 0);
+    // With empty padded rows the kernel's queries are the real rows' tokens, which come first.
+    int64_t queries = fb.num_tokens();
+    if (call.empty_padded_rows)
+      queries = std::count_if(rows_of_tokens.begin(), rows_of_tokens.end(), [&](int32_t r) { return r < fb.bs; });
     equal(call.cu_seqlens_q.name() + "[" + std::to_string(call.rows) + "] (tokens)", call.cu_seqlens_q[call.rows],
-                fb.num_tokens());
+                queries);
     std::vector<int64_t> k_lens;
     int32_t max_q = 0, max_k = 0;
     for (int32_t v = 0; v < call.rows; ++v) {
@@ -96,7 +100,10 @@ struct CallChecker {
     }
     check.prefix_sums(call.cu_seqlens_k, k_lens);
     equal(call.name + ".max_seqlen_q", call.max_seqlen_q, max_q);
-    equal(call.name + ".max_seqlen_k", call.max_seqlen_k, max_k);
+    if (!call.max_seqlen_k_upper_bound) equal(call.name + ".max_seqlen_k", call.max_seqlen_k, max_k);
+    else if (call.max_seqlen_k < max_k)
+      fail(call.name + ".max_seqlen_k is " + std::to_string(call.max_seqlen_k) + ", below its rows' " +
+                 std::to_string(max_k) + " keys (declared an upper bound)");
 
     // Kernel rows belong to batch rows by their query tokens; real rows must match, in order.
     std::vector<std::vector<const ExpectedRow*>> pending(static_cast<size_t>(fb.bs));
@@ -104,6 +111,12 @@ struct CallChecker {
     std::vector<size_t> next(static_cast<size_t>(fb.bs), 0);
     for (int32_t v = 0; v < call.rows; ++v) {
       const int32_t a = call.cu_seqlens_q[v], e = call.cu_seqlens_q[v + 1];
+      if (call.empty_padded_rows && a == e && a == queries) {  // a padded row: nothing to read
+        if (call.cache_seqlens[v] != 0)
+          fail(call.name + ": empty padded kernel row " + std::to_string(v) + " reads " +
+                     std::to_string(call.cache_seqlens[v]) + " keys");
+        continue;
+      }
       if (a < 0 || e > fb.num_tokens() || a >= e) {
         fail(call.name + ": kernel row " + std::to_string(v) + " has query tokens [" + std::to_string(a) + ", " +
                    std::to_string(e) + ") of " + std::to_string(fb.num_tokens()));

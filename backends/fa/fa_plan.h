@@ -36,6 +36,11 @@ struct FaCall {
   Buffer<int32_t> cu_seqlens_k;   // [row capacity + 1]
   Buffer<int32_t> cache_seqlens;  // [row capacity]
   Buffer<int32_t> page_table;     // [row capacity][width]
+  // vLLM's CUDA-graph conventions (docs/vllm.md): padded kernel rows have no queries and no keys
+  // and the batch's padded tokens lie in no row; max_seqlen_k is an upper bound (max_model_len
+  // at capture), not the rows' maximum. Both false for sglang's padding (a dummy-page row each).
+  bool empty_padded_rows = false;
+  bool max_seqlen_k_upper_bound = false;
 
   int32_t q_len(int32_t row) const { return cu_seqlens_q[row + 1] - cu_seqlens_q[row]; }
   void check_guards() const;

@@ -22,6 +22,8 @@ void io_call(PlanIo& io, FaCall& c) {
   io.buffer("cu_seqlens_k", c.cu_seqlens_k);
   io.buffer("cache_seqlens", c.cache_seqlens);
   io.buffer("page_table", c.page_table);
+  io.optional_field("empty_padded_rows", c.empty_padded_rows);
+  io.optional_field("max_seqlen_k_upper_bound", c.max_seqlen_k_upper_bound);
 }
 
 void io_group(PlanIo& io, FaGroup& g) {

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# vLLM's real metadata builders under kvfuzz (adapters/vllm/), with the releases ci/vllm.sh installed:
+#  - the seed cases on the newest release (ci/vllm.sh seeds): each clean or found as its table says,
+#    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
+#    sliding-window block tables; chunked layers built with the plain FlashAttention builder);
+#  - each known bug found in the release that shipped it and gone in the one that fixed it
+#    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
+# ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
+# there is no .sglang/venv with torch; ci/test.sh installs both (ci/sglang.sh, ci/vllm.sh) first.
+# Usage: vllm_seeds_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
+set -uo pipefail
+SRC=$1 K=$2 WORK=$3
+NEWEST=0.33.0
+for r in $NEWEST 0.10.2 0.11.0 0.27.1 0.28.0; do
+  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
+done
+"$SRC/.sglang/venv/bin/python" -c 'import torch, triton' 2>/dev/null ||
+  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+cd "$SRC"
+KVFUZZ=$K bash ci/vllm.sh seeds || fail "ci/vllm.sh seeds"
+KVFUZZ=$K bash ci/vllm.sh releases || fail "ci/vllm.sh releases"
+KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
+
+# Mutants of the adapter, in a copy: each must make its seed fail.
+cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
+mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE
+  local name=$1 file=$2 old=$3 new=$4 case=$5
+  rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
+  python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert old in text, f"{old!r} not in {path}"
+open(path, "w").write(text.replace(old, new))
+PY
+  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
+    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend fa" 2>&1)
+  if echo "$out" | grep -q "finding(s)"; then echo "ok: $name is caught by $(basename "$case")"
+  else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
+}
+mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
+  corpus/vllm/fa_hybrid_swa_null_blocks.json
+mutant no-virtual-batches flash_attn_page_table.py '        if g.kind == "chunked":' '        if False:' \
+  corpus/vllm/fa_local_mixed.json
+mutant window-on-every-layer flash_attn_page_table.py \
+  '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
+  '    window = max([y["window"] + 1 for y in setup.layers_spec if y["kind"] == "sliding_window"] or [0]) or None' \
+  corpus/vllm/fa_group_window_full_layer.json
+[ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

@@ -1,0 +1,278 @@
+"""The smallest vLLM v1 model runner state that its attention metadata builders accept.
+
+Built from one kvfuzz planner request (adapters/kvfuzz_adapter/case.py PlanCase), as
+gpu_model_runner.py builds it each step:
+- KV-cache groups as the hybrid KV-cache manager forms them: with an SWA pool (kvfuzz's hybrid
+  cache) full layers, each sliding window and each chunk size are groups of their own; without
+  one (the manager disabled, or a model of one kind) every layer is in one group, whose chunked
+  layers still form an attention group of their own (their backend is ChunkedLocalAttention). A group's block
+  table comes from the pool its layers read: full pool rows are kvfuzz's req_to_token at page
+  granularity; SWA rows translate each page's first token through full_to_swa, so a page every
+  window has left is block 0, vLLM's null block, as its sliding-window manager frees it.
+- vLLM's own BlockTable (vllm/v1/worker/block_table.py) holds those rows, one per batch row in
+  batch order, and computes the slot mapping of the step's tokens, checked against kvfuzz's writes.
+- CommonAttentionMetadata: query_start_loc, seq_lens, block table and slot mapping per group;
+  padded CUDA-graph rows as _build_attention_metadata pads them (null block, seq_len 0, no tokens).
+- The layers: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1 (the impl passes
+  window_size (W, 0)); chunked layers are ChunkedLocalAttention of the case's chunk.
+
+    setup = Setup(vl, case, torch.device("cpu"))
+    setup.groups[0].common        # the CommonAttentionMetadata of group 0
+"""
+import dataclasses
+import types
+
+import numpy as np
+import torch
+
+
+class UnsupportedCase(Exception):
+    """The case needs something this vLLM release or adapter does not model (not a finding)."""
+
+
+MODES = ("decode", "extend", "mixed")
+
+
+def construct(cls, **fields):
+    """A vLLM dataclass of the fields this release declares (releases add and drop fields)."""
+    names = {f.name for f in dataclasses.fields(cls) if f.init}
+    return cls(**{k: v for k, v in fields.items() if k in names})
+
+
+class Group:
+    """One attention group: layers of one KV-cache group (kv_gid, its spec and block table) served by
+    one backend (kind "attention", or "chunked" with its chunk)."""
+
+    def __init__(self, gid, kind, chunk, pool, layer_ids):
+        self.gid, self.kind, self.chunk, self.pool = gid, kind, chunk, pool
+        self.layer_ids = layer_ids
+        self.kv_gid = self.spec = self.block_table = None
+
+    def __repr__(self):
+        return f"group {self.gid} ({self.kind}, {self.pool} pool, layers {self.layer_ids})"
+
+
+class Setup:
+    def __init__(self, vl, case, device):
+        self.vl, self.case, self.device = vl, case, device
+        b = case.batch
+        self.mode = b["mode"]
+        if self.mode == "idle":
+            raise UnsupportedCase("an empty batch: vLLM's runner builds no attention metadata for it")
+        if self.mode not in MODES:
+            raise UnsupportedCase(f"mode {self.mode}: vLLM's spec-decode paths are not modelled yet")
+        if case.model["mla"]:
+            raise UnsupportedCase("MLA models are not modelled for vLLM yet")
+        self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
+        self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
+        self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
+        self.page_size = int(case.page_size)
+        self.r2t = case.array("req_to_token")
+        self.model = m = case.model
+        self.head_size = vl.head_size(m["head_dim"])
+        self.dtype = torch.float16
+        self.total_tokens = int(case.num_tokens)  # padded tokens of a CUDA-graph batch included
+        self.vllm_config = self._config()
+        vl.publish(self.vllm_config)
+        if not vl.supports_block_size(self.page_size):
+            raise UnsupportedCase(f"vLLM {vl.version}'s FlashAttention backend does not run block size {self.page_size}")
+        self.hybrid = bool(case.cache_config["hybrid"])
+        self.f2s = case.array("full_to_swa") if self.hybrid else None
+        self.layers_spec = case.layers
+        chunks = sorted({x["chunk"] for x in self.layers_spec if x["kind"] == "chunked"})
+        for c in chunks:
+            if c % self.page_size:
+                raise UnsupportedCase(f"chunk {c} is not a multiple of the block size {self.page_size} "
+                                      "(vLLM asserts attn_chunk_size % block_size == 0)")
+        self._batch()
+        self._groups()
+        self._kv_caches()
+
+    # -- the scheduled batch ---------------------------------------------------------------------
+    def _batch(self):
+        c, n = self.case, self.bs
+        self.seq_lens = c.array("seq_lens")[:n].astype(np.int64)
+        self.query_lens = c.array("extend_seq_lens")[:n].astype(np.int64)
+        if self.mode == "decode":
+            self.query_lens = np.ones(n, np.int64)
+        self.rows = c.array("req_pool_indices")[:n].astype(np.int64)
+        self.num_tokens = int(self.query_lens.sum())
+        self.positions = c.array("positions")[: self.num_tokens].astype(np.int64)
+        self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
+
+    # -- KV-cache groups ---------------------------------------------------------------------------
+    def _groups(self):
+        """vLLM's own grouping (get_kv_cache_groups) of the layers' KV-cache specs, the hybrid manager on
+        where kvfuzz's cache has an SWA pool and off (--disable-hybrid-kv-cache-manager: specs unified,
+        one group) where it has not; each group's attention groups split by backend (chunked layers are
+        ChunkedLocalAttention's)."""
+        specs = {f"layers.{l}": self._layer_spec(x) for l, x in enumerate(self.layers_spec)}
+        self.vllm_config.scheduler_config.disable_hybrid_kv_cache_manager = not self.hybrid
+        try:
+            kv_groups = self.vl.kv_cache_groups(self.vllm_config, specs)
+        except ValueError as e:  # the engine refuses the model at start-up, before any batch runs
+            raise UnsupportedCase(f"vLLM {self.vl.version} groups no KV cache for these layers: {e}") from e
+        self.groups = []
+        for kv_gid, kv_group in enumerate(kv_groups):
+            layer_ids = [int(name.split(".")[1]) for name in kv_group.layer_names]
+            pools = {self.layers_spec[l]["pool"] for l in layer_ids}
+            if len(pools) != 1:
+                raise UnsupportedCase(f"vLLM groups layers of both pools ({sorted(pools)}) into one KV-cache group")
+            pool = pools.pop()
+            by_backend = {}
+            for l in layer_ids:
+                x = self.layers_spec[l]
+                by_backend.setdefault(x["chunk"] if x["kind"] == "chunked" else 0, []).append(l)
+            for chunk, ids in by_backend.items():
+                g = Group(len(self.groups), "chunked" if chunk else "attention", chunk, pool, ids)
+                g.kv_gid, g.spec = kv_gid, kv_group.kv_cache_spec
+                if hasattr(g.spec, "kv_cache_specs"):  # UniformTypeKVCacheSpecs: the builder gets its layers' spec
+                    g.spec = g.spec.kv_cache_specs[f"layers.{ids[0]}"]
+                g.table_rows = [self._blocks(pool, i) for i in range(self.bs)]
+                self.groups.append(g)
+
+    def _layer_spec(self, x):
+        it = self.vl.kv_cache_interface
+        common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
+                      head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
+        if x["kind"] == "sliding_window":
+            return construct(it.SlidingWindowSpec, sliding_window=x["window"] + 1, **common)
+        if x["kind"] == "chunked":
+            return construct(it.ChunkedLocalAttentionSpec, attention_chunk_size=x["chunk"], **common)
+        return construct(it.FullAttentionSpec, **common)
+
+    def _blocks(self, pool, i):
+        """Batch row i's block ids in `pool`: one per page of its seq_len (KVCacheManager's blocks)."""
+        ps, row, n = self.page_size, int(self.rows[i]), int(self.seq_lens[i])
+        first = self.r2t[row, 0:n:ps].astype(np.int64)
+        if pool == "swa":
+            first = self.f2s[first]
+        return [int(s) // ps for s in first]
+
+    def _kv_caches(self):
+        """Per layer, a KV cache tensor of the backend's layout over its pool's blocks; which pool a
+        kernel was handed is told by its storage (pool_of)."""
+        self.kv_caches, self._pool_by_ptr = {}, {}
+        info = self.case.info["pools"]
+        for l, x in enumerate(self.layers_spec):
+            slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
+            blocks = max(1, slots // self.page_size)
+            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
+            t = torch.zeros(shape, dtype=self.dtype, device=self.device)
+            self.kv_caches[l] = t
+            self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
+
+    def pool_of(self, tensor):
+        return self._pool_by_ptr.get(tensor.untyped_storage().data_ptr(), "unknown")
+
+    def expected_slots(self, pool):
+        """Where kvfuzz wrote the step's tokens in `pool` (what vLLM's slot mapping must say)."""
+        if pool == "swa":
+            return self.f2s[self.out_cache_loc]
+        return self.out_cache_loc
+
+    def _config(self):
+        """The VllmConfig fields the builders and impls read, as plain namespaces."""
+        m = self.model
+        ns = types.SimpleNamespace
+        max_len = int(self.r2t.shape[1])
+        model_config = ns(
+            max_model_len=max_len, dtype=self.dtype, use_mla=False, rswa_window=None, is_mm_prefix_lm=False,
+            get_num_attention_heads=lambda parallel=None: m["q_heads"],
+            get_num_kv_heads=lambda parallel=None: m["kv_heads"], get_head_size=lambda: self.head_size,
+            get_sliding_window=lambda: None, hf_config=ns(model_type="llama", architectures=["LlamaForCausalLM"]),
+            hf_text_config=ns(attn_logit_softcapping=m["softcap"] or None, model_type="llama"),
+            is_encoder_decoder=False, uses_mrope=False, is_hybrid=False, is_multimodal_model=False)
+        graph_sizes = [self.padded_bs] if self.graph else []
+        mode = self.vl.cudagraph_mode("FULL_AND_PIECEWISE" if self.graph else "NONE")
+        compilation_config = ns(
+            cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
+            max_cudagraph_capture_size=max(graph_sizes or [0]) or None, cudagraph_capture_sizes=graph_sizes,
+            full_cuda_graph=self.graph, static_forward_context={})
+        parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, dcp_kv_cache_interleave_size=1,
+                             cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
+                             pipeline_parallel_size=1, data_parallel_size=1)
+        # max_num_seqs: at least the CUDA-graph batch (vLLM captures no decode graph above it)
+        scheduler_config = ns(max_num_seqs=max(int(self.r2t.shape[0]), self.padded_bs), max_num_batched_tokens=max(8192, self.total_tokens),
+                              max_model_len=max_len, chunked_prefill_enabled=True,
+                              disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
+        layout = self.vl.kv_cache_layout()
+        cache_config = ns(cache_dtype="auto", block_size=self.page_size, kv_sharing_fast_prefill=False,
+                          use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
+                          kv_cache_layout=layout.name if layout is not None else None,
+                          get_resolved_kv_cache_layout=lambda: layout)
+        attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
+                              use_cudnn_prefill=False, use_trtllm_attention=None, disable_flashinfer_prefill=False,
+                              use_prefill_decode_attention=False, hisparse_config=None)
+        return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
+                  scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
+                  kernel_config=ns(enable_jit_warmup=False), speculative_config=None, kv_transfer_config=None,
+                  lora_config=None, additional_config={})
+
+    # -- per-group common metadata -------------------------------------------------------------
+    def buffers(self):
+        """The runner's persistent input buffers (query_start_loc, seq_lens) and one BlockTable per
+        group: a captured CUDA graph reads them by address, so capture and replay share them."""
+        npad = self.padded_rows
+        max_len = int(self.r2t.shape[1])
+        self.qsl_buffer = torch.zeros(npad + 1, dtype=torch.int32, device=self.device)
+        self.seq_lens_buffer = torch.zeros(npad, dtype=torch.int32, device=self.device)
+        tables = {}  # one BlockTable per KV-cache group, shared by its attention groups
+        for g in self.groups:
+            if g.kv_gid in tables:
+                g.block_table = tables[g.kv_gid]
+                continue
+            g.block_table = tables[g.kv_gid] = self.vl.block_table(
+                block_size=self.page_size, max_num_reqs=max(npad, 1), max_num_blocks_per_req=-(-max_len // self.page_size),
+                max_num_batched_tokens=max(self.total_tokens, 1))
+
+    def common_metadata(self, g, capture=False):
+        """gpu_model_runner's CommonAttentionMetadata of group g over the persistent buffers: its
+        BlockTable filled with the batch's rows, the slot mapping computed by it (checked against
+        kvfuzz's writes), padded rows as _build_attention_metadata pads a CUDA-graph batch (null
+        block, seq_len 0, no tokens). capture: the dummy batch a FULL graph is captured with
+        (_dummy_run: one token and seq_len 1 per row, max_seq_len = max_model_len)."""
+        n = self.bs
+        npad = self.padded_rows
+        query_lens = np.ones(npad, np.int64) if capture else self.query_lens
+        rows = npad if capture else n
+        qsl = np.zeros(npad + 1, np.int32)
+        qsl[1:rows + 1] = np.cumsum(query_lens[:rows])
+        qsl[rows + 1:] = qsl[rows]
+        seq_lens = np.zeros(npad, np.int32)
+        seq_lens[:rows] = 1 if capture else self.seq_lens
+        self.qsl_buffer.copy_(torch.from_numpy(qsl))
+        self.seq_lens_buffer.copy_(torch.from_numpy(seq_lens))
+        table = g.block_table
+        if not capture:
+            for i, blocks in enumerate(g.table_rows):
+                table.add_row(blocks, i)
+        table.commit_block_table(npad)
+        slots = torch.full((self.total_tokens,), -1, dtype=torch.int64)
+        if not capture:
+            positions = torch.from_numpy(self.positions)
+            slot_mapping = self.vl.slot_mapping(table, n, torch.from_numpy(qsl), positions, self.query_lens)
+            self._check_slots(g, slot_mapping[: self.num_tokens].numpy())
+            slots[: self.num_tokens] = slot_mapping[: self.num_tokens]
+        blocks = self.vl.device_block_table(table, npad)
+        blocks[rows:npad].fill_(0)  # NULL_BLOCK_ID for padded rows
+        qsl_t = torch.from_numpy(qsl)
+        seq_lens_t = torch.from_numpy(seq_lens)
+        computed = (seq_lens - np.diff(qsl)).astype(np.int32)
+        max_len = int(self.r2t.shape[1])
+        return construct(
+            self.vl.CommonAttentionMetadata, query_start_loc=self.qsl_buffer, query_start_loc_cpu=qsl_t,
+            seq_lens=self.seq_lens_buffer, seq_lens_cpu=seq_lens_t, seq_lens_cpu_upper_bound=seq_lens_t,
+            num_computed_tokens_cpu=torch.from_numpy(computed), num_reqs=npad, num_actual_tokens=self.total_tokens,
+            max_query_len=int(query_lens[:rows].max()) if rows else 0,
+            max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
+            block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
+            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
+            is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)
+
+    def _check_slots(self, g, got):
+        expected = self.expected_slots(g.pool)
+        if not np.array_equal(got, expected):
+            t = int(np.nonzero(got != expected)[0][0])
+            raise RuntimeError(f"{g}: vLLM's slot mapping writes token {t} (position {int(self.positions[t])}) at slot "
+                               f"{int(got[t])}, kvfuzz's cache holds it at {int(expected[t])}")

@@ -1,0 +1,98 @@
+"""Stand-ins for the kernels vLLM's FlashAttention backend launches: each records what it was handed.
+
+FlashAttentionImpl.forward runs unchanged up to the kernel call (flash_attn_varlen_func, called
+directly up to about 0.2x and through FA4DenseAttentionKernel's launcher later; both look the module
+global up at call time), so what is recorded is exactly what production hands the kernel: the block
+table as laid out, seqused_k, cu_seqlens_q, the window as the kernel counts it, the K/V view's page
+size, which layer's cache. FA3's ahead-of-time scheduler (get_scheduler_metadata) is recorded too:
+its arguments are what the plan step fixed, to be compared with the run's.
+
+    rec = Recorder(setup); rec.install(vl.flash_attn)
+    impl.forward(layer, q, k, v, kv_cache, metadata, output)   # -> rec.calls[layer]
+"""
+import torch
+
+from engine.tensors import host
+
+# Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
+# values that keep the modelled behaviour.
+_INERT = {"alibi_slopes": None, "s_aux": None, "mask_mod": None, "aux_tensors": None, "dynamic_causal": None,
+          "q_v": None, "cu_seqlens_k": None, "rotary_cos": None}
+
+
+class Recorder:
+    def __init__(self, setup):
+        self.setup = setup
+        self.layer = -1
+        # A captured CUDA graph replays its kernels with the tensors they were handed at capture,
+        # read when the graph replays: while capturing, calls keep those tensors (not copies) and
+        # replayed() copies what they hold after the replay's metadata build.
+        self.capturing = False
+        self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
+        self.schedules = []  # recorded get_scheduler_metadata calls, in order
+
+    def install(self, fa):
+        """Replace the kernels the module `fa` (vllm.v1.attention.backends.flash_attn) calls."""
+        fa.flash_attn_varlen_func = self.flash_attn_varlen_func
+        fa.get_scheduler_metadata = self.get_scheduler_metadata
+        fa.reshape_and_cache_flash = lambda *args, **kwargs: None  # the cache write: kvfuzz writes K/V itself
+        if hasattr(fa, "merge_attn_states"):
+            fa.merge_attn_states = self.unexpected("merge_attn_states (cascade attention)")
+
+    def flash_attn_varlen_func(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None,
+                               softmax_scale=None, causal=False, window_size=None, block_table=None, softcap=0.0,
+                               out=None, scheduler_metadata=None, num_splits=0, fa_version=None, **others):
+        for name, inert in _INERT.items():
+            if others.get(name) is not inert and name in others:
+                raise NotImplementedError(f"flash_attn_varlen_func({name}=...) is not modelled by kvfuzz")
+        if block_table is None or seqused_k is None:
+            raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
+        window = list(window_size) if window_size is not None else [-1, -1]
+        keep = (lambda t, name: t) if self.capturing else host
+        self.calls.setdefault(self.layer, []).append({
+            "kernel": "flash_attn_varlen_func",
+            "pool": self.setup.pool_of(k),
+            "view_page_size": int(k.shape[1]),
+            "page_table": keep(block_table, "block_table"),
+            "cache_seqlens": keep(seqused_k, "seqused_k"),
+            "cu_seqlens_q": keep(cu_seqlens_q, "cu_seqlens_q"),
+            "max_seqlen_q": int(max_seqlen_q),
+            "max_seqlen_k": int(max_seqlen_k),
+            "causal": bool(causal),
+            "window_left": int(window[0]),
+            "window_right": int(window[1]),
+            "num_splits": int(num_splits or 0),
+            "scheduled": scheduler_metadata is not None,
+        })
+        return out
+
+    def replayed(self):
+        """The calls as the graph replays them: the captured tensors' contents now."""
+        for calls in self.calls.values():
+            for c in calls:
+                for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
+                    c[name] = host(c[name], name)
+
+    def as_plan_calls(self):
+        """The calls with their index tensors as int64 (engine/page_table_plan.py)."""
+        for calls in self.calls.values():
+            for c in calls:
+                for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
+                    c[name] = c[name].to(torch.int64)
+        return self.calls
+
+    def get_scheduler_metadata(self, batch_size, max_seqlen_q, max_seqlen_k, cache_seqlens, cu_seqlens_q=None,
+                               page_size=None, causal=False, window_size=(-1, -1), num_splits=0, **others):
+        self.schedules.append({"batch_size": int(batch_size), "max_seqlen_q": int(max_seqlen_q),
+                               "max_seqlen_k": int(max_seqlen_k), "page_size": page_size, "causal": bool(causal),
+                               "window": tuple(window_size) if window_size is not None else (-1, -1),
+                               "num_splits": int(num_splits or 0)})
+        # Its contents only schedule tiles (not modelled); its length is FA3's build's (batch + 1 in the
+        # builds of 0.1x, 1 + round_up(batch, 4) * 4 later): the shortest, which every release's
+        # persistent CUDA-graph buffer holds.
+        return torch.zeros(batch_size + 1, dtype=torch.int32, device=cache_seqlens.device)
+
+    def unexpected(self, name):
+        def fail(*args, **kwargs):
+            raise NotImplementedError(f"{name} was called: this path is not modelled by kvfuzz")
+        return fail

@@ -1,0 +1,69 @@
+"""vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
+
+    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa [--device cpu|cuda]
+
+kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
+vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
+group unchanged (FlashAttentionMetadataBuilder.build from CommonAttentionMetadata; the
+ChunkedLocalAttention builder for chunked layers) and every layer's forward with the kernel
+recorded (recorder.py). The recorded kernel arguments are the plan of the backend's family
+(fa: page_table, flash_attn_page_table.py); kvfuzz's checked executor runs it and every property
+applies. On CPU the Triton metadata kernels (the slot mapping, 0.2x on) run in Triton's interpreter.
+"""
+import argparse
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+# pydantic, where ci/vllm.sh installed it (vLLM's configuration classes need the real package)
+sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
+    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
+    p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
+    args = p.parse_args()
+    if not os.path.isdir(os.path.join(args.site, "vllm")):
+        p.error(f"--site {args.site}: no vllm/ folder there (install a release with ci/vllm.sh)")
+    return args
+
+
+ARGS = parse_args()
+if ARGS.device == "cpu":
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import kvfuzz_adapter as kv  # noqa: E402
+from fake_runner import Setup, UnsupportedCase  # noqa: E402
+from vllm_release import Vllm  # noqa: E402
+
+VL = Vllm(ARGS.site)
+NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
+
+import flash_attn_page_table  # noqa: E402
+
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan)}
+FAMILY, PLAN = BACKENDS[ARGS.backend]
+
+
+@kv.planner(name=NAME, family=FAMILY,
+            supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
+                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
+                      "hybrid_swa": True, "cuda_graph": True},
+            description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
+def plan(case):
+    import torch
+
+    try:
+        setup = Setup(VL, case, torch.device(ARGS.device))
+        return PLAN(VL, setup)
+    except UnsupportedCase as e:
+        raise kv.Unsupported(str(e))
+
+
+if __name__ == "__main__":
+    kv.serve(plan)

@@ -1,0 +1,242 @@
+"""The vLLM release kvfuzz drives: its modules, and the entry points that moved between releases.
+
+    vl = Vllm(".vllm/0.33.0")            # ci/vllm.sh installs the release's Python source there
+    fa = vl.flash_attn                    # vllm.v1.attention.backends.flash_attn
+    table = vl.block_table(block_size=16, max_num_reqs=8, max_num_blocks_per_req=64, max_num_batched_tokens=8192)
+
+The process plays one CUDA device of compute capability 9.0 (an H100, where vLLM runs FlashAttention 3)
+with one rank: vLLM's platform probe is replaced by its own CUDA platform class answering so, and
+FlashAttention's version probe answers 3. Kernels stay stubs (vllm_import.py) until recorded.
+"""
+import importlib
+import os
+
+import vllm_import
+from engine.release import release_of
+
+FA_VERSION = 3
+
+
+class Vllm:
+    def __init__(self, site):
+        site = os.path.abspath(site)
+        vllm_import.install_finder(site)
+        self.site = site
+        self.version = release_of(site, "vllm")
+        self._triton_interpreter()
+        self._platform()
+        self._fa_version()
+        self.flash_attn = importlib.import_module("vllm.v1.attention.backends.flash_attn")
+        self.utils = importlib.import_module("vllm.v1.attention.backends.utils")
+        self.kv_cache_interface = importlib.import_module("vllm.v1.kv_cache_interface")
+        self.block_table_module = importlib.import_module("vllm.v1.worker.block_table")
+        backend = self._first("vllm.v1.attention.backend", "vllm.v1.attention.backends.utils")
+        self.CommonAttentionMetadata = backend.CommonAttentionMetadata
+        self._no_pinned_memory()
+        self.AttentionType = self._first("vllm.v1.attention.backend", "vllm.attention.backends.abstract",
+                                         attr="AttentionType").AttentionType
+
+    def _first(self, *names, attr="CommonAttentionMetadata"):
+        """The first of several module paths (releases moved them) that holds `attr`."""
+        for name in names:
+            try:
+                module = importlib.import_module(name)
+            except ModuleNotFoundError:
+                continue
+            if hasattr(module, attr):
+                return module
+        raise ModuleNotFoundError(f"vllm {self.version}: none of {names} holds {attr}")
+
+    def _platform(self):
+        """vLLM's CUDA platform class, answering for one sm90 device (no NVML, no driver)."""
+        platforms = importlib.import_module("vllm.platforms")
+        cuda = importlib.import_module("vllm.platforms.cuda")
+        interface = importlib.import_module("vllm.platforms.interface")
+        base = getattr(cuda, "NonNvmlCudaPlatform", None) or cuda.CudaPlatform
+
+        class KvfuzzCudaPlatform(base):
+            @classmethod
+            def get_device_capability(cls, device_id=0):
+                return interface.DeviceCapability(9, 0)
+
+            @classmethod
+            def has_device_capability(cls, capability, device_id=0):
+                if isinstance(capability, tuple):
+                    capability = capability[0] * 10 + capability[1]
+                return 90 >= capability
+
+            @classmethod
+            def is_device_capability(cls, capability, device_id=0):
+                if isinstance(capability, tuple):
+                    capability = capability[0] * 10 + capability[1]
+                return capability == 90
+
+            @classmethod
+            def is_device_capability_family(cls, capability, device_id=0):
+                return capability // 10 == 9
+
+            @classmethod
+            def get_device_name(cls, device_id=0):
+                return "NVIDIA H100 80GB HBM3"
+
+        platforms._current_platform = KvfuzzCudaPlatform()
+
+    def _no_pinned_memory(self):
+        """Without a CUDA device there is no pinned host memory: the modules' PIN_MEMORY flags say so."""
+        import sys
+
+        import torch
+
+        if torch.cuda.is_available():
+            return
+        for name, module in list(sys.modules.items()):
+            if name.startswith("vllm.") and getattr(module, "PIN_MEMORY", None) is True:
+                module.PIN_MEMORY = False
+
+    def _triton_interpreter(self):
+        """On CPU the metadata kernels written in Triton run in Triton's interpreter; vLLM enables Triton
+        only where exactly one GPU driver is active, so the CUDA driver reports active there."""
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from triton.backends import backends
+
+            backends["nvidia"].driver.is_active = staticmethod(lambda: True)
+
+    def _fa_version(self):
+        """FlashAttention 3, as vLLM picks it on sm90 (the version probe asks vllm_flash_attn's build)."""
+        for name in ("vllm.v1.attention.backends.fa_utils", "vllm.attention.utils.fa_utils"):
+            try:
+                fa_utils = importlib.import_module(name)
+            except ModuleNotFoundError:
+                continue
+            fa_utils.get_flash_attn_version = lambda *args, **kwargs: FA_VERSION
+            if hasattr(fa_utils, "is_flash_attn_varlen_func_available"):
+                fa_utils.is_flash_attn_varlen_func_available = lambda: True
+
+    def chunked_local_backend(self, underlying, chunk, block_size):
+        """The release's ChunkedLocalAttention backend over `underlying` (Llama 4's local layers);
+        releases up to 0.11 took the block size as a third argument."""
+        import inspect
+
+        module = self._first("vllm.model_executor.layers.attention.chunked_local_attention",
+                             "vllm.attention.layers.chunked_local_attention",
+                             attr="create_chunked_local_attention_backend")
+        create = module.create_chunked_local_attention_backend
+        extra = [block_size] if len(inspect.signature(create).parameters) > 2 else []
+        return create(underlying, chunk, *extra)
+
+    def kv_cache_layout(self):
+        """The KV-cache layout the engine core resolves for a FlashAttention model (0.33 on: the first
+        layout the backend supports, get_supported_kv_cache_layouts); None before layouts existed."""
+        if not hasattr(self.utils, "get_supported_kv_cache_layouts"):
+            return None
+        return self.utils.get_supported_kv_cache_layouts([self.flash_attn.FlashAttentionBackend])[0]
+
+    def kv_cache_groups(self, config, specs):
+        """The release's KV-cache groups of per-layer specs {name: spec} (get_kv_cache_groups: the
+        hybrid manager's grouping, or one unified group when config disables it)."""
+        try:
+            module = self._first("vllm.v1.core.kv_cache_planning", "vllm.v1.core.kv_cache_utils",
+                                 attr="get_kv_cache_groups")
+        except ModuleNotFoundError:  # up to 0.10: the groups of the whole KV-cache configuration
+            utils = importlib.import_module("vllm.v1.core.kv_cache_utils")
+            return utils.get_kv_cache_config(config, dict(specs), 1 << 40).kv_cache_groups
+        return module.get_kv_cache_groups(config, dict(specs))
+
+    def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
+        """A layer's KV cache tensor as the release allocates it for FlashAttention: the backend's
+        get_kv_cache_shape where it has one (up to about 0.3x: [2, blocks, block_size, heads, dim]),
+        else the unified page layout FlashAttentionImpl.forward documents ([blocks, heads, block_size, 2 * dim])."""
+        backend = self.flash_attn.FlashAttentionBackend
+        if hasattr(backend, "get_kv_cache_shape"):
+            return tuple(backend.get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size))
+        return (num_blocks, num_kv_heads, block_size, 2 * head_size)
+
+    def publish(self, config):
+        """The configuration the builders look up (set_current_vllm_config's global)."""
+        import sys
+
+        for name in ("vllm.config.vllm", "vllm.config"):
+            module = sys.modules.get(name)
+            if module is not None and hasattr(module, "_current_vllm_config"):
+                module._current_vllm_config = config
+
+    def head_size(self, head_dim):
+        """The head size vLLM's layers are built with: the case's where FlashAttention takes it, else 64.
+        No metadata builder reads it (FA3's scheduler sizes tiles with it, not which keys are read);
+        the executor attends with the case's own head dim."""
+        backend = self.flash_attn.FlashAttentionBackend
+        if hasattr(backend, "supports_head_size"):
+            return head_dim if backend.supports_head_size(head_dim) else 64
+        return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+
+    def supports_block_size(self, block_size):
+        """Whether the release runs FlashAttention at this block size (a multiple of 16 in every release:
+        supports_block_size from 0.1x on, get_kv_cache_shape's check before)."""
+        backend = self.flash_attn.FlashAttentionBackend
+        if hasattr(backend, "supports_block_size"):
+            return bool(backend.supports_block_size(block_size))
+        try:
+            backend.get_kv_cache_shape(1, block_size, 1, 16)
+        except ValueError:
+            return False
+        return True
+
+    @property
+    def AttentionCGSupport(self):
+        return self._first("vllm.v1.attention.backend", "vllm.v1.attention.backends.utils",
+                           attr="AttentionCGSupport").AttentionCGSupport
+
+    def cudagraph_support(self, builder_cls, config, spec):
+        """A builder's CUDA-graph support as the runner asks it (a classmethod from 0.1x on, before a
+        class attribute)."""
+        if hasattr(builder_cls, "get_cudagraph_support"):
+            return builder_cls.get_cudagraph_support(config, spec)
+        for name in ("cudagraph_support", "_cudagraph_support", "attn_cudagraph_support"):
+            if hasattr(builder_cls, name):
+                return getattr(builder_cls, name)
+        raise AttributeError(f"vllm {self.version}: {builder_cls.__name__} states no CUDA-graph support")
+
+    def cudagraph_mode(self, name):
+        module = self._first("vllm.config.compilation", "vllm.config", attr="CUDAGraphMode")
+        return getattr(module.CUDAGraphMode, name)
+
+    def block_table(self, **kwargs):
+        """The release's BlockTable (vllm/v1/worker/block_table.py), built with the arguments it takes."""
+        import inspect
+
+        import torch
+
+        cls = self.block_table_module.BlockTable
+        known = dict(pin_memory=False, device=torch.device("cpu"), cp_kv_cache_interleave_size=1, dcp_kv_cache_interleave_size=1,
+                     kernel_block_size=kwargs["block_size"], **kwargs)
+        params = inspect.signature(cls.__init__).parameters
+        return cls(**{k: v for k, v in known.items() if k in params})
+
+    def slot_mapping(self, table, num_reqs, query_start_loc, positions, query_lens):
+        """The release's slot mapping of the step's tokens, computed by `table` (host tensor)."""
+        import inspect
+
+        import numpy as np
+
+        params = list(inspect.signature(table.compute_slot_mapping).parameters)
+        if params[0] == "req_indices":  # up to about 0.1x: numpy, then committed
+            req_indices = np.repeat(np.arange(num_reqs, dtype=np.int32), query_lens)
+            table.compute_slot_mapping(req_indices, positions.numpy())
+            table.commit_slot_mapping(int(positions.shape[0]))
+        else:  # a Triton kernel over the device block table (Triton's interpreter on CPU)
+            table.compute_slot_mapping(num_reqs, query_start_loc.to(torch_int32()), positions)
+        mapping = table.slot_mapping  # a CpuGpuBuffer from about 0.11 on, a device tensor before
+        return (mapping.gpu if hasattr(mapping, "gpu") else mapping).clone()
+
+    def device_block_table(self, table, num_reqs):
+        import inspect
+
+        if inspect.signature(table.get_device_tensor).parameters:
+            return table.get_device_tensor(num_reqs)
+        return table.get_device_tensor()[:num_reqs]
+
+
+def torch_int32():
+    import torch
+
+    return torch.int32

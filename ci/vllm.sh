@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# vLLM's real attention-metadata builders under kvfuzz (adapters/vllm/): the release's own
+# FlashAttentionMetadataBuilder (and the ChunkedLocalAttention builder over it), BlockTable and
+# KV-cache grouping build each case's metadata; kvfuzz's checked page_table executor runs it.
+#
+#   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest)
+#   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as expected
+#   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
+#                                      # release that fixed them (installs those releases too)
+#   bash ci/vllm.sh matrix             # every seed case against every release (RELEASES)
+#   bash ci/vllm.sh known              # each known issue's minimal case at its release, fingerprinted:
+#                                      # triaged as that issue (adapters/vllm/known_issues.json)
+#   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
+#                                      # sizes of 16 and up, so most generated cases are unsupported) per
+#                                      # backend (BACKENDS, default "fa"), each finding triaged against
+#                                      # adapters/vllm/known_issues.json
+#
+# Installs, once, into .vllm/ (ignored, never committed): the release's Python source
+# (VLLM_VERSION, default 0.33.0, the newest on PyPI; 0.10.2 and any release from 0.11.0 on), unpacked from its
+# wheel (about 340 MB, downloaded once into .vllm/wheels; only its .py files are kept), and
+# pydantic into .vllm/pyextra. PyTorch + Triton: the venv ci/sglang.sh makes (.sglang/venv,
+# ci/engine_env.sh). DEVICE=cpu (default) runs the Triton slot-mapping kernel in Triton's interpreter.
+# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz; ci/build.sh builds it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VERSION=${VLLM_VERSION:-0.33.0}
+DEVICE=${DEVICE:-cpu}
+KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
+ROOT=.vllm
+
+usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
+[ $# -ge 1 ] || usage
+[ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
+case $VERSION in
+  0.10.2|0.1[1-9]*|0.[2-9][0-9]*) ;;
+  *) echo "ci/vllm.sh: VLLM_VERSION=$VERSION: the adapter drives 0.10.2 and the releases from 0.11.0 on" >&2; exit 2 ;;
+esac
+
+source ci/engine_env.sh
+PY=$(python_with_torch)
+torch_cuda_libs
+# pydantic: vLLM's configuration classes are pydantic dataclasses (real, not stubbed).
+if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import pydantic' 2>/dev/null; then
+  "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "pydantic==2.12.5" "pydantic-core==2.41.5" \
+    "annotated-types==0.7.0" "typing-inspection==0.4.2" >&2
+fi
+# install VERSION: the release's Python source (every vLLM wheel is one cp38-abi3 manylinux build)
+install() {
+  unpack_wheel vllm "$1" "$ROOT/$1" --python-version 3.12 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_31_x86_64 --platform manylinux1_x86_64
+}
+install "$VERSION"
+BACKENDS=${BACKENDS:-fa}
+family_executor() { case $1 in fa) echo fa ;; esac; }
+adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
+# found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
+# the adapter answers so, which the verdicts count as not found)
+found() {
+  local backend=$1 file=$2 release=$3 name pair
+  name=vllm_${backend}_${release//./_}
+  pair=$(family_executor "$backend")
+  "$KVFUZZ" check "$file" --backend "$name:$pair" --adapter "$(adapter "$release" "$backend")" 2>&1 |
+    grep -o "^$name:$pair: [a-z-]*\|^unsupported: $name:$pair" | sed "s/^$name:$pair: //; s/^unsupported: .*/unsupported/" |
+    grep -vx ok | sort -u | tr '\n' ' ' || true
+}
+is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
+
+# The seed cases: backend : case file : what the newest release does with it
+#   clean      every property holds (the metadata path the case exercises works)
+#   found=ID   a finding, triaged by adapters/vllm/known_issues.json entry ID
+seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
+       fa:corpus/vllm/fa_local_mixed.json:clean
+       fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
+       fa:corpus/vllm/fa_local_graph_decode.json:clean"
+
+# Known bugs in the last release that shipped them and gone in the first release with the fix,
+# unpatched: backend : case file : upstream PR : last release with it : first release without
+rows="fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0
+      fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
+
+case "$1" in
+  install)
+    for row in $rows; do
+      IFS=: read -r _ _ _ shipped fixed <<<"$row"
+      install "$shipped" && install "$fixed"
+    done ;;
+  seeds)
+    failed=0
+    printf '%-8s %-32s %-10s %-30s %s\n' backend case expect "vllm $VERSION" verdict
+    for seed in $seeds; do
+      IFS=: read -r backend file expect <<<"$seed"
+      got=$(found "$backend" "$file" "$VERSION")
+      verdict=ok
+      case $expect in
+        clean) [ -z "$got" ] || verdict="NOT CLEAN" ;;
+        *)     is_finding "$got" || verdict="NOT FOUND" ;;
+      esac
+      [ "$verdict" = ok ] || failed=1
+      printf '%-8s %-32s %-10s %-30s %s\n' "$backend" "$(basename "$file" .json)" "$expect" "${got:-clean}" "$verdict"
+    done
+    exit $failed ;;
+  releases)
+    failed=0
+    printf '%-6s %-30s %-7s %-32s %-26s %s\n' backend case PR "shipped in" "fixed in" verdict
+    for row in $rows; do
+      IFS=: read -r backend file pr shipped fixed <<<"$row"
+      install "$shipped" && install "$fixed"
+      before=$(found "$backend" "$file" "$shipped")
+      after=$(found "$backend" "$file" "$fixed")
+      verdict=ok
+      is_finding "$before" || verdict="NOT FOUND in $shipped"
+      [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-6s %-30s %-7s %-32s %-26s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
+        "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
+    done
+    exit $failed ;;
+  matrix)
+    releases=${RELEASES:-0.10.2 0.11.0 0.14.0 0.19.0 0.24.0 0.25.0 0.27.1 0.28.0 0.33.0}
+    printf '%-6s %-30s' backend case
+    for r in $releases; do install "$r"; printf ' %-16s' "$r"; done
+    echo
+    for seed in $seeds; do
+      IFS=: read -r backend file expect <<<"$seed"
+      printf '%-6s %-30s' "$backend" "$(basename "$file" .json)"
+      for r in $releases; do
+        kinds=$(found "$backend" "$file" "$r")
+        printf ' %-16s' "$(echo "${kinds:-clean}" | sed 's/ $//; s/ /,/g')"
+      done
+      echo
+    done ;;
+  known)
+    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
+    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
+    failed=0 work=$(mktemp -d)
+    printf '%-12s %-8s %-30s %s\n' issue release "labels (fingerprints)" verdict
+    while IFS=' ' read -r id backend case release; do
+      install "$release"
+      "$KVFUZZ" fingerprint "$case" --backend "vllm_${backend}_${release//./_}:$(family_executor "$backend")" \
+        --adapter "$(adapter "$release" "$backend")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/vllm/known_issues.json --json-out "$work/$id.json" \
+        >/dev/null 2>&1
+      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+      verdict=ok
+      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+      printf '%-12s %-8s %-30s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+    done < <(python3 -c '
+import json
+for i in json.load(open("adapters/vllm/known_issues.json"))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"])')
+    rm -rf "$work"
+    exit $failed ;;
+  campaign)
+    # Findings may be expected (known issues): the exit is the triage's, 1 only for a finding that
+    # matches no entry of adapters/vllm/known_issues.json.
+    out=findings-vllm/$VERSION
+    for backend in $BACKENDS; do
+      echo "== vllm $VERSION $backend backend: ${2:-2000} cases"
+      rm -rf "${out:?}/$backend"
+      "$KVFUZZ" run --cases "${2:-2000}" --profile small medium \
+        --backend "vllm_${backend}_${VERSION//./_}:$(family_executor "$backend")" \
+        --adapter "$(adapter "$VERSION" "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
+    done
+    status=0
+    for backend in $BACKENDS; do
+      echo "== triage of $out/$backend (adapters/vllm/known_issues.json)"
+      python3 adapters/triage.py "$out/$backend" --issues adapters/vllm/known_issues.json || status=$?
+    done
+    exit $status ;;
+  *) usage ;;
+esac
