@@ -22,15 +22,23 @@ cd "$(dirname "$0")/.."
 level=${KVFUZZ_TEST_LEVEL:-1}
 [[ $level =~ ^[0-9]+$ ]] || { echo "ci/test.sh: KVFUZZ_TEST_LEVEL must be a whole number, got '$level'" >&2; exit 2; }
 times=()
-# part NAME COMMAND...: runs COMMAND under "== NAME", records its wall time.
+# part NAME COMMAND...: runs COMMAND under "== NAME", records its wall time (a failing part too).
 part() {
-  local name=$1 start=$SECONDS
+  local name=$1 start=$SECONDS status=0
   shift
   echo "== $name"
-  "$@"
-  times+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
+  "$@" || status=$?
+  times+=("$(printf '%6d s  %s%s' $((SECONDS - start)) "$name" "$([ $status = 0 ] || echo " (FAILED, exit $status)")")")
   echo "== $name: $((SECONDS - start)) s"
+  return $status
 }
+# The table of part times closes the log, whether every part passed or one failed.
+print_times() {
+  echo "== wall time of each part (KVFUZZ_TEST_LEVEL=$level)"
+  printf '%s\n' "${times[@]}"
+  echo "$(printf '%6d s' "$SECONDS")  in all"
+}
+trap print_times EXIT
 if [ "$level" -ge 1 ]; then
   part "setup (packages, chromium for the report's browser test)" bash ci/setup.sh browser
   export KVFUZZ_REQUIRE_BROWSER=1
@@ -53,6 +61,3 @@ if [ "$level" -ge 2 ]; then
   part "sglang: every seed case against every release" bash ci/sglang.sh matrix
 fi
 part "tests (ctest, level $level)" ctest --test-dir build --output-on-failure -j "$(nproc)"
-echo "== wall time of each part (KVFUZZ_TEST_LEVEL=$level)"
-printf '%s\n' "${times[@]}"
-echo "$(printf '%6d s' "$SECONDS")  in all"
