@@ -76,6 +76,7 @@ MATCHERS = {
     "variants": lambda v, fp: fp.get("variant", "") in v,
     "page_size_min": lambda v, fp: fp["context"]["page_size"] >= v,
     "topk_min": lambda v, fp: fp["context"]["topk"] >= v,
+    "topk_max": lambda v, fp: fp["context"]["topk"] <= v,
     "hybrid": lambda v, fp: fp["context"]["hybrid"] == v,
     "graph": lambda v, fp: fp["context"]["graph"] == v,
     "deterministic": lambda v, fp: fp["context"]["deterministic"] == v,

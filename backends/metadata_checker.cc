@@ -28,11 +28,26 @@ void MetadataChecker::mismatch(const std::string& table, int64_t entry, int64_t 
   // "local_block_table") and what the slot is: a full-pool slot where the SWA one belongs, or wrong.
   std::string kind = table.substr(table.rfind('.') == std::string::npos ? 0 : table.rfind('.') + 1);
   const bool untranslated = pool == PoolKind::swa && got == expected_slot(row, r2t_column, PoolKind::full);
-  kind += untranslated ? ":untranslated" : ":wrong-slot";
+  kind += untranslated ? ":untranslated" : own_other_column(row, got, pool) ? ":other-column" : ":wrong-slot";
   add("stride-divide", layer, kind, table + "[" + std::to_string(entry) + "] maps layer " + std::to_string(layer) + ", row " +
                            std::to_string(row) + " (request " + std::to_string(request) + "), key column " +
                            std::to_string(column) + held + " to slot " + std::to_string(got) + "; req_to_token" +
                            (pool == PoolKind::swa ? " -> full_to_swa" : "") + " says slot " + std::to_string(want));
+}
+
+bool MetadataChecker::own_other_column(int32_t row, int64_t slot, PoolKind pool) const {
+  const int32_t req = fb_.req_pool_indices[static_cast<size_t>(row)];
+  for (int32_t c = 0; c < s_.cache.max_context_len; ++c) {
+    int64_t at = 0;
+    try {
+      at = cache_.r2t(req, c);
+    } catch (const InputOutOfRange&) {
+      return false;
+    }
+    if (at == 0) continue;  // not allocated (slot 0 is the dummy page)
+    if ((pool == PoolKind::full ? at : cache_.full_to_swa[static_cast<size_t>(at)]) == slot) return true;
+  }
+  return false;
 }
 
 void MetadataChecker::add(std::string property, int32_t layer, std::string mechanism, std::string message) {

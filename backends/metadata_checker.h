@@ -111,13 +111,15 @@ class MetadataChecker {
             lens[i]);
   }
 
-  void equal(const std::string& what, int64_t got, int64_t want) {
+  // `layer`, when the check knows it, names the failing layer in the finding's fingerprint.
+  void equal(const std::string& what, int64_t got, int64_t want, int32_t layer = -1) {
     if (got != want)
-      fail(what + " is " + std::to_string(got) + ", expected " + std::to_string(want) + (got > want ? " (too large)" : " (too small)"));
+      fail(what + " is " + std::to_string(got) + ", expected " + std::to_string(want) + (got > want ? " (too large)" : " (too small)"),
+           layer);
   }
 
   // A broken metadata invariant (extent, maximum, prefix sum, range).
-  void fail(std::string message) { add("metadata", -1, "", std::move(message)); }
+  void fail(std::string message, int32_t layer = -1) { add("metadata", layer, "", std::move(message)); }
 
   struct Item {
     std::string property;  // stride-divide (a table maps a key to the wrong slot) or metadata
@@ -130,6 +132,9 @@ class MetadataChecker {
  private:
   static constexpr size_t kMaxPerMechanism = 4;  // a second mechanism is never hidden behind the first
   void add(std::string property, int32_t layer, std::string mechanism, std::string message);
+  // Whether `slot` holds another column of batch row `row`'s own request in `pool` (a table that
+  // starts at the wrong column, as when local attention reads the whole context's table).
+  bool own_other_column(int32_t row, int64_t slot, PoolKind pool) const;
   // A stride-divide finding unless `got` is the slot of req_to_token column `r2t_column`.
   void mismatch(const std::string& table, int64_t entry, int64_t got, int32_t layer, int32_t row, int32_t column,
                 int32_t r2t_column);

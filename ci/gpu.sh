@@ -120,7 +120,7 @@ if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] &&
   echo "== memcheck: $memcheck_cases cases of cuda_page_table under compute-sanitizer"
   rc=0
   ./build/fuzz/kvfuzz run --cases "$memcheck_cases" "${profile_args[@]}" --jobs "$(nproc)" --no-shrink \
-    --adapter "compute-sanitizer --tool memcheck --log-file $out/memcheck/%p.log $(adapter_command cuda_page_table)" \
+    --adapter "KVFUZZ_CUDA_EXACT_BUFFERS=1 compute-sanitizer --tool memcheck --log-file $out/memcheck/%p.log $(adapter_command cuda_page_table)" \
     --backend cuda_page_table --out "$out/memcheck/findings" --adapter-timeout 600 >"$out/memcheck.log" 2>&1 || rc=$?
   errors=$( { cat "$out"/memcheck/*.log 2>/dev/null || true; } | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
   logs=$(find "$out/memcheck" -maxdepth 1 -name '*.log' | wc -l)

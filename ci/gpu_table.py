@@ -34,6 +34,26 @@ def triage(folder):
     return result.returncode, groups, result.stderr.strip().splitlines()[-1:] or [""]
 
 
+def breakdown(name, text, wall, jobs):
+    """The breakdown line of one campaign: shares of its job time (wall x jobs) in the kernel, in
+    first calls of a kernel variant (its compiles), in the adapter's own code, in the exchange, in
+    the oracle, and the rest of kvfuzz (checks, generation, planning), from kvfuzz run's lines
+    "adapter NAME time: ..." and "oracle: ..."; None when the log has neither."""
+    t = re.search(r"adapter \S+ time: kernel ([\d.]+) s, first calls of a variant ([\d.]+) s, adapter code ([\d.]+) s, "
+                  r"exchange ([\d.]+) s", text)
+    o = re.search(r"^oracle: ([\d.]+) s in run_oracle", text, re.M)
+    if not t or not o or not wall:
+        return None
+    job = wall * jobs
+    parts = [float(x) for x in t.groups()] + [float(o.group(1))]
+    shares = [100 * x / job for x in parts] + [100 * (job - sum(parts)) / job]
+    return f"{name:<22} {job:>9.1f} s" + "".join(f"{x:>{w}.0f}%" for x, w in zip(shares, BREAKDOWN_WIDTHS))
+
+
+BREAKDOWN_COLUMNS = ["kernel", "first calls", "adapter", "exchange", "oracle", "kvfuzz rest"]
+BREAKDOWN_WIDTHS = [len(c) + 2 for c in BREAKDOWN_COLUMNS]
+
+
 def row(name, log, groups):
     text = open(log).read()
     j = re.search(r"(\d+) job\(s\)", text)
@@ -56,7 +76,9 @@ def row(name, log, groups):
     new = sum(g["label"] == "NEW" for g in groups)
     back = sum(g["label"] == "regression" for g in groups)
     saved = str(known) + (f" + {new} NEW" if new else "") + (f" + {back} regr" if back else "")
-    return f"{name:<22} {checked:>9} {unsupported:>12} {m.group(3) if m else '?':>9} {share:>10} {saved:>12}  {findings}"
+    rate = f"{checked / wall:.1f}" if wall else "?"
+    return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {share:>10} {saved:>12}  {findings}",
+            breakdown(name, text, wall, jobs))
 
 
 def main():
@@ -65,8 +87,9 @@ def main():
         return 2
     out, names = sys.argv[1], sys.argv[2:]
     status = 0
-    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'cases/s':>9} {'in kernel':>10} {'fingerprints':>12}"
+    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'checked/s':>9} {'in kernel':>10} {'fingerprints':>12}"
           "  cases with findings, by property")
+    times = []
     for name in names:
         rc = int(open(os.path.join(out, name + ".rc")).read())
         log = os.path.join(out, name + ".log")
@@ -81,10 +104,22 @@ def main():
             status = 1
             continue
         status |= rc
-        print(row(name, log, groups))
-    print('("in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
-    print(f' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')
+        line, time_line = row(name, log, groups)
+        print(line)
+        times.append(time_line or f"{name:<22} (no time breakdown in {log})")
+    print('("checked/s": cases checked per second of wall time, unsupported ones apart;')
+    print(' "in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
+    print(' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')
     print(f' each listed with its replay line in {out}/<backend>.triage)')
+    if times:
+        print("\nwhere the time went, as shares of each campaign's job time (wall time x jobs):")
+        print(f"{'backend':<22} {'job time':>11}" + "".join(f"{c:>{w + 1}}" for c, w in zip(BREAKDOWN_COLUMNS, BREAKDOWN_WIDTHS)))
+        for line in times:
+            print(line)
+        print('("first calls": the kernel on the first request of a variant in a worker (dtype, heads, head dims,')
+        print(' page size, mode, layer kinds, softcap), where JIT compiles land; "adapter": its own code around the')
+        print(' function; "exchange": writing and reading the request\'s arrays on both sides and the pipe; "kvfuzz rest":')
+        print(' the job time left: kvfuzz\'s checks, generation, planning and shrinking)')
     return status
 
 

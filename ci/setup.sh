@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything kvfuzz needs to build and test, from Debian packages only.
-# Idempotent: a second run installs nothing. Usage: bash ci/setup.sh
+# Idempotent: a second run installs nothing. Usage: bash ci/setup.sh [browser]
+#   browser   also Debian's chromium, for the report's headless-browser test (ci/test.sh, level >= 1)
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,12 @@ packages=(
   libcli11-dev                            # command line
   clang libclang-rt-14-dev libomp-14-dev  # libFuzzer build, sanitizers
 )
+for extra in "$@"; do
+  case $extra in
+    browser) packages+=(chromium) ;;       # fuzz/tests/report_browser_test.sh opens kvfuzz report's page
+    *) echo "setup: unknown extra '$extra' (extras: browser)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

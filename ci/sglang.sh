@@ -196,7 +196,7 @@ case "$1" in
         --adapter "$PY adapters/sglang/sglang_planner.py --site $ROOT/$release --device $DEVICE --backend $backend $flag" \
         >"$work/$id.jsonl" 2>"$work/$id.err" || true
       python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/sglang/known_issues.json --json-out "$work/$id.json" \
-        >/dev/null 2>&1
+        >/dev/null 2>&1 || true  # its labels are read below
       labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
       verdict=ok
       case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac

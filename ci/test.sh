@@ -1,33 +1,58 @@
 #!/usr/bin/env bash
 # Installs what kvfuzz needs, builds it and runs every test. The README's test command; CI runs it.
-#   1. the g++ build and its fault benchmark: every named planner fault must be caught;
-#   2. a bounded libFuzzer smoke on every target (clang, ASan + UBSan), then the test that the
-#      smoke fails when a fuzzer fails (fuzz/tests/fuzz_smoke_test.sh);
-#   3. sglang's real attention backends (ci/sglang.sh: installs PyTorch and the pinned releases
-#      into .sglang/ once): each seed bug found in 0.5.10.post1, gone with its upstream fix (seeds),
-#      and found in the release that shipped it, gone in the one that fixed it (releases), and each
-#      known issue's minimal case triaged by fingerprint as that issue (known);
-#   4. vLLM's releases for the vllm_seeds_test ctest (ci/vllm.sh install: the newest and those of its
-#      known-bug table, about 1 GB of wheels of which only the Python source is kept);
-#   5. every test (GoogleTest + RapidCheck through ctest), last, so its summary closes the log.
-# KVFUZZ_TEST_LEVEL scales the generated-case counts (0 quick, 1 the default, 2+ soak);
-# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30; seven targets).
+# KVFUZZ_TEST_LEVEL picks how much (docs/testing.md):
+#   0  quick local run: the g++ build, the fault benchmark, every test at a tenth of its case counts
+#      (the browser test skips without chromium);
+#   1  the default, what CI runs: level 0 at full counts, plus chromium (the report's browser test
+#      must run), a bounded libFuzzer smoke on every target (clang, ASan + UBSan) with the test that
+#      the smoke fails when a fuzzer fails, and sglang's real attention backends (ci/sglang.sh:
+#      installs PyTorch and the pinned releases into .sglang/ once): each seed bug found in
+#      0.5.10.post1, gone with its upstream fix (seeds), found in the release that shipped it,
+#      gone in the one that fixed it (releases), and each known issue's minimal case triaged by
+#      fingerprint as that issue (known);
+#   every level: FlashInfer 0.7.2.post1's Python files for the reproducers (ci/repro.sh install: one
+#      22 MB wheel; ctest repro_committed runs them), and vLLM's releases for ctest vllm_seeds_test
+#      (ci/vllm.sh install: their Python source from the wheels);
+#   2+ soak: level 1 with ten times the case counts per level above 1, a 300 s smoke per target,
+#      and every seed case against every sglang release (ci/sglang.sh matrix).
+# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 30 at level 1, 300 above; seven targets).
+# Each part's wall time is printed as it ends and in a table at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash ci/setup.sh
-bash ci/build.sh
-echo "== fault benchmark"
-./build/fuzz/kvfuzz faults --shrink-seconds 20
-echo "== fuzz smoke"
-bash ci/fuzz_smoke.sh "${KVFUZZ_FUZZ_SECONDS:-30}"
-bash fuzz/tests/fuzz_smoke_test.sh
-echo "== sglang's real attention backends: seed bugs found in the release, gone with their fixes"
-bash ci/sglang.sh seeds
-echo "== sglang's real attention backends: seed bugs in the release that shipped them, gone in the one that fixed them"
-bash ci/sglang.sh releases
-echo "== sglang's real attention backends: each known issue's minimal case fingerprinted and triaged as that issue"
-bash ci/sglang.sh known
-echo "== vLLM's releases (the vllm_seeds_test ctest runs their seeds and known bugs)"
-bash ci/vllm.sh install
-echo "== tests"
-ctest --test-dir build --output-on-failure -j "$(nproc)"
+level=${KVFUZZ_TEST_LEVEL:-1}
+[[ $level =~ ^[0-9]+$ ]] || { echo "ci/test.sh: KVFUZZ_TEST_LEVEL must be a whole number, got '$level'" >&2; exit 2; }
+times=()
+# part NAME COMMAND...: runs COMMAND under "== NAME", records its wall time.
+part() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  times+=("$(printf '%6d s  %s' $((SECONDS - start)) "$name")")
+  echo "== $name: $((SECONDS - start)) s"
+}
+if [ "$level" -ge 1 ]; then
+  part "setup (packages, chromium for the report's browser test)" bash ci/setup.sh browser
+  export KVFUZZ_REQUIRE_BROWSER=1
+else
+  part "setup (packages)" bash ci/setup.sh
+fi
+part "build (g++, every target)" bash ci/build.sh
+part "fault benchmark" ./build/fuzz/kvfuzz faults --shrink-seconds 20
+if [ "$level" -ge 1 ]; then
+  fuzz_seconds=${KVFUZZ_FUZZ_SECONDS:-$([ "$level" -ge 2 ] && echo 300 || echo 30)}
+  part "fuzz smoke (${fuzz_seconds} s per target, clang build included)" bash ci/fuzz_smoke.sh "$fuzz_seconds"
+  part "fuzz smoke fails when a fuzzer fails" bash fuzz/tests/fuzz_smoke_test.sh
+  part "sglang: seed bugs found in the release, gone with their fixes (torch + release installs included)" bash ci/sglang.sh seeds
+  part "sglang: seed bugs in the release that shipped them, gone in the one that fixed them" bash ci/sglang.sh releases
+  part "sglang: each known issue's minimal case fingerprinted and triaged as that issue" bash ci/sglang.sh known
+fi
+part "reproducers: FlashInfer's Python files for the CPU reproducer of its mask offsets (ctest repro_committed)" bash ci/repro.sh install
+part "vLLM's releases (ctest vllm_seeds_test runs their seeds and known bugs)" bash ci/vllm.sh install
+if [ "$level" -ge 2 ]; then
+  part "sglang: every seed case against every release" bash ci/sglang.sh matrix
+fi
+part "tests (ctest, level $level)" ctest --test-dir build --output-on-failure -j "$(nproc)"
+echo "== wall time of each part (KVFUZZ_TEST_LEVEL=$level)"
+printf '%s\n' "${times[@]}"
+echo "$(printf '%6d s' "$SECONDS")  in all"

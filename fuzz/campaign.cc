@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fuzz/campaign_record.h"
 #include "fuzz/case_check.h"
 #include "fuzz/finding_index.h"
 #include "fuzz/replay.h"
@@ -190,6 +191,7 @@ void run_case(Shared& sh, int64_t index) {
     std::lock_guard<std::mutex> lock(sh.mu);
     CampaignSummary& sum = sh.summary;
     sum.coverage.add(s);
+    sum.counts.add(s, backends_checked(o.backends, report.unsupported));
     for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(": "))]++;
     for (const Backend* b : o.backends) sum.backend_runs[std::string(b->name())] += 1;
     for (const auto& [name, t] : report.variants) {
@@ -247,6 +249,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
       }
     });
   }
+  CampaignRecordWriter record(o);  // DIR/campaign.json, for kvfuzz report
   std::thread reporter([&] {
     int64_t last = -1;
     while (true) {
@@ -260,6 +263,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
                  << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), " << sh.summary.coverage.line()
                  << (o.live_progress ? "   " : "\n") << std::flush;
         last = done;
+        record.update(sh.summary, done, t);
       }
       if (finished) break;
       for (int t = 0; t < (o.live_progress ? 1 : 20) && !sh.workers_done.load(); ++t)
@@ -272,6 +276,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   if (o.live_progress) progress << "\n";
   sh.summary.cases = sh.done.load();
   sh.summary.seconds = elapsed();
+  record.finish(sh.summary);
   return sh.summary;
 }
 

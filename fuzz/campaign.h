@@ -22,6 +22,7 @@
 
 #include "backends/backend.h"
 #include "fuzz/coverage.h"
+#include "fuzz/coverage_counts.h"
 #include "properties/metamorphic.h"
 #include "reference/generate.h"
 
@@ -67,6 +68,7 @@ struct CampaignSummary {
   int64_t harness_errors = 0;       // cases where kvfuzz's own checking code failed (not findings)
   std::string first_harness_error;  // its message and saved case
   Coverage coverage;
+  CoverageCounts counts;  // cases checked per backend, mode x layer kind, page size, feature
   int64_t findings() const {
     int64_t n = 0;
     for (const auto& [k, v] : kinds) n += v.count;

@@ -11,9 +11,32 @@ int page_class(int32_t ps) {
   return ps <= 16 ? 1 : 2;
 }
 
-enum Feature { kHybrid, kGraph, kTree, kMla, kSoftcap, kGqa, kEvict, kSpecHistory, kAdaptiveSplits, kFeatures };
-
 }  // namespace
+
+const std::vector<std::string>& case_feature_names() {
+  static const std::vector<std::string> names = {"hybrid",    "graph",        "tree",           "mla", "softcap", "gqa",
+                                                 "swa-evict", "spec-history", "adaptive-splits"};
+  return names;
+}
+
+std::vector<std::string> case_features(const Scenario& s) {
+  std::vector<std::string> f;
+  if (s.cache.swa_pages > 0) f.push_back("hybrid");
+  if (s.batch.graph_bs > 0) f.push_back("graph");
+  if (s.batch.topk > 1) f.push_back("tree");
+  if (s.model.mla) f.push_back("mla");
+  if (s.model.softcap > 0) f.push_back("softcap");
+  if (s.model.q_heads > s.model.kv_heads) f.push_back("gqa");
+  bool evict = false, spec = false;
+  for (const Op& op : s.history) {
+    evict |= op.kind == OpKind::swa_evict;
+    spec |= op.kind == OpKind::accept;
+  }
+  if (evict) f.push_back("swa-evict");
+  if (spec) f.push_back("spec-history");
+  if (s.batch.device_sms > 0 && s.batch.kv_splits > 1) f.push_back("adaptive-splits");
+  return f;
+}
 
 void Coverage::add(const Scenario& s) {
   modes_.insert(static_cast<int>(s.batch.mode));
@@ -24,17 +47,7 @@ void Coverage::add(const Scenario& s) {
   }
   page_sizes_.insert(s.cache.page_size);
   const bool hybrid = s.cache.swa_pages > 0, graph = s.batch.graph_bs > 0, tree = s.batch.topk > 1, mla = s.model.mla;
-  if (hybrid) features_.insert(kHybrid);
-  if (graph) features_.insert(kGraph);
-  if (tree) features_.insert(kTree);
-  if (mla) features_.insert(kMla);
-  if (s.model.softcap > 0) features_.insert(kSoftcap);
-  if (s.model.q_heads > s.model.kv_heads) features_.insert(kGqa);
-  if (s.batch.device_sms > 0 && s.batch.kv_splits > 1) features_.insert(kAdaptiveSplits);
-  for (const Op& op : s.history) {
-    if (op.kind == OpKind::swa_evict) features_.insert(kEvict);
-    if (op.kind == OpKind::accept) features_.insert(kSpecHistory);
-  }
+  for (std::string& f : case_features(s)) features_.insert(std::move(f));
   const uint32_t cell = static_cast<uint32_t>(s.batch.mode) | kinds << 3 | static_cast<uint32_t>(page_class(s.cache.page_size)) << 6 |
                         uint32_t{hybrid} << 8 | uint32_t{graph} << 9 | uint32_t{tree} << 10 | uint32_t{mla} << 11;
   cells_.insert(cell);
@@ -50,8 +63,9 @@ void Coverage::merge(const Coverage& o) {
 
 std::string Coverage::line() const {
   std::ostringstream os;
-  os << "modes " << modes_.size() << "/7, layer kinds " << layer_kinds_.size() << "/3, page sizes " << page_sizes_.size()
-     << ", features " << features_.size() << "/" << kFeatures << ", cells " << cells_.size();
+  os << "modes " << modes_.size() << "/7, layer kinds " << layer_kinds_.size() << "/3, page sizes "
+     << page_sizes_.size() << ", features " << features_.size() << "/" << case_feature_names().size() << ", cells "
+     << cells_.size();
   return os.str();
 }
 

@@ -14,10 +14,18 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "reference/scenario.h"
 
 namespace kvfuzz {
+
+// The features a case exercises, by name (hybrid, graph, tree, mla, softcap, gqa, swa-evict,
+// spec-history, adaptive-splits): what the coverage line counts and the campaign report shows.
+//   for (const std::string& f : case_features(s)) ...
+std::vector<std::string> case_features(const Scenario& s);
+// Every name case_features can return, in that order.
+const std::vector<std::string>& case_feature_names();
 
 class Coverage {
  public:
@@ -28,7 +36,8 @@ class Coverage {
 
  private:
   std::set<uint32_t> cells_;
-  std::set<int> modes_, layer_kinds_, page_sizes_, features_;
+  std::set<int> modes_, layer_kinds_, page_sizes_;
+  std::set<std::string> features_;
 };
 
 }  // namespace kvfuzz

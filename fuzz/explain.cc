@@ -62,15 +62,17 @@ std::string svg_for(const std::vector<Query>& queries, const std::vector<std::st
   int32_t width = 0;
   for (const Query& q : queries) width = std::max(width, q.kv_cols);
   const int row_h = 3 * kCell + 22;
+  constexpr int kTop = 44;  // below the legend
   std::ostringstream os;
   os << "<svg xmlns='http://www.w3.org/2000/svg' width='" << 620 + width * kCell << "' height='"
-     << 30 + static_cast<int>(queries.size()) * row_h << "' font-family='monospace' font-size='11'>\n";
-  os << "<text x='4' y='14'>green: read and expected, red: expected but missing, orange: read but not"
-        " expected, purple: read twice; lines: page boundaries (page size "
-     << ps << ")</text>\n";
+     << kTop + static_cast<int>(queries.size()) * row_h << "' font-family='monospace' font-size='11'>\n";
+  // The legend in two lines, so that it fits the picture's narrowest width.
+  os << "<text x='4' y='14'>green: read and expected, red: expected but missing,</text>\n"
+     << "<text x='4' y='28'>orange: read but not expected, purple: read twice; lines: page boundaries (page size " << ps
+     << ")</text>\n";
   for (size_t i = 0; i < queries.size(); ++i) {
     const Query& q = queries[i];
-    const int y0 = 30 + static_cast<int>(i) * row_h;
+    const int y0 = kTop + static_cast<int>(i) * row_h;
     os << "<text x='4' y='" << y0 + 10 << "'>" << titles[i] << "</text>\n";
     for (int line = 0; line < 2; ++line) {
       const int y = y0 + 14 + line * (kCell + 2);

@@ -1,10 +1,14 @@
 #include "fuzz/finding_index.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
+#include <filesystem>
 #include <stdexcept>
-#include <unistd.h>
+
+#include "reference/case_error.h"
+#include "reference/io.h"
 
 namespace kvfuzz {
 
@@ -34,6 +38,20 @@ std::string finding_record_path(const std::string& saved_case) {
   const std::string ext = ".json";
   const bool has = saved_case.size() >= ext.size() && saved_case.compare(saved_case.size() - ext.size(), ext.size(), ext) == 0;
   return (has ? saved_case.substr(0, saved_case.size() - ext.size()) : saved_case) + ".finding.json";
+}
+
+nlohmann::json read_finding_record(const std::string& path) {
+  const bool is_record = path.size() > 13 && path.compare(path.size() - 13, 13, ".finding.json") == 0;
+  const std::string record = is_record ? path : finding_record_path(path);
+  if (!std::filesystem::exists(record))
+    throw InvalidCase(path + ": no fingerprint record " + record +
+                      " (a campaign of this kvfuzz writes one beside each saved case; to check a case file, name its "
+                      "--backend)");
+  try {
+    return nlohmann::json::parse(read_input(record, kMaxCaseBytes));
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidCase(record + ": not a fingerprint record: " + e.what());
+  }
 }
 
 }  // namespace kvfuzz

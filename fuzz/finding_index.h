@@ -41,4 +41,9 @@ class FindingIndex {
 // `saved_case` with ".json" replaced by ".finding.json" ("a.min.json" -> "a.min.finding.json").
 std::string finding_record_path(const std::string& saved_case);
 
+// The record a campaign wrote beside a saved case (`path` is the case or the .finding.json);
+// throws InvalidCase (exit 2) when there is none or it is not JSON.
+//   nlohmann::json r = read_finding_record("findings/oracle-fa-17-3fa2c1.json");
+nlohmann::json read_finding_record(const std::string& path);
+
 }  // namespace kvfuzz

@@ -1,6 +1,7 @@
 // The exact oracle (oracle.h): per layer and row chunk, plan, materialise, attend.
 #include "reference/oracle.h"
 
+#include <atomic>
 #include <chrono>
 #include <limits>
 
@@ -25,10 +26,13 @@ class Stopwatch {
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
 };
 
+std::atomic<int64_t> g_oracle_nanoseconds{0};  // oracle_seconds_spent's sum
+
 }  // namespace
 
 OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const ValueSource& values, int threads,
                               OracleTimes* times) {
+  const auto start = std::chrono::steady_clock::now();
   OracleTimes t;
   Stopwatch clock;
   const OracleShape shape = oracle_shape(s.model);
@@ -59,8 +63,12 @@ OracleResult run_oracle_timed(const Scenario& s, const LogicalBatch& lb, const V
     }
   }
   if (times != nullptr) *times = t;
+  g_oracle_nanoseconds +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
   return r;
 }
+
+double oracle_seconds_spent() { return static_cast<double>(g_oracle_nanoseconds.load()) * 1e-9; }
 
 OracleResult run_oracle(const Scenario& s, const LogicalBatch& lb, const ValueSource& values, int threads) {
   return run_oracle_timed(s, lb, values, threads, nullptr);

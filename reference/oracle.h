@@ -59,4 +59,8 @@ struct OracleResult {
 // threads = 0 uses OpenMP's default.
 OracleResult run_oracle(const Scenario& s, const LogicalBatch& lb, const ValueSource& values, int threads = 0);
 
+// Seconds this process has spent in run_oracle so far, summed over calls (calls on several
+// threads at once add up): a campaign's time breakdown (kvfuzz run).
+double oracle_seconds_spent();
+
 }  // namespace kvfuzz

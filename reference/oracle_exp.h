@@ -9,12 +9,17 @@
 // 0.1 ulp) in Horner form with fused multiply-adds, then an exact scaling by 2^k that rounds once
 // where the result is subnormal. The same operations on every ISA give the same bits.
 //
+// Compiled once per ISA (oracle_target.h); OracleKernels::exp_nonpositive (oracle_dispatch.h) is
+// the scalar form of the ISA in use.
+//
 //   simd::vd p = exp_nonpositive(simd::load(s) - simd::splat(row_max));
 #pragma once
 
 #include "reference/oracle_simd.h"
 
-namespace kvfuzz {
+KVFUZZ_ORACLE_BEGIN
+
+namespace kvfuzz::KVFUZZ_ORACLE_NS {
 
 inline simd::vd exp_nonpositive(simd::vd x) {
   using namespace simd;
@@ -40,4 +45,6 @@ inline simd::vd exp_nonpositive(simd::vd x) {
 
 inline double exp_nonpositive(double x) { return simd::lane(exp_nonpositive(simd::splat(x)), 0); }
 
-}  // namespace kvfuzz
+}  // namespace kvfuzz::KVFUZZ_ORACLE_NS
+
+KVFUZZ_ORACLE_END

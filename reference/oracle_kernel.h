@@ -2,12 +2,14 @@
 //
 // Where it sits: third step of run_oracle (oracle.cc), after the plan (oracle_plan.h) and the
 // materialised Q/K/V (oracle_materialise.h). A unit (row, kv head, query block) walks its key hull
-// in blocks of tiles::kKeyBlock keys (a streamed row's K/V generated into the thread's scratch,
+// in blocks of kKeyBlock keys (a streamed row's K/V generated into the thread's scratch,
 // block by block) with an online softmax in double: S = Q K^T, scale, softcap,
 // mask to each query's visible ranges, P = e^(S - running max) with rescaling of the running sum
 // and output, O += P V (oracle_tiles.h); alongside, the same average of |V| and the largest key
-// norm (what properties/tolerance.h bounds errors with). Units run in parallel in any order; each writes only its
-// own queries and heads, in a fixed order, so the result is bitwise the same for every thread count.
+// norm (what properties/tolerance.h bounds errors with). The unit's code is that of the ISA in use
+// (oracle_isa_kernels.cc through oracle_dispatch.h). Units run in parallel in any order; each
+// writes only its own queries and heads, in a fixed order, so the result is bitwise the same for
+// every thread count and every ISA.
 //
 //   attend(units, rows, lb, materialised, {out, lse, abs_out, qk_norm}, threads);
 #pragma once

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "reference/oracle_simd.h"
+#include "reference/oracle_dispatch.h"
 
 namespace kvfuzz {
 namespace {
@@ -24,8 +24,8 @@ OracleShape oracle_shape(const Model& m) {
   s.group = m.q_heads / m.kv_heads;
   s.head_dim = m.head_dim;
   s.v_head_dim = m.v_head_dim;
-  s.dp = simd::round_up_lanes(m.head_dim);
-  s.dvp = simd::round_up_lanes(m.v_head_dim);
+  s.dp = (m.head_dim + kOracleLanes - 1) / kOracleLanes * kOracleLanes;
+  s.dvp = (m.v_head_dim + kOracleLanes - 1) / kOracleLanes * kOracleLanes;
   s.sm_scale = m.sm_scale;
   s.softcap = m.softcap;
   return s;

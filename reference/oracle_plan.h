@@ -23,14 +23,15 @@
 
 namespace kvfuzz {
 
-// The model's attention shape, with head widths padded to whole SIMD vectors.
+// The model's attention shape, with head widths padded to whole sums of kOracleLanes lanes
+// (oracle_dispatch.h), the same on every ISA.
 struct OracleShape {
   int32_t q_heads = 1;
   int32_t kv_heads = 1;
   int32_t group = 1;  // q heads per kv head: q head h reads kv head h / group
   int32_t head_dim = 1;
   int32_t v_head_dim = 1;
-  int32_t dp = 0;   // head_dim rounded up to whole vectors; padding holds zeros
+  int32_t dp = 0;   // head_dim rounded up to a multiple of kOracleLanes; padding holds zeros
   int32_t dvp = 0;  // v_head_dim likewise
   double sm_scale = 1.0;
   double softcap = 0.0;

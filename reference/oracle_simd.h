@@ -1,20 +1,24 @@
-// One vector of doubles for the build's ISA: the vocabulary of the oracle's kernels.
+// One vector of doubles for the ISA being compiled: the vocabulary of the oracle's kernels.
 //
-// Where it sits: under the oracle's attention kernel (oracle_tiles.h, oracle_exp.h) and the
-// bench's peak loop (oracle_bench.cc). Kernels are written once against `vd` and `kLanes`; this
-// header maps them to AVX-512, AVX2+FMA or a portable two-lane fallback. Every operation is plain
-// IEEE arithmetic (fma is fused, nothing is reassociated), so results depend on the ISA's lane
-// count but never on the thread count.
+// Where it sits: under the oracle's per-ISA kernels (oracle_tiles.h, oracle_exp.h,
+// oracle_isa_kernels.cc), compiled once per ISA (oracle_target.h). Kernels are written once
+// against `vd` and `kLanes`; this header maps them to AVX-512, AVX2+FMA or a portable two-lane
+// fallback. Every operation is plain IEEE arithmetic (fma is fused, nothing is reassociated or
+// contracted), and a sum across lanes runs over kOracleLanes lanes (`vw`: kOracleLanes / kLanes
+// vectors) folded as one tree, so every ISA gives the same bits, for every thread count.
 //
-//   simd::vd acc = simd::splat(0.0);
-//   acc = simd::fma(simd::load(q + d), simd::load(k_row + d), acc);  // k_row: float or double
-//   double dot = simd::hsum(acc);
+//   simd::vw acc = simd::wide_splat(0.0);
+//   acc = simd::wide_fma(simd::wide_load(q + d), simd::wide_load(k_row + d), acc);  // k_row: float or double
+//   double dot = simd::wide_hsum(acc);
 #pragma once
 
 #include <cmath>
 #include <cstring>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#include "reference/oracle_dispatch.h"
+#include "reference/oracle_target.h"
+
+#if KVFUZZ_ORACLE_ISA_ID > 0
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 warns inside its own AVX-512 intrinsics (_mm512_undefined_pd), wherever they inline.
 #pragma GCC diagnostic push
@@ -27,9 +31,10 @@
 #endif
 #endif
 
-namespace kvfuzz::simd {
+KVFUZZ_ORACLE_BEGIN
+namespace kvfuzz::KVFUZZ_ORACLE_NS::simd {
 
-#if defined(__AVX512F__)
+#if KVFUZZ_ORACLE_ISA_ID == 2
 
 inline constexpr int kLanes = 8;
 inline constexpr const char* kIsa = "AVX-512 (8 doubles per vector)";
@@ -45,7 +50,7 @@ inline vd round_nearest(vd x) { return _mm512_roundscale_pd(x, _MM_FROUND_TO_NEA
 // p * 2^k for integral k >= -1100, rounded once (to a subnormal or 0 where it must).
 inline vd scale_pow2(vd p, vd k) { return _mm512_scalef_pd(p, k); }
 
-#elif defined(__AVX2__) && defined(__FMA__)
+#elif KVFUZZ_ORACLE_ISA_ID == 1
 
 inline constexpr int kLanes = 4;
 inline constexpr const char* kIsa = "AVX2+FMA (4 doubles per vector)";
@@ -95,15 +100,6 @@ inline double lane(vd v, int i) {
   return a[i];
 }
 
-// Sum of the lanes as a balanced tree in a fixed order.
-inline double hsum(vd v) {
-  double a[kLanes];
-  std::memcpy(a, &v, sizeof v);
-  for (int w = kLanes / 2; w >= 1; w /= 2)
-    for (int i = 0; i < w; ++i) a[i] += a[i + w];
-  return a[0];
-}
-
 inline double hmax(vd v) {
   double a[kLanes];
   std::memcpy(a, &v, sizeof v);
@@ -115,4 +111,40 @@ inline double hmax(vd v) {
 // n rounded up to a whole number of vectors.
 constexpr int round_up_lanes(int n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-}  // namespace kvfuzz::simd
+// ------------------------------------------------------------------------- sums across lanes --
+
+// kOracleLanes doubles as kParts vectors: lane l is lane l % kLanes of part l / kLanes.
+inline constexpr int kParts = kOracleLanes / kLanes;
+static_assert(kParts * kLanes == kOracleLanes);
+struct vw {
+  vd part[kParts];
+};
+
+inline vw wide_splat(double x) {
+  vw r;
+  for (int h = 0; h < kParts; ++h) r.part[h] = splat(x);
+  return r;
+}
+template <typename T>  // double or float
+inline vw wide_load(const T* p) {
+  vw r;
+  for (int h = 0; h < kParts; ++h) r.part[h] = load(p + h * kLanes);
+  return r;
+}
+inline vw wide_fma(vw a, vw b, vw c) {
+  for (int h = 0; h < kParts; ++h) c.part[h] = fma(a.part[h], b.part[h], c.part[h]);
+  return c;
+}
+
+// Sum of the kOracleLanes lanes as a balanced tree in a fixed order.
+inline double wide_hsum(vw v) {
+  double a[kOracleLanes];
+  std::memcpy(a, v.part, sizeof a);
+  for (int w = kOracleLanes / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; ++i) a[i] += a[i + w];
+  return a[0];
+}
+
+}  // namespace kvfuzz::KVFUZZ_ORACLE_NS::simd
+
+KVFUZZ_ORACLE_END

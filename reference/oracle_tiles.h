@@ -14,24 +14,34 @@
 //   pack_kt(k_rows, nb, nbp, dp, kt);
 //   qk_packed(q_panels, kt, m, nbp, dp, s, kKeyBlock);    // or qk_dot(...) for few rows
 //   pv(s, kKeyBlock, m, nb, v_rows, dvp, o);
+//
+// Compiled once per ISA (oracle_target.h): tile shapes follow the ISA's vector width, results do
+// not (each S and O element is a chain of fused multiply-adds in a fixed order; a dot product's
+// sum across lanes is simd::wide_hsum's).
 #pragma once
 
 #include <algorithm>
 
+#include "reference/oracle_scratch.h"
 #include "reference/oracle_simd.h"
 
-namespace kvfuzz::tiles {
+KVFUZZ_ORACLE_BEGIN
+
+namespace kvfuzz::KVFUZZ_ORACLE_NS::tiles {
 
 using simd::kLanes;
 using simd::vd;
+using simd::vw;
 
-inline constexpr int kKeyBlock = 128;  // keys per block of the online softmax
 inline constexpr int kQkRows = kLanes == 8 ? 8 : kLanes == 4 ? 4 : 2;
 inline constexpr int kQkVecs = 2;
-inline constexpr int kQkKeys = kQkVecs * kLanes;  // keys per K^T panel; divides kKeyBlock
+inline constexpr int kQkKeys = kQkVecs * kLanes;  // keys per K^T panel
+// Keys of a block rounded up to whole K^T panels and whole sums across lanes.
+inline constexpr int kKeyAlign = kQkKeys > kOracleLanes ? kQkKeys : kOracleLanes;
+inline constexpr int kDotKeys = kLanes == 8 ? 4 : 2;  // keys per dot-form tile
 inline constexpr int kPvRows = 4;
 inline constexpr int kPvVecs = kLanes == 8 ? 4 : 2;
-inline constexpr int kPackMinRows = 16;  // units with fewer rows use the dot form
+static_assert(kOracleScratchRows % kQkRows == 0 && kKeyBlock % kKeyAlign == 0);
 
 // ----------------------------------------------------------------------------- packing --
 
@@ -112,26 +122,27 @@ inline void qk_packed(const double* q_panels, const double* kt, int m, int nbp, 
 
 // s[t] = q . k[t] for NK keys; q: [dp] doubles, k: NK rows of dp floats, stride ldk. With kNorm,
 // also *norm2 = max(*norm2, ||k[t]||^2) from the same loads.
+// dp is a multiple of kOracleLanes.
 template <int NK, bool kNorm = false>
 inline void qk_dot_tile(const double* q, const float* k, int ldk, int dp, double* s, double* norm2 = nullptr) {
-  vd acc[NK], nacc[kNorm ? NK : 1];
+  vw acc[NK], nacc[kNorm ? NK : 1];
 #pragma GCC unroll 8
-  for (int t = 0; t < NK; ++t) acc[t] = simd::splat(0.0);
+  for (int t = 0; t < NK; ++t) acc[t] = simd::wide_splat(0.0);
   if constexpr (kNorm)
-    for (int t = 0; t < NK; ++t) nacc[t] = simd::splat(0.0);
-  for (int d = 0; d < dp; d += kLanes) {
-    const vd a = simd::load(q + d);
+    for (int t = 0; t < NK; ++t) nacc[t] = simd::wide_splat(0.0);
+  for (int d = 0; d < dp; d += kOracleLanes) {
+    const vw a = simd::wide_load(q + d);
 #pragma GCC unroll 8
     for (int t = 0; t < NK; ++t) {
-      const vd b = simd::load(k + t * ldk + d);
-      acc[t] = simd::fma(a, b, acc[t]);
-      if constexpr (kNorm) nacc[t] = simd::fma(b, b, nacc[t]);
+      const vw b = simd::wide_load(k + t * ldk + d);
+      acc[t] = simd::wide_fma(a, b, acc[t]);
+      if constexpr (kNorm) nacc[t] = simd::wide_fma(b, b, nacc[t]);
     }
   }
 #pragma GCC unroll 8
-  for (int t = 0; t < NK; ++t) s[t] = simd::hsum(acc[t]);
+  for (int t = 0; t < NK; ++t) s[t] = simd::wide_hsum(acc[t]);
   if constexpr (kNorm)
-    for (int t = 0; t < NK; ++t) *norm2 = std::max(*norm2, simd::hsum(nacc[t]));
+    for (int t = 0; t < NK; ++t) *norm2 = std::max(*norm2, simd::wide_hsum(nacc[t]));
 }
 
 // s: [m][lds] = Q K^T over nb keys. q: [m][dp] doubles, k: [k_avail >= nb][dp] floats;
@@ -141,7 +152,7 @@ inline void qk_dot_tile(const double* q, const float* k, int ldk, int dp, double
 // streams stay in flight and the O += PV step that follows reads V from cache.
 inline void qk_dot(const double* q, const float* k, int k_avail, int m, int nb, int dp, double* s, int lds,
                    const float* v, int dvp, double* norm2) {
-  constexpr int kKeys = 4, kPrefetchKeys = 8;
+  constexpr int kKeys = kDotKeys, kPrefetchKeys = 8;
   constexpr int kFloatsPerLine = 16;
   int j = 0;
   for (; j + kKeys <= nb; j += kKeys) {
@@ -162,16 +173,17 @@ inline void qk_dot(const double* q, const float* k, int k_avail, int m, int nb, 
   }
 }
 
-// The largest ||k||^2 of nb rows of dp floats (zero padded), each summed in double in a fixed order.
+// The largest ||k||^2 of nb rows of dp floats (zero padded, dp a multiple of kOracleLanes), each
+// summed in double in a fixed order.
 inline double max_norm2(const float* k, int nb, int dp) {
   double best = 0.0;
   for (int j = 0; j < nb; ++j) {
-    vd acc = simd::splat(0.0);
-    for (int d = 0; d < dp; d += kLanes) {
-      const vd x = simd::load(k + static_cast<size_t>(j) * dp + d);
-      acc = simd::fma(x, x, acc);
+    vw acc = simd::wide_splat(0.0);
+    for (int d = 0; d < dp; d += kOracleLanes) {
+      const vw x = simd::wide_load(k + static_cast<size_t>(j) * dp + d);
+      acc = simd::wide_fma(x, x, acc);
     }
-    best = std::max(best, simd::hsum(acc));
+    best = std::max(best, simd::wide_hsum(acc));
   }
   return best;
 }
@@ -244,4 +256,6 @@ inline void pv(const double* p, int ldp, int m, int nb, const T* v, int dvp, dou
   }
 }
 
-}  // namespace kvfuzz::tiles
+}  // namespace kvfuzz::KVFUZZ_ORACLE_NS::tiles
+
+KVFUZZ_ORACLE_END

@@ -11,12 +11,22 @@ namespace {
 constexpr uint64_t kColumnStep = 0x9e3779b97f4a7c15ULL;  // SplitMix64's counter step
 constexpr uint32_t kElementStep = 0x9e3779b9U;          // its 32-bit counterpart
 
+// The value source's hot loop is built for AVX-512, AVX2 and the build's baseline, and the loader
+// picks the best the CPU runs (function multiversioning), so a portable build (-DKVFUZZ_NATIVE=OFF)
+// generates values as fast as -march=native. Integer operations and one exact product: the same
+// values on every path.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KVFUZZ_VALUES_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define KVFUZZ_VALUES_CLONES
+#endif
+
 // n values of the column whose key is `key`, for a dtype of p significand bits (4 <= p <= 24)
 // and scale = 2^-(p-1). Integer hashing decides every bit: the top p + 1 bits of the hash, as a
 // signed integer in [-2^p, 2^p - 1], move up by one when negative, giving m in [-(2^p - 1), 2^p - 1]
 // (zero twice as likely as any other value). The one float operation, m * 2^-(p-1) with
 // |m| < 2^p <= 2^24, is exact. The loop is branch-free, so the compiler vectorises it.
-void fill_random(uint64_t key, int32_t p, float scale, size_t n, float* out) {
+KVFUZZ_VALUES_CLONES void fill_random(uint64_t key, int32_t p, float scale, size_t n, float* out) {
   const auto lo = static_cast<uint32_t>(key), hi = static_cast<uint32_t>(key >> 32);
   const auto shift = static_cast<uint32_t>(31 - p);
   // counter = lo + d * kElementStep (mod 2^32), kept as a 32-bit induction variable so every lane

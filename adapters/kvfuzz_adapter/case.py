@@ -1,11 +1,12 @@
 """What an adapter's function receives: one case of one request (PROTOCOL.md, FAMILIES.md)."""
 import math
+import time
 
 import numpy as np
 
 
 class _Base:
-    def __init__(self, manifest, folder, guarded):
+    def __init__(self, manifest, folder, guarded, clock=None):
         self.manifest = manifest
         self.info = manifest["case"]            # model, dtype, page_size, num_tokens, pools, batch
         self.model = self.info["model"]         # q_heads, kv_heads, head_dim, v_head_dim, mla, sm_scale, softcap, layers
@@ -16,11 +17,15 @@ class _Base:
         self.num_tokens = self.info["num_tokens"]
         self._folder = folder
         self._guarded = guarded
+        self._clock = clock                     # serve.py's _Clock: time reading arrays adds to clock.read
         self._cache = {}
 
     def _load(self, key, path):
         if key not in self._cache:
+            start = time.perf_counter()
             self._cache[key] = self._guarded.load(key, path)
+            if self._clock is not None:
+                self._clock.read += time.perf_counter() - start
         return self._cache[key]
 
     @property
@@ -37,8 +42,8 @@ class Case(_Base):
 
     PER_CASE_PRECISION = ("tile_keys", "split_keys", "max_merges")
 
-    def __init__(self, manifest, folder, value_set, guarded, shared, answered=None):
-        super().__init__(manifest, folder, guarded)
+    def __init__(self, manifest, folder, value_set, guarded, shared, answered=None, clock=None):
+        super().__init__(manifest, folder, guarded, clock)
         self.plan = manifest["plan"]            # the family's plan.json (FAMILIES.md)
         self.value_set = value_set
         self._cache = shared                    # metadata arrays are loaded once per request
@@ -151,8 +156,8 @@ class Case(_Base):
 class PlanCase(_Base):
     """A planner's case: what a production planner sees."""
 
-    def __init__(self, manifest, folder, guarded):
-        super().__init__(manifest, folder, guarded)
+    def __init__(self, manifest, folder, guarded, clock=None):
+        super().__init__(manifest, folder, guarded, clock)
         self.cache_config = self.info["cache"]  # page_size, max_requests, max_context_len, hybrid
 
     def array(self, name):

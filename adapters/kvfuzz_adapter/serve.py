@@ -32,16 +32,28 @@ def _check_output(value, shape, what):
     return np.ascontiguousarray(arr)
 
 
-def _execute(fn, manifest, folder, answer):
+class _Clock:
+    """A request's exchange in this process, in seconds: reading the arrays kvfuzz wrote (where the
+    function asks for them, through Case) and checking and writing the outputs."""
+
+    def __init__(self):
+        self.read = 0.0
+        self.write = 0.0
+
+
+def _execute(fn, manifest, folder, answer, clock):
     guarded = Guarded()
     shared = {}
     seconds = {}
     answered = {}  # case.precision(...): the kernel's per-case figures, sent with the answer
     for value_set in manifest["sets"]:
-        case = Case(manifest, folder, value_set, guarded, shared, answered)
+        case = Case(manifest, folder, value_set, guarded, shared, answered, clock)
+        read_before = clock.read
         start = time.perf_counter()
         result = fn(case)
-        seconds[value_set] = time.perf_counter() - start
+        # The function alone: the arrays it read in the meantime are the exchange's time.
+        seconds[value_set] = time.perf_counter() - start - (clock.read - read_before)
+        start = time.perf_counter()
         if not isinstance(result, tuple) or len(result) != 2:
             raise ValueError(f"the executor returned {type(result).__name__}; it must return (out, lse)")
         out_shape, lse_shape = case.output_shapes()
@@ -49,17 +61,19 @@ def _execute(fn, manifest, folder, answer):
         lse = _check_output(result[1], lse_shape, "lse")
         np.save(f"{folder}/{value_set}/out.npy", out)
         np.save(f"{folder}/{value_set}/lse.npy", lse)
+        clock.write += time.perf_counter() - start
     if answered:
         answer["precision"] = answered
     return guarded.violations(), seconds
 
 
-def _plan(fn, manifest, folder, answer):
+def _plan(fn, manifest, folder, answer, clock):
     guarded = Guarded()
-    case = PlanCase(manifest, folder, guarded)
+    case = PlanCase(manifest, folder, guarded, clock)
     start = time.perf_counter()
     result = fn(case)
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - start - clock.read
+    start = time.perf_counter()
     if not isinstance(result, tuple) or len(result) != 2:
         raise ValueError("the planner must return (meta dict, arrays dict)")
     meta, arrays = result
@@ -68,6 +82,7 @@ def _plan(fn, manifest, folder, answer):
         np.save(f"{answer}/{name}.npy", np.ascontiguousarray(arr))
     with open(f"{answer}/plan.json", "w") as f:
         json.dump(meta, f)
+    clock.write += time.perf_counter() - start
     return guarded.violations(), {"plan": elapsed}
 
 
@@ -82,12 +97,14 @@ def serve(fn):
         message = json.loads(line)
         if message.get("op") == "exit":
             return
+        served = time.perf_counter()
+        clock = _Clock()
         answer = {"id": message.get("id")}
         try:
             with open(f"{message['dir']}/manifest.json") as f:
                 manifest = json.load(f)
             work = _plan if message["op"] == "plan" else _execute
-            violations, seconds = work(fn, manifest, message["dir"], answer)
+            violations, seconds = work(fn, manifest, message["dir"], answer, clock)
             answer["seconds"] = seconds
             if violations:
                 answer.update(ok=False, property="in-bounds", error="; ".join(violations))
@@ -99,4 +116,7 @@ def serve(fn):
             answer.update(ok=False, error=traceback.format_exc(limit=20))
         sys.stdout.flush()
         sys.stderr.flush()
+        # This request in this process (PROTOCOL.md "timing"): kvfuzz tells the time in the adapter's
+        # own code (serve - seconds - read - write) from the exchange's.
+        answer["timing"] = {"serve": time.perf_counter() - served, "read": clock.read, "write": clock.write}
         answers.write(json.dumps(answer) + "\n")

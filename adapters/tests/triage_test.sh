@@ -100,4 +100,14 @@ echo '{"issues": [{"id": "config-only", "title": "t", "verdict": "v", "kind": "u
 python3 "$SRC/adapters/tests/known_issues_test.py" "$WORK/config_only.json" >"$WORK/config_only.out" 2>&1 &&
   fail "an entry that matches every mechanism passed known_issues_test"
 
+# The GPU entries' minimal cases, fingerprinted on an H100 (corpus/gpu/fingerprints.jsonl, recorded by
+# kvfuzz fingerprint through each executor, 2026-11-26): every line known, every entry seen.
+$TRIAGE "$SRC/corpus/gpu/fingerprints.jsonl" $GPU --version sglang=0.5.23 --version flashinfer=0.7.2.post1 \
+  --version torch=2.11.0 --version triton=3.6.0 --json-out "$WORK/gpu_corpus.json" >"$WORK/gpu_corpus.out" 2>&1 ||
+  fail "the recorded GPU corpus fingerprints: exit $? ($(tail -1 "$WORK/gpu_corpus.out"))"
+for id in $(python3 -c 'import json, sys; print(" ".join(i["id"] for i in json.load(open(sys.argv[1]))["issues"]))' \
+              "$SRC/adapters/gpu/known_issues.json"); do
+  grep -q "^known *$id " "$WORK/gpu_corpus.out" || fail "GPU issue $id: its minimal case's recorded fingerprints are not triaged as it"
+done
+
 [ $failures -eq 0 ] && echo "triage test: all passed" || { tail -n 5 "$WORK"/*.out; exit 1; }

@@ -1,11 +1,26 @@
 #include "backends/external/adapter.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include "backends/common/backend_failure.h"
 #include "backends/contract/npy.h"
 
 namespace kvfuzz {
+namespace {
+
+int64_t nanoseconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Adds a non-negative number of seconds at answer[a][b] (absent or not a number: nothing) to `to`.
+void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std::atomic<int64_t>& to) {
+  if (answer.contains(a) && answer[a].is_object() && answer[a].contains(b) && answer[a][b].is_number() &&
+      answer[a][b].get<double>() > 0)
+    to += static_cast<int64_t>(answer[a][b].get<double>() * 1e9);
+}
+
+}  // namespace
 
 std::unique_ptr<AdapterProcess> Adapter::launch(nlohmann::json* hello) {
   auto p = std::make_unique<AdapterProcess>(command_, make_exchange_dir("adapter"));
@@ -28,7 +43,8 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
 }
 
 void Adapter::call(const std::string& op, const std::function<void(const std::string&)>& write,
-                   const std::function<void(const std::string&, const nlohmann::json&)>& read) {
+                   const std::function<void(const std::string&, const nlohmann::json&)>& read,
+                   const std::string& variant) {
   std::unique_ptr<AdapterProcess> p;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -49,9 +65,16 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
   std::filesystem::create_directories(dir);
   ++stats_.requests;
   try {
+    auto t0 = std::chrono::steady_clock::now();
     write(dir);
+    stats_.kvfuzz_write_nanoseconds += nanoseconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
     p->send({{"op", op}, {"id", id}, {"dir", dir}});
     const nlohmann::json answer = p->receive(timeout_);
+    stats_.round_trip_nanoseconds += nanoseconds_since(t0);
+    add_seconds(answer, "timing", "serve", stats_.serve_nanoseconds);
+    add_seconds(answer, "timing", "read", stats_.adapter_read_nanoseconds);
+    add_seconds(answer, "timing", "write", stats_.adapter_write_nanoseconds);
     if (answer.value("id", int64_t{-1}) != id)
       throw BackendFailure("contract", "adapter '" + command_ + "' answered request " + answer.value("id", nlohmann::json()).dump() +
                                            " to request " + std::to_string(id));
@@ -70,10 +93,15 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
       throw BackendFailure(property == "in-bounds" ? "in-bounds" : "crash",
                            spec_.name + " failed: " + error);
     }
+    int64_t function_ns = 0;
     if (answer.contains("seconds") && answer["seconds"].is_object())
       for (const auto& [set, t] : answer["seconds"].items())
-        if (t.is_number()) stats_.function_nanoseconds += static_cast<int64_t>(t.get<double>() * 1e9);
+        if (t.is_number()) function_ns += static_cast<int64_t>(t.get<double>() * 1e9);
+    stats_.function_nanoseconds += function_ns;
+    if (!variant.empty() && p->first_time(variant)) stats_.first_call_nanoseconds += function_ns;
+    t0 = std::chrono::steady_clock::now();
     read(dir, answer);
+    stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
   } catch (const BackendFailure& e) {
     remove_tree(dir);
     if (e.property() == "hang") ++stats_.hangs;
@@ -87,7 +115,9 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
     p.reset();
     throw BackendFailure("contract", spec_.name + ": " + e.what());
   }
+  const auto t0 = std::chrono::steady_clock::now();
   remove_tree(dir);
+  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
   std::lock_guard<std::mutex> lock(mu_);
   idle_.push_back(std::move(p));
 }

@@ -8,8 +8,8 @@
 // BackendFailure, which the property harness turns into a finding.
 //
 //   auto a = Adapter::start("python3 examples/numpy_page_table.py", /*timeout=*/60);
-//   nlohmann::json answer = a->call("execute", [&](const std::string& dir) { write...(dir); },
-//                                   [&](const std::string& dir) { read...(dir); });
+//   a->call("execute", [&](const std::string& dir) { write...(dir); },
+//           [&](const std::string& dir, const nlohmann::json& answer) { read...(dir); }, "fp16 d128 ps16");
 #pragma once
 
 #include <atomic>
@@ -34,6 +34,16 @@ struct AdapterStats {
   // Time the adapter reports its own function took (answer "seconds"), summed: the executor
   // alone, in its process, without the exchange around it.
   std::atomic<int64_t> function_nanoseconds{0};
+  // Where the requests' time went, summed over every request (PROTOCOL.md "timing"):
+  std::atomic<int64_t> first_call_nanoseconds{0};     // the function's time on a kernel variant's first
+                                                      // request in its worker (JIT compiles land here);
+                                                      // part of function_nanoseconds
+  std::atomic<int64_t> serve_nanoseconds{0};          // the adapter's whole handling ("timing.serve")
+  std::atomic<int64_t> adapter_read_nanoseconds{0};   // it reading the request's arrays ("timing.read")
+  std::atomic<int64_t> adapter_write_nanoseconds{0};  // it checking and writing the outputs ("timing.write")
+  std::atomic<int64_t> kvfuzz_write_nanoseconds{0};   // kvfuzz writing the request folder
+  std::atomic<int64_t> kvfuzz_read_nanoseconds{0};    // kvfuzz reading the answer, removing the folder
+  std::atomic<int64_t> round_trip_nanoseconds{0};     // from sending the request to its answer
 };
 
 class Adapter {
@@ -47,9 +57,12 @@ class Adapter {
   double timeout() const { return timeout_; }
 
   // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir, answer)`
-  // takes the results. Throws BackendFailure.
+  // takes the results. `variant` names the kernel variant the request needs (its function time
+  // counts as a first call when the worker has not run that variant before; "" never does).
+  // Throws BackendFailure.
   void call(const std::string& op, const std::function<void(const std::string&)>& write,
-            const std::function<void(const std::string&, const nlohmann::json&)>& read);
+            const std::function<void(const std::string&, const nlohmann::json&)>& read,
+            const std::string& variant = "");
 
  private:
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}

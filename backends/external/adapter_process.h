@@ -13,8 +13,9 @@
 //   nlohmann::json answer = p.receive(60);
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+#include <string>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,9 @@ class AdapterProcess {
   bool alive() const { return pid_ > 0; }
 
   const std::string& dir() const { return dir_; }
+  // True the first time this process is asked about `key` (Adapter: a kernel variant's first
+  // request in this worker).
+  bool first_time(const std::string& key) { return seen_.insert(key).second; }
   // The last `bytes` of what the adapter printed (stdout and stderr).
   std::string log_tail(size_t bytes = 2000) const;
 
@@ -47,6 +51,7 @@ class AdapterProcess {
   pid_t pid_ = -1;
   int to_child_ = -1, from_child_ = -1;
   std::string pending_;  // bytes read past the last answer line
+  std::unordered_set<std::string> seen_;
 };
 
 // A fresh folder for adapter exchange, in /dev/shm when it is usable (a tmpfs), else $TMPDIR.

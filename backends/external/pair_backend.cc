@@ -7,6 +7,22 @@
 #include "backends/kv_store.h"
 
 namespace kvfuzz {
+namespace {
+
+// The kernel variant a case needs, as far as real kernels compile one per combination: dtype,
+// heads, head widths, MLA, softcap on or off, page size, batch mode, layer kinds. A worker's first
+// request of a variant is where its JIT compiles land (AdapterStats::first_call_nanoseconds).
+std::string kernel_variant(const Scenario& s) {
+  const Model& m = s.model;
+  std::string v = std::string(to_string(s.values.dtype)) + " heads " + std::to_string(m.q_heads) + "/" +
+                  std::to_string(m.kv_heads) + " dims " + std::to_string(m.head_dim) + "/" +
+                  std::to_string(m.v_head_dim) + (m.mla ? " mla" : "") + (m.softcap > 0 ? " softcap" : "") + " ps " +
+                  std::to_string(s.cache.page_size) + " " + to_string(s.batch.mode) + " layers";
+  for (const Layer& l : m.layers) v += " " + to_string(l.kind);
+  return v;
+}
+
+}  // namespace
 
 PairBackend::PairBackend(const Backend* planner, std::shared_ptr<Adapter> external_planner, const Backend* executor,
                          std::shared_ptr<Adapter> external_executor)
@@ -113,7 +129,8 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
           read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
           outputs[i].rounding = answered;
         }
-      });
+      },
+      kernel_variant(inputs[0].scenario));
 }
 
 }  // namespace kvfuzz

@@ -20,11 +20,15 @@ struct CallChecker {
   int32_t layer;
   const std::vector<int32_t>& rows_of_tokens;  // [num_tokens]
 
+  // Every finding of a call names its layer (the fingerprint's layer kind).
+  void fail(std::string message) { check.fail(std::move(message), layer); }
+  void equal(const std::string& what, int64_t got, int64_t want) { check.equal(what, got, want, layer); }
+
   // Slot of key k of kernel row v through the call's view; nothing (reported) outside the table.
   std::optional<int64_t> slot(int32_t v, int64_t k) {
     const int64_t index = int64_t{v} * call.width + k / call.view_page_size;
     if (index < 0 || index >= call.page_table.capacity()) {
-      check.fail(call.name + ": key " + std::to_string(k) + " of kernel row " + std::to_string(v) + " needs " +
+      fail(call.name + ": key " + std::to_string(k) + " of kernel row " + std::to_string(v) + " needs " +
                  entry(call.page_table, index) + ", outside its capacity " +
                  std::to_string(call.page_table.capacity()));
       return std::nullopt;
@@ -38,7 +42,7 @@ struct CallChecker {
       const std::optional<int64_t> s = slot(v, k);
       if (!s) return;
       if (*s < 0 || *s >= ps) {
-        check.fail(call.name + ": padded row " + std::to_string(row) + " (kernel row " + std::to_string(v) + ") key " +
+        fail(call.name + ": padded row " + std::to_string(row) + " (kernel row " + std::to_string(v) + ") key " +
                    std::to_string(k) + " resolves to slot " + std::to_string(*s) + ", outside the dummy page 0");
         return;
       }
@@ -47,15 +51,15 @@ struct CallChecker {
 
   void real_row(int32_t v, const ExpectedRow& want) {
     const std::string at = std::string(1, '[').append(std::to_string(v)).append("]");
-    check.equal(call.name + ": query tokens of kernel row " + std::to_string(v), call.q_len(v), want.q_len);
-    check.equal(call.cache_seqlens.name() + at + " (batch row " + std::to_string(want.batch_row) + ")",
+    equal(call.name + ": query tokens of kernel row " + std::to_string(v), call.q_len(v), want.q_len);
+    equal(call.cache_seqlens.name() + at + " (batch row " + std::to_string(want.batch_row) + ")",
                 call.cache_seqlens[v], want.k_len());
     // Stride/divide through the view the kernel reads with (call.view_page_size), also when it is
     // not the expected one: the general property must catch a wrong view, not only run()'s check.
     if (want.k_len() == 0) return;
     const int64_t off = int64_t{v} * call.width;
     if (off + (want.k_len() - 1) / call.view_page_size >= call.page_table.capacity() || call.width <= 0) {
-      check.fail(call.name + ": kernel row " + std::to_string(v) + " needs " + std::to_string(want.k_len()) +
+      fail(call.name + ": kernel row " + std::to_string(v) + " needs " + std::to_string(want.k_len()) +
                  " keys, past the end of " + call.page_table.name() + " (capacity " +
                  std::to_string(call.page_table.capacity()) + ", width " + std::to_string(call.width) + ")");
       return;
@@ -72,20 +76,20 @@ struct CallChecker {
   void run(const ExpectedPart& part) {
     const ForwardBatch& fb = check.batch();
     if (call.view_page_size != part.view_page_size)
-      check.fail(call.name + ".page_table holds " + (part.view_page_size == 1 ? "token slots" : "page ids") +
+      fail(call.name + ".page_table holds " + (part.view_page_size == 1 ? "token slots" : "page ids") +
                  " but is read with K/V view page size " + std::to_string(call.view_page_size) + " (expected " +
                  std::to_string(part.view_page_size) + ")");
-    if (call.causal != part.causal) check.fail(call.name + ": causal flag is " + std::to_string(call.causal));
+    if (call.causal != part.causal) fail(call.name + ": causal flag is " + std::to_string(call.causal));
     if (call.rows < 0 || call.rows >= call.cu_seqlens_q.capacity() || call.rows > call.cache_seqlens.capacity()) {
-      check.fail(call.name + ": " + std::to_string(call.rows) + " kernel rows do not fit its buffers");
+      fail(call.name + ": " + std::to_string(call.rows) + " kernel rows do not fit its buffers");
       return;
     }
-    check.equal(call.cu_seqlens_q.name() + "[0]", call.cu_seqlens_q[0], 0);
+    equal(call.cu_seqlens_q.name() + "[0]", call.cu_seqlens_q[0], 0);
     // With empty padded rows the kernel's queries are the real rows' tokens, which come first.
     int64_t queries = fb.num_tokens();
     if (call.empty_padded_rows)
       queries = std::count_if(rows_of_tokens.begin(), rows_of_tokens.end(), [&](int32_t r) { return r < fb.bs; });
-    check.equal(call.cu_seqlens_q.name() + "[" + std::to_string(call.rows) + "] (tokens)", call.cu_seqlens_q[call.rows],
+    equal(call.cu_seqlens_q.name() + "[" + std::to_string(call.rows) + "] (tokens)", call.cu_seqlens_q[call.rows],
                 queries);
     std::vector<int64_t> k_lens;
     int32_t max_q = 0, max_k = 0;
@@ -95,10 +99,10 @@ struct CallChecker {
       max_k = std::max(max_k, call.cache_seqlens[v]);
     }
     check.prefix_sums(call.cu_seqlens_k, k_lens);
-    check.equal(call.name + ".max_seqlen_q", call.max_seqlen_q, max_q);
-    if (!call.max_seqlen_k_upper_bound) check.equal(call.name + ".max_seqlen_k", call.max_seqlen_k, max_k);
+    equal(call.name + ".max_seqlen_q", call.max_seqlen_q, max_q);
+    if (!call.max_seqlen_k_upper_bound) equal(call.name + ".max_seqlen_k", call.max_seqlen_k, max_k);
     else if (call.max_seqlen_k < max_k)
-      check.fail(call.name + ".max_seqlen_k is " + std::to_string(call.max_seqlen_k) + ", below its rows' " +
+      fail(call.name + ".max_seqlen_k is " + std::to_string(call.max_seqlen_k) + ", below its rows' " +
                  std::to_string(max_k) + " keys (declared an upper bound)");
 
     // Kernel rows belong to batch rows by their query tokens; real rows must match, in order.
@@ -109,18 +113,18 @@ struct CallChecker {
       const int32_t a = call.cu_seqlens_q[v], e = call.cu_seqlens_q[v + 1];
       if (call.empty_padded_rows && a == e && a == queries) {  // a padded row: nothing to read
         if (call.cache_seqlens[v] != 0)
-          check.fail(call.name + ": empty padded kernel row " + std::to_string(v) + " reads " +
+          fail(call.name + ": empty padded kernel row " + std::to_string(v) + " reads " +
                      std::to_string(call.cache_seqlens[v]) + " keys");
         continue;
       }
       if (a < 0 || e > fb.num_tokens() || a >= e) {
-        check.fail(call.name + ": kernel row " + std::to_string(v) + " has query tokens [" + std::to_string(a) + ", " +
+        fail(call.name + ": kernel row " + std::to_string(v) + " has query tokens [" + std::to_string(a) + ", " +
                    std::to_string(e) + ") of " + std::to_string(fb.num_tokens()));
         continue;
       }
       const int32_t row = rows_of_tokens[static_cast<size_t>(a)];
       if (rows_of_tokens[static_cast<size_t>(e - 1)] != row) {
-        check.fail(call.name + ": kernel row " + std::to_string(v) + " mixes the queries of batch rows " +
+        fail(call.name + ": kernel row " + std::to_string(v) + " mixes the queries of batch rows " +
                    std::to_string(row) + " and " + std::to_string(rows_of_tokens[static_cast<size_t>(e - 1)]));
         continue;
       }
@@ -131,7 +135,7 @@ struct CallChecker {
       auto& queue = pending[static_cast<size_t>(row)];
       size_t& n = next[static_cast<size_t>(row)];
       if (n >= queue.size()) {
-        check.fail(call.name + ": kernel row " + std::to_string(v) + " is one more row than batch row " +
+        fail(call.name + ": kernel row " + std::to_string(v) + " is one more row than batch row " +
                    std::to_string(row) + " needs (" + std::to_string(queue.size()) + ")");
         continue;
       }
@@ -139,7 +143,7 @@ struct CallChecker {
     }
     for (int32_t b = 0; b < fb.bs; ++b) {
       if (next[static_cast<size_t>(b)] < pending[static_cast<size_t>(b)].size())
-        check.fail(call.name + ": batch row " + std::to_string(b) + " gets " +
+        fail(call.name + ": batch row " + std::to_string(b) + " gets " +
                    std::to_string(next[static_cast<size_t>(b)]) + " kernel rows, expected " +
                    std::to_string(pending[static_cast<size_t>(b)].size()));
     }
@@ -158,7 +162,8 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
     if (fb.num_tokens() == 0 && group.parts.empty()) continue;
     if (want.size() != group.parts.size()) {
       check.fail("layer " + std::to_string(layer) + " runs " + std::to_string(group.parts.size()) +
-                 " calls, expected " + std::to_string(want.size()));
+                     " calls, expected " + std::to_string(want.size()),
+                 layer);
       continue;
     }
     for (size_t p = 0; p < want.size(); ++p)

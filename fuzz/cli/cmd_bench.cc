@@ -1,18 +1,19 @@
 // kvfuzz bench: benchmarks that print ratios measured in the same run.
 //
-//   kvfuzz bench oracle
+//   kvfuzz bench oracle [--isa avx2]
 //   kvfuzz bench backends --cases 500 --profile small
 //   kvfuzz bench adapter --adapter "python3 adapters/examples/numpy_page_table.py"
 #include <iostream>
 
-#include "backends/registry.h"
 #include "backends/external/pair_backend.h"
+#include "backends/registry.h"
 #include "fuzz/adapter_bench.h"
 #include "fuzz/backend_bench.h"
-#include "reference/case_error.h"
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
+#include "reference/case_error.h"
 #include "reference/oracle_bench.h"
+#include "reference/oracle_dispatch.h"
 
 namespace kvfuzz::cli {
 
@@ -21,8 +22,20 @@ void add_bench(CLI::App& app, int& exit_code) {
   cmd->require_subcommand(1);
   auto* oracle = cmd->add_subcommand("oracle", "Oracle GFLOP/s and bandwidth against fp64 FMA peak and memory bandwidth");
   static int threads = 0;
+  static std::string isa;
   oracle->add_option("--threads", threads, "OpenMP threads (0: default)")->check(CLI::Range(0, 1024));
-  oracle->callback([&exit_code] { exit_code = run_oracle_bench(std::cout, threads); });
+  oracle->add_option("--isa", isa,
+                     "The oracle kernels' ISA: portable, avx2 or avx512 (default: the best this CPU runs)");
+  oracle->callback([&exit_code] {
+    if (!isa.empty()) {
+      const std::optional<Isa> chosen = parse_isa(isa);
+      if (!chosen || !cpu_runs(*chosen))
+        throw InvalidCase("bench oracle --isa " + isa + ": " + (chosen ? "this CPU cannot run it" : "no such ISA") +
+                          "; this CPU runs: " + runnable_isa_names());
+      use_oracle_isa(*chosen);
+    }
+    exit_code = run_oracle_bench(std::cout, threads);
+  });
 
   auto* backends = cmd->add_subcommand("backends", "Cases checked per second for each backend, on the same generated cases");
   static int64_t cases = 500;

@@ -6,7 +6,6 @@
 // A line is {"file", "key", "fingerprint", "count", "replay"}: what adapters/triage.py reads from
 // a campaign's index.jsonl, so a corpus case can be triaged like a campaign's finding.
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -23,24 +22,6 @@
 #include "reference/scenario_json.h"
 
 namespace kvfuzz::cli {
-namespace {
-
-// The record a campaign wrote beside a saved case; InvalidCase (exit 2) when there is none.
-nlohmann::json saved_record(const std::string& path) {
-  const bool is_record = path.size() > 13 && path.compare(path.size() - 13, 13, ".finding.json") == 0;
-  const std::string record = is_record ? path : finding_record_path(path);
-  if (!std::filesystem::exists(record))
-    throw InvalidCase(path + ": no fingerprint record " + record +
-                      " (a campaign of this kvfuzz writes one beside each saved case; to check a case file, name its "
-                      "--backend)");
-  try {
-    return nlohmann::json::parse(read_input(record, kMaxCaseBytes));
-  } catch (const nlohmann::json::exception& e) {
-    throw InvalidCase(record + ": not a fingerprint record: " + e.what());
-  }
-}
-
-}  // namespace
 
 void add_fingerprint(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("fingerprint", "Print the fingerprints of saved findings, or of a case's findings on a backend");
@@ -60,7 +41,7 @@ void add_fingerprint(CLI::App& app, int& exit_code) {
     exit_code = 0;
     if (backend.empty()) {
       for (const std::string& path : paths) {
-        const nlohmann::json record = saved_record(path);
+        const nlohmann::json record = read_finding_record(path);
         if (!record.contains("fingerprints") || !record["fingerprints"].is_array())
           throw InvalidCase(path + ": its fingerprint record has no \"fingerprints\" list");
         for (const nlohmann::json& fp : record["fingerprints"])

@@ -9,6 +9,7 @@
 #include "fuzz/cli/commands.h"
 #include "reference/logical.h"
 #include "reference/oracle.h"
+#include "reference/oracle_dispatch.h"
 #include "reference/scenario_json.h"
 
 namespace kvfuzz::cli {
@@ -42,7 +43,7 @@ void add_oracle(CLI::App& app, int& exit_code) {
     std::printf("visible (query, key) pairs: %lld per head; fully masked rows: %lld\n", static_cast<long long>(keys),
                 static_cast<long long>(masked));
     std::printf("output norm %.17g\n", std::sqrt(norm));
-    std::printf("oracle time %.3f s\n", secs);
+    std::printf("oracle time %.3f s (%s kernels)\n", secs, oracle_kernels().name);
     exit_code = 0;
   });
 }

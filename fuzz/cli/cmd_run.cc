@@ -15,12 +15,32 @@
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
 #include "reference/case_error.h"
+#include "reference/oracle.h"
 
 namespace kvfuzz::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
+
+// Where an adapter's requests spent their time (ci/gpu_table.py reads this line): its function on
+// warm variants and on first calls, its own code around the function, and the exchange: kvfuzz
+// writing the request, the adapter reading it, writing its outputs, kvfuzz reading them, and the
+// pipe (round trip minus the adapter's handling). An adapter that reports no "timing" has its
+// own code counted in the pipe.
+void print_adapter_time(const std::string& name, const AdapterStats& st, std::ostream& out) {
+  const auto s = [](const std::atomic<int64_t>& ns) { return static_cast<double>(ns.load()) * 1e-9; };
+  const double function = s(st.function_nanoseconds), first = s(st.first_call_nanoseconds);
+  const double serve = s(st.serve_nanoseconds), read = s(st.adapter_read_nanoseconds);
+  const double write = s(st.adapter_write_nanoseconds);
+  const double own = serve > 0 ? serve - function - read - write : 0.0;
+  const double pipe = s(st.round_trip_nanoseconds) - serve;
+  const double exchange = s(st.kvfuzz_write_nanoseconds) + read + write + s(st.kvfuzz_read_nanoseconds) + pipe;
+  out << std::fixed << std::setprecision(2) << "adapter " << name << " time: kernel " << function - first
+      << " s, first calls of a variant " << first << " s, adapter code " << own << " s, exchange " << exchange
+      << " s (kvfuzz writes " << s(st.kvfuzz_write_nanoseconds) << ", adapter reads " << read << ", adapter writes "
+      << write << ", kvfuzz reads " << s(st.kvfuzz_read_nanoseconds) << ", pipe " << pipe << ")\n";
+}
 
 }  // namespace
 
@@ -92,7 +112,9 @@ void add_run(CLI::App& app, int& exit_code) {
                 << " answered unsupported; " << st.restarts
                 << " workers replaced, the campaign went on; " << std::fixed << std::setprecision(1)
                 << static_cast<double>(st.function_nanoseconds.load()) * 1e-9 << " s inside the adapter's function\n";
+      print_adapter_time(a->spec().name, st, std::cout);
     }
+    std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";
     exit_code = s.harness_errors > 0 ? 3 : s.findings() > 0 ? 1 : 0;
   });
 }

@@ -1,6 +1,7 @@
 // kvfuzz shrink: reduces a failing case while it fails the same way (same property, backend).
 //
 //   kvfuzz shrink finding.json -o small.json --backend fa    # prints the line that replays small.json
+#include <algorithm>
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
@@ -20,12 +21,14 @@ void add_shrink(CLI::App& app, int& exit_code) {
   static std::vector<std::string> faults;
   static double seconds = 120;
   static uint64_t variant_seed = 0;
+  static std::string wanted_key;
   cmd->add_option("case", path, "Failing case file (JSON), or - for standard input")->required();
   cmd->add_option("-o,--output", out, "Where to write the shrunk case (default: standard output)");
   cmd->add_option("--backend", backend, "Backend the case fails on, or all (the first failing one)")->capture_default_str();
   static AdapterOptions adapters;
   add_adapter_options(cmd, adapters);
   cmd->add_option("--fault", faults, "Named planner faults to keep switched on");
+  cmd->add_option("--key", wanted_key, "Shrink while the case keeps this fingerprint key (default: its first finding's)");
   cmd->add_option("--seconds", seconds, "Time budget")->check(positive())->capture_default_str();
   cmd->add_option("--variant-seed", variant_seed, "Seed of the metamorphic variants (a campaign report names it)")
       ->check(seed_check())
@@ -41,7 +44,18 @@ void add_shrink(CLI::App& app, int& exit_code) {
       exit_code = 2;
       return;
     }
-    const Finding& first = report.findings.front();
+    auto chosen = report.findings.begin();
+    if (!wanted_key.empty()) {
+      chosen = std::find_if(report.findings.begin(), report.findings.end(),
+                            [&](const Finding& f) { return fingerprint_of(s, f).key() == wanted_key; });
+      if (chosen == report.findings.end()) {
+        std::cerr << "kvfuzz shrink: --key: no finding of the case has the fingerprint key '" << wanted_key << "'; its keys:\n";
+        for (const Finding& f : report.findings) std::cerr << "  " << fingerprint_of(s, f).key() << "\n";
+        exit_code = 2;
+        return;
+      }
+    }
+    const Finding& first = *chosen;
     const Backend* b = select_backends(first.backend).front();
     const bool meta = first.needs_variants();
     const std::string key = fingerprint_of(s, first).key();

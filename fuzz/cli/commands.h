@@ -19,5 +19,7 @@ void add_shrink(CLI::App& app, int& exit_code);
 void add_explain(CLI::App& app, int& exit_code);
 void add_faults(CLI::App& app, int& exit_code);
 void add_fingerprint(CLI::App& app, int& exit_code);
+void add_report(CLI::App& app, int& exit_code);
+void add_repro(CLI::App& app, int& exit_code);
 
 }  // namespace kvfuzz::cli

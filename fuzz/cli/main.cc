@@ -3,6 +3,7 @@
 //   kvfuzz run --seconds 600              # the fuzz campaign
 //   kvfuzz gen --seed 7 --profile small > case.json
 //   kvfuzz check case.json --backend all
+//   kvfuzz report findings -o findings/report.html
 #include <iostream>
 
 #include "backends/common/harness_error.h"
@@ -22,7 +23,9 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_explain(app, exit_code);
   kvfuzz::cli::add_faults(app, exit_code);
   kvfuzz::cli::add_fingerprint(app, exit_code);
+  kvfuzz::cli::add_repro(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
+  kvfuzz::cli::add_report(app, exit_code);
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({})) known |= argc > 1 && sub->get_name() == argv[1];
   if (!known) {

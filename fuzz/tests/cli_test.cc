@@ -4,9 +4,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "fuzz/tests/run_kvfuzz.h"
+#include "reference/oracle_dispatch.h"
 
 namespace {
 
@@ -29,6 +31,37 @@ TEST(Cli, GenIsDeterministicAndOracleReadsIt) {
   const Result o = run("oracle " + temp_file("case.json", a.output));
   EXPECT_EQ(o.code, 0) << o.output;
   EXPECT_NE(o.output.find("queries"), std::string::npos) << o.output;
+}
+
+// The oracle's run-time ISA choice (reference/oracle_dispatch.h) seen from the command line: each
+// ISA this CPU runs, forced with KVFUZZ_ORACLE_ISA, prints the same output norm to the last bit
+// (%.17g) on generated cases; an ISA it does not know or cannot run exits 2 naming it.
+TEST(Cli, OracleGivesTheSameOutputOnEveryIsa) {
+  const auto oracle_with = [](const std::string& isa, const std::string& file) {
+    const Result r = kvfuzz::test::run_shell("KVFUZZ_ORACLE_ISA=" + isa + " " + KVFUZZ_BIN + " oracle " + file);
+    EXPECT_EQ(r.code, 0) << r.output;
+    const size_t norm = r.output.find("output norm"), time = r.output.find("oracle time");
+    EXPECT_NE(norm, std::string::npos) << r.output;
+    const std::map<std::string, std::string> kernels = {
+        {"portable", "portable (2 doubles"}, {"avx2", "AVX2+FMA (4 doubles"}, {"avx512", "AVX-512 (8 doubles"}};
+    EXPECT_NE(r.output.find(kernels.at(isa), time), std::string::npos) << r.output;
+    return r.output.substr(0, time);  // everything but the time
+  };
+  for (int seed = 1; seed <= 6; ++seed) {
+    const std::string file =
+        temp_file("isa_case.json", run("gen --seed " + std::to_string(seed) + " --profile small").output);
+    const std::string want = oracle_with("portable", file);
+    for (kvfuzz::Isa isa : kvfuzz::runnable_isas())
+      EXPECT_EQ(oracle_with(std::string(kvfuzz::isa_name(isa)), file), want) << "seed " << seed;
+  }
+  const std::string file = temp_file("isa_case.json", run("gen --seed 1 --profile tiny").output);
+  const Result unknown =
+      kvfuzz::test::run_shell(std::string("KVFUZZ_ORACLE_ISA=sse9 ") + KVFUZZ_BIN + " oracle " + file);
+  EXPECT_EQ(unknown.code, 2);
+  EXPECT_NE(unknown.output.find("KVFUZZ_ORACLE_ISA=sse9: no such ISA"), std::string::npos) << unknown.output;
+  const Result bench = run("bench oracle --isa sse9");
+  EXPECT_EQ(bench.code, 2);
+  EXPECT_NE(bench.output.find("--isa sse9: no such ISA"), std::string::npos) << bench.output;
 }
 
 TEST(Cli, BadInputExitsTwoWithAMessage) {

@@ -1,11 +1,12 @@
-// Device buffers with sentinel guard zones for the CUDA example executors, and CUDA API errors as
-// exceptions that name the call.
+// Device buffers with sentinel guard zones for the CUDA example executors, in blocks of the
+// process's DevicePool (device_pool.h), and CUDA API errors as exceptions that name the call.
 //
 // Where it sits: used by adapters/examples/cuda/page_table_executor.cu. kvfuzz-worker guards the
 // host arrays it hands an executor; the device copies are the executor's own, so it guards them
 // itself: kGuardBytes of kGuardByte before and after each buffer, checked after the kernels
 // (check_guards throws a Failure naming the array and the first changed byte).
 //
+//   DevicePool::process().restart();             // a new request: the last one's buffers are done
 //   DeviceBuffer q("q", host_q, bytes);          // guarded device copy of host_q (nullptr: no copy)
 //   kernel<<<...>>>(q.as<float>());
 //   kvfuzz_cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -20,6 +21,8 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "adapters/examples/cuda/device_pool.h"
 
 namespace kvfuzz_cuda {
 
@@ -36,21 +39,17 @@ inline void check(cudaError_t e, const std::string& what) {
 inline constexpr size_t kGuardBytes = 256;  // keeps the payload 256-byte aligned
 inline constexpr unsigned char kGuardByte = 0xA5;
 
+// Valid until the pool's next restart(), which must come after the buffer's last use.
 class DeviceBuffer {
  public:
   DeviceBuffer(std::string name, const void* host, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
-    check(cudaMalloc(&base_, bytes_ + 2 * kGuardBytes), "cudaMalloc of " + name_);
-    try {
-      check(cudaMemset(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemset of the guards of " + name_);
-      if (host && bytes_ > 0) check(cudaMemcpy(data(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy of " + name_ + " to the device");
-    } catch (...) {
-      cudaFree(base_);
-      throw;
-    }
+    check(DevicePool::process().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
+    check(cudaMemset(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemset of the guards of " + name_);
+    if (host && bytes_ > 0)
+      check(cudaMemcpy(data(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy of " + name_ + " to the device");
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(base_); }
 
   void* data() const { return static_cast<unsigned char*>(base_) + kGuardBytes; }
   template <class T>

@@ -8,7 +8,8 @@
 //              --adapter "build/backends/kvfuzz-worker build/adapters/libcuda_page_table.so"
 //
 // Each call copies the layer's pools, its Q slice and the metadata of every part into device
-// buffers with sentinel guard zones (device_buffer.h), runs one kernel per part (one block per
+// buffers with sentinel guard zones (device_buffer.h; their memory, allocated by the first requests
+// and reused by the next: device_pool.h), runs one kernel per part (one block per
 // (batch token, q head), fp32 online softmax over tiles of keys, merged by LSE into the layer's
 // result on the device), then checks every guard and copies out and lse back. A guard that
 // changed, a key outside its row's pages or the pool, and every CUDA API error are a failed run
@@ -250,6 +251,8 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
     throw Failure("layer " + l + ": the pool or q is smaller than the model says");
 
   // The buffers of this layer: every one guarded, every guard checked before the result is read.
+  // They reuse the blocks of the previous layer's (and request's), all synchronized and read back.
+  kvfuzz_cuda::DevicePool::process().restart();
   std::deque<DeviceBuffer> keep;  // a deque: references to its buffers stay valid as parts add theirs
   PartArgs a{};
   keep.emplace_back("q", static_cast<const float*>(call->q.data) + layer * q_layer, static_cast<size_t>(q_layer) * 4);

@@ -43,8 +43,16 @@ struct Held {
 
 using HeldList = std::vector<std::unique_ptr<Held>>;
 
-const Held& load(HeldList& list, const std::string& dir, const std::string& name, const std::string& label) {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Reads dir/name.npy into a guarded buffer, adding the time taken to *seconds.
+const Held& load(HeldList& list, const std::string& dir, const std::string& name, const std::string& label,
+                 double* seconds) {
+  const auto t0 = std::chrono::steady_clock::now();
   list.push_back(std::make_unique<Held>(name, label, read_npy(dir + "/" + name + ".npy")));
+  *seconds += seconds_since(t0);
   return *list.back();
 }
 
@@ -92,13 +100,13 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
         return r;
       }
 
+  ExecuteResult result;
   HeldList metadata;  // loaded once, shared by the value sets
   std::vector<kvfuzz_array> arrays;
   for (const auto& item : manifest.at("arrays").items())
-    arrays.push_back(load(metadata, dir, item.key(), "array '" + item.key() + "'").view);
+    arrays.push_back(load(metadata, dir, item.key(), "array '" + item.key() + "'", &result.read_seconds).view);
 
   const std::vector<int64_t> out_shape = output_shape(manifest, "out", 4), lse_shape = output_shape(manifest, "lse", 3);
-  ExecuteResult result;
   for (const auto& item : manifest.at("sets").items()) {
     const std::string set = item.key();
     const std::string folder = dir + "/" + set;
@@ -111,14 +119,14 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
     call.num_arrays = static_cast<int32_t>(arrays.size());
     call.arrays = arrays.data();
     call.num_layers = layers;
-    call.q = load(held, folder, "q", label("q")).view;
-    call.k_new = load(held, folder, "k_new", label("k_new")).view;
-    call.v_new = load(held, folder, "v_new", label("v_new")).view;
+    call.q = load(held, folder, "q", label("q"), &result.read_seconds).view;
+    call.k_new = load(held, folder, "k_new", label("k_new"), &result.read_seconds).view;
+    call.v_new = load(held, folder, "v_new", label("v_new"), &result.read_seconds).view;
     std::vector<kvfuzz_array> k_cache, v_cache(static_cast<size_t>(layers));
     for (int32_t l = 0; l < layers; ++l) {
       const std::string k = "k_cache." + std::to_string(l), v = "v_cache." + std::to_string(l);
-      k_cache.push_back(load(held, folder, k, label(k)).view);
-      if (!mla) v_cache[static_cast<size_t>(l)] = load(held, folder, v, label(v)).view;
+      k_cache.push_back(load(held, folder, k, label(k), &result.read_seconds).view);
+      if (!mla) v_cache[static_cast<size_t>(l)] = load(held, folder, v, label(v), &result.read_seconds).view;
       else v_cache[static_cast<size_t>(l)].name = "v_cache";  // absent: V is the first v_head_dim of K
     }
     call.k_cache = k_cache.data();
@@ -138,7 +146,7 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
 
     const auto start = std::chrono::steady_clock::now();
     const int rc = library.run(call);
-    result.seconds[set] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    result.seconds[set] = seconds_since(start);
 
     collect(metadata, result.violations);
     collect(held, result.violations);
@@ -151,8 +159,10 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
                      (error[0] ? ": " + std::string(error.data()) : " (no message in call->error)");
       return result;
     }
+    const auto written = std::chrono::steady_clock::now();
     write_npy(folder + "/out.npy", NpyArray{"<f4", out_shape, std::vector<unsigned char>(out.data(), out.data() + out.size())});
     write_npy(folder + "/lse.npy", NpyArray{"<f4", lse_shape, std::vector<unsigned char>(lse.data(), lse.data() + lse.size())});
+    result.write_seconds += seconds_since(written);
   }
   return result;
 }

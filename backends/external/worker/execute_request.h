@@ -29,6 +29,8 @@ struct ExecuteResult {
   std::string error;                                      // the library's message when it failed
   std::string unsupported;                                // why the request was not run (sparse pools)
   nlohmann::json seconds = nlohmann::json::object();      // {value set: seconds in the library}
+  double read_seconds = 0;                                // reading the request's arrays into guarded buffers
+  double write_seconds = 0;                               // writing out.npy and lse.npy
 };
 
 ExecuteResult execute_request(const ExecutorLibrary& library, const std::string& dir);

@@ -4,7 +4,7 @@
 // Where it sits: the C/C++/CUDA counterpart of adapters/kvfuzz_adapter/serve.py, speaking the same
 // protocol: kvfuzz starts it as a child process with KVFUZZ_ADAPTER_FDS=3,4; it writes the
 // library's declaration as its first line on fd 4, then answers each {"op":"execute","id":N,
-// "dir":D} line from fd 3 with {"id":N,"ok":...,"seconds":{set: t}} until {"op":"exit"}.
+// "dir":D} line from fd 3 with {"id":N,"ok":...,"seconds":{set: t},"timing":{...}} until {"op":"exit"}.
 //
 //   kvfuzz run --backend cpp_page_table
 //              --adapter "build/backends/kvfuzz-worker build/adapters/libcpp_page_table.so"
@@ -13,11 +13,12 @@
 // stderr and exit 2, before any declaration (kvfuzz reports that the adapter did not start).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <memory>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -46,12 +47,14 @@ bool send(int fd, const nlohmann::json& message) {
 }
 
 nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& request) {
+  const auto start = std::chrono::steady_clock::now();
   nlohmann::json a = {{"id", request.value("id", nlohmann::json())}};
   try {
     if (request.value("op", "") != "execute")
       throw std::runtime_error("kvfuzz-worker serves executors; it cannot answer op " + request.value("op", nlohmann::json()).dump());
     const kvfuzz::worker::ExecuteResult r = execute_request(library, request.at("dir").get<std::string>());
     a["seconds"] = r.seconds;
+    a["timing"] = {{"read", r.read_seconds}, {"write", r.write_seconds}};
     if (!r.violations.empty()) {
       std::string all;
       for (const std::string& v : r.violations) all += (all.empty() ? "" : "; ") + v;
@@ -66,6 +69,7 @@ nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& requ
   } catch (const std::exception& e) {
     a.update({{"ok", false}, {"error", std::string("kvfuzz-worker: ") + e.what()}});
   }
+  a["timing"]["serve"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return a;
 }
 

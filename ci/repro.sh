@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# kvfuzz's standalone reproducers of real findings (docs/repro.md): each committed beside its
+# minimal case, regenerated from it, run on the release that has the bug and with the fix (or on
+# the fixed release), and the upstream issue drafts written from those runs.
+#
+#   bash ci/repro.sh install   # FlashInfer 0.7.2.post1's Python files into .flashinfer/ (its CPU
+#                              # reproducer reads prefill.py); sglang's releases come from ci/sglang.sh
+#   bash ci/repro.sh check     # each reproducer: regenerated = committed; each CPU run's exit status
+#                              # as recorded in RUNS (a run whose package is not here is skipped)
+#   bash ci/repro.sh reports   # corpus/*/reports/<issue>.md: the drafts, quoting the CPU runs and,
+#                              # for sglang's metadata findings, kvfuzz explain through adapters/sglang
+#   bash ci/repro.sh run DIR   # only the runs, outputs in DIR (ci/gpu_repro.sh: the GPU runs)
+#
+# KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
+# .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
+# runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
+# About 60 s for check (9 runs, Triton's interpreter the slowest), 3 min for reports.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
+PY=${PY:-$( [ -x .sglang/venv/bin/python ] && echo .sglang/venv/bin/python || echo python3 )}
+FLASHINFER=.flashinfer/0.7.2.post1
+
+# The reproducers: file : minimal case : planner:executor
+REPROS="corpus/gpu/repro/flashinfer_page_mask_indptr.py:corpus/gpu/flashinfer_mask_indptr_empty_row.json:flashinfer_paged:flashinfer_paged_csr
+corpus/gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask_indptr_crash.json:flashinfer_paged:flashinfer_paged_csr
+corpus/gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
+corpus/gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
+corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton
+corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table
+corpus/sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton"
+
+# The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
+# (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
+RUNS=${REPRO_RUNS:-"gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+gpu/repro/flashinfer_page_mask_indptr|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu|1
+gpu/repro/flashinfer_page_mask_indptr_crash|flashinfer 0.7.2.post1 with the proposed fix, CPU|$FLASHINFER|PYTHONPATH=$FLASHINFER|--cpu --apply-fix|0
+gpu/repro/sglang_triton_window0|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+gpu/repro/sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+gpu/repro/sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
+gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
+gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23||--site .sglang/0.5.23|0
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang|1
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1 with fix 32087, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang --fix 32087|0
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1||--site .sglang/0.5.12.post1 --adapters adapters/sglang|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0"}
+
+# The drafts: issue id | minimal case | planner:executor | reproducer (its path under corpus/, the runs
+# above quoted) or, for sglang's other metadata findings, the sglang backend kvfuzz explain runs
+# through adapters/sglang
+REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|gpu/repro/flashinfer_page_mask_indptr
+triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|gpu/repro/triton_sm90_extend_narrow_v
+kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sglang_flashinfer_0_5_23:flashinfer_paged|flashinfer
+kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
+kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
+
+usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
+case $# in
+  1) [ "$1" != run ] || usage ;;
+  2) [ "$1" = run ] || usage ;;
+  *) usage ;;
+esac
+
+install_flashinfer() {  # the wheel's package __init__, prefill.py and metadata: all the CPU reproducer reads
+  [ -f "$FLASHINFER/flashinfer/prefill.py" ] && return
+  local wheel
+  wheel=$(ls .gpu/wheels/flashinfer_python-0.7.2.post1-*.whl 2>/dev/null | head -1 || true)
+  if [ -z "$wheel" ]; then
+    mkdir -p .flashinfer/wheels
+    python3 -m pip download -q --no-deps --only-binary=:all: "flashinfer-python==0.7.2.post1" -d .flashinfer/wheels
+    wheel=$(ls .flashinfer/wheels/flashinfer_python-0.7.2.post1-*.whl | head -1)
+  fi
+  rm -rf "$FLASHINFER.tmp" && mkdir -p "$FLASHINFER.tmp"
+  python3 - "$wheel" "$FLASHINFER.tmp" <<'EOF'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+for n in z.namelist():
+    if n in ("flashinfer/__init__.py", "flashinfer/prefill.py") or n.endswith(".dist-info/METADATA"):
+        z.extract(n, sys.argv[2])
+EOF
+  mv "$FLASHINFER.tmp" "$FLASHINFER"
+}
+
+# run_all OUTDIR: every CPU run whose package is here; OUTDIR/<file>.<n>.out and .label; the failures
+run_all() {
+  local dir=$1 n=0 failures=0 ran=0 file label needs args expect rc
+  "$PY" -c 'import numpy, torch' 2>/dev/null || { skipped="$PY has no numpy and torch (PY)"; return 0; }
+  while IFS='|' read -r path label needs environment args expect; do
+    n=$((n + 1))
+    file=$(basename "$path")
+    if [ ! -d "$needs" ]; then
+      printf '%-34s %-70s skipped (no %s)\n' "$file" "$label" "$needs"
+      continue
+    fi
+    ran=$((ran + 1))
+    # shellcheck disable=SC2086  # the environment and the arguments are words
+    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "corpus/$path.py" $args >"$dir/$file.$n.out" 2>&1 &&
+      rc=0 || rc=$?
+    printf '%s: exit %s' "$label" "$rc" >"$dir/$file.$n.label"
+    printf '%-34s %-70s exit %s (expected %s)\n' "$file" "$label" "$rc" "$expect"
+    if [ "$rc" != "$expect" ]; then
+      tail -15 "$dir/$file.$n.out"
+      echo "FAIL: $file on $label exited $rc, expected $expect"
+      failures=$((failures + 1))
+    fi
+  done <<<"$RUNS"
+  [ $ran -gt 0 ] || skipped="no package of any reproducer here (bash ci/repro.sh install; bash ci/sglang.sh known)"
+  return $failures
+}
+
+case "$1" in
+  install) install_flashinfer ;;
+  run)  # only the runs (RUNS or REPRO_RUNS), outputs in DIR
+    mkdir -p "$2"
+    failures=0 skipped=""
+    run_all "$2" || failures=$?
+    echo "${skipped:+SKIPPED: }${skipped:-runs: $failures not as expected}"
+    exit $((failures > 0))
+    ;;
+  check|reports)
+    [ -x "$KVFUZZ" ] || { echo "ci/repro.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
+    failures=0
+    while IFS=: read -r file case planner executor; do
+      if ! "$KVFUZZ" repro "$case" --backend "$planner:$executor" | cmp -s - "$file"; then
+        echo "FAIL: $file is not what kvfuzz repro writes (regenerate: $KVFUZZ repro $case --backend $planner:$executor -o $file)"
+        failures=$((failures + 1))
+      fi
+    done <<<"$REPROS"
+    out=$(mktemp -d) skipped=""
+    run_all "$out" || failures=$((failures + $?))
+    # The template does not cry wolf: generated cases the kernel gets right (tiny seed 40: extend,
+    # window 6, GQA; 235: target verify, window 11, GQA) exit 0 through sglang 0.5.23's Triton kernel.
+    if [ -z "$skipped" ] && [ -d .sglang/0.5.23 ]; then
+      for seed in 40 235; do
+        "$KVFUZZ" gen --seed $seed --profile tiny >"$out/clean$seed.json"
+        "$KVFUZZ" repro "$out/clean$seed.json" --backend triton:sglang_triton -o "$out/clean$seed.py"
+        "$PY" "$out/clean$seed.py" --site .sglang/0.5.23 >"$out/clean$seed.txt" 2>&1 && rc=0 || rc=$?
+        printf '%-34s %-70s exit %s (expected 0)\n' "tiny seed $seed" "sglang 0.5.23, Triton interpreter" "$rc"
+        [ $rc = 0 ] || { tail -5 "$out/clean$seed.txt"; echo "FAIL: a clean case exits $rc"; failures=$((failures + 1)); }
+      done
+    fi
+    if [ "$1" = reports ]; then
+      while IFS='|' read -r id case backend how; do
+        dir=$(dirname "$case")/reports
+        mkdir -p "$dir"
+        runs=()
+        if [ -f "corpus/$how.py" ]; then
+          for dir_ in "$out" ${GPU_OUTPUTS:-}; do
+            for label in "$dir_/$(basename "$how")".*.label; do
+              [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")
+            done
+          done
+        else  # sglang's own metadata code through adapters/sglang, kvfuzz's executor: expected vs read keys
+          "$KVFUZZ" explain "$case" --backend "$backend" \
+            --adapter "$PY adapters/sglang/sglang_planner.py --site .sglang/0.5.23 --backend $how" >"$out/$id.explain" 2>&1 || true
+          runs+=(--run-output "sglang 0.5.23's own metadata code (adapters/sglang, CPU), kvfuzz explain (the keys each failing query should read and did read, or the exception it raised)=$out/$id.explain")
+        fi
+        for f in "$out"/*.out "$out"/*.explain; do [ -f "$f" ] && sed -i "s#$PWD/##g" "$f"; done  # no local paths
+        "$KVFUZZ" repro "$case" --backend "$backend" --report --issue "$id" "${runs[@]}" -o "$dir/$id.md"
+        echo "wrote $dir/$id.md"
+      done <<<"$REPORTS"
+    fi
+    rm -rf "$out"
+    [ $failures = 0 ] && echo "${skipped:+SKIPPED: }${skipped:-reproducers: ok}"
+    exit $((failures > 0))
+    ;;
+  *) usage ;;
+esac

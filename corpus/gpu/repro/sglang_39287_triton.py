@@ -1,0 +1,371 @@
+"""A standalone reproducer written by `kvfuzz repro` (kvfuzz's docs/repro.md).
+
+It needs numpy, torch and the package under test (see the part after the data), not kvfuzz.
+The batch is data (BUNDLE below: each request's cached and new tokens with the slot and
+position of each, each query's token, position and structural keys, the layers' windows or
+chunks, the seed); the values come from numpy's generator on that seed. The expected output
+is computed here in float64 from logical positions alone: a query at position P sees the keys
+of its own request at positions max(0, P - W) .. P (sliding window of radius W), the keys of
+its chunk (chunked attention) or every earlier key (full), spec-decode drafts only their tree
+ancestors. A probe run (Q = K = 0, so every key the kernel reads weighs the same, and V one-hot
+per slot) shows which keys each query did read.
+
+Exit status: 1 the bug is there (a query reads other keys, its output is off, or the kernel
+raises), 0 it is not, 2 it cannot run here (a package or device is missing), 3 this script
+failed (a traceback outside the kernel call).
+"""
+# This first part is adapters/repro/common.py of kvfuzz: the data, the values, the expected
+# output and the verdict. The part after it (the target's template) calls the kernel.
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+BUNDLE = json.loads(r'''{"backend":"triton:sglang_triton","bs":1,"case":{"batch":{"device_sms":0,"draft_tokens":3,"entries":[{"parents":[-1,0,0],"request":0}],"graph_bs":0,"kv_splits":1,"mode":"target_verify","topk":2},"cache":{"full_pages":16,"max_context_len":12,"max_requests":1,"page_size":1,"sort_free":false,"swa_pages":16},"history":[{"op":"admit","request":0},{"len":4,"op":"extend","request":0}],"model":{"head_dim":1,"kv_heads":4,"layers":[{"kind":"sliding_window","window":1}],"mla":false,"q_heads":4,"sm_scale":0.125,"softcap":30.0,"v_head_dim":3},"values":{"dtype":"fp16","fill":"random","poison":true,"seed":8675515292982851698},"version":2},"dtype":"fp16","engine_request":null,"executor":"sglang_triton","finding":{"case":"corpus/sglang/triton_verify_tree_window.json","replay":"kvfuzz check corpus/sglang/triton_verify_tree_window.json --backend triton:sglang_triton"},"full_to_swa":[0,1,2,3,4,5,6,7,0,0,0,0,0,0,0,0,0,-1],"hybrid":true,"kvfuzz_repro":1,"mode":"target_verify","model":{"head_dim":1,"kv_heads":4,"layers":[{"chunk":0,"kind":"sliding_window","window":1}],"mla":false,"q_heads":4,"sm_scale":0.125,"softcap":30.0,"v_head_dim":3},"num_tokens":3,"out_cache_loc":[5,6,7],"page_size":1,"plan":{"arrays":{"csrs.0.kv_indices":[1,2,3,4],"csrs.0.kv_indptr":[0,4],"csrs.0.kv_offsets":[0],"csrs.0.num_kv_splits":[],"csrs.1.kv_indices":[4],"csrs.1.kv_indptr":[0,1],"csrs.1.kv_offsets":[3],"csrs.1.num_kv_splits":[],"custom_mask":[1,1,1,1,1,0,0,1,1,1,1,1,1,0,1,1,1,1,1,0,1],"mask_indptr":[0,21],"positions":[4,5,5],"qo_indptr":[0,3]},"family":"token_csr","meta":{"bs":1,"csrs":[{"kind":"full","pool":"full","window_or_chunk":0},{"kind":"sliding_window","pool":"swa","window_or_chunk":1}],"graph":false,"kernel":"extend","layer_csr":[1],"max_kv_splits":1,"mode":"target_verify","padded_bs":1,"queries_per_request":1,"rows":1,"use_custom_mask":true}},"planner":"triton","pool_slots":17,"positions":[4,5,5],"release":"","rows":[{"columns":[[1,0,6],[7,5,1]],"prefix_len":4,"queries":[{"column":4,"own":[[4,5]],"position":4,"token":0},{"column":5,"own":[[4,6]],"position":5,"token":1},{"column":6,"own":[[4,5],[6,7]],"position":5,"token":2}],"req_pool_index":1,"request":0}],"seed":8675515292982851698,"swa_slots":17,"target":"sglang_triton_extend","topk":2}''')
+
+CANNOT_RUN = 2
+SCRIPT_ERROR = 3
+
+
+class KernelError(Exception):
+    """The call under test raised (or faulted): the bug may be that."""
+
+
+def kernel_call(fn, *args, **kwargs):
+    """fn(*args, **kwargs) with any exception it raises turned into KernelError."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        raise KernelError(f"{type(e).__name__}: {e}") from e
+
+
+def run_main(main):
+    """sys.exit(main()), with a KernelError exit 1 and any other exception exit 3."""
+    import traceback
+    try:
+        code = main()
+    except KernelError as e:
+        traceback.print_exc()
+        print(f"BUG: the call under test raised {e}")
+        code = 1
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
+        print("error: the reproducer itself failed (exit 3)")
+        code = SCRIPT_ERROR
+    sys.exit(code)
+
+
+def cannot_run(why):
+    print(f"cannot run here: {why}")
+    sys.exit(CANNOT_RUN)
+
+
+def rounded(x, dtype):
+    """float32 values exactly representable in dtype (bf16: round to nearest even on the top 16 bits)."""
+    x = np.asarray(x, np.float32)
+    if dtype == "fp16":
+        return x.astype(np.float16).astype(np.float32)
+    if dtype == "bf16":
+        b = x.view(np.uint32).astype(np.uint64)
+        b = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+        return b.astype(np.uint32).view(np.float32)
+    return x
+
+
+class Row:
+    """One batch row: its request's columns (cached, then new) with their slot and position."""
+
+    def __init__(self, r):
+        self.request, self.prefix_len = r["request"], r["prefix_len"]
+        self.req_pool_index = r["req_pool_index"]
+        self.slots, self.positions = [], []
+        for slot, pos, n in r["columns"]:
+            self.slots += [slot + i if slot >= 0 else -1 for i in range(n)]
+            self.positions += [pos + i for i in range(n)]
+        self.queries = r["queries"]
+
+
+class Batch:
+    def __init__(self, b):
+        self.b = b
+        m = b["model"]
+        self.H, self.Hk, self.D, self.Dv = m["q_heads"], m["kv_heads"], m["head_dim"], m["v_head_dim"]
+        self.sm_scale, self.softcap, self.layers = m["sm_scale"], m["softcap"], m["layers"]
+        self.dtype, self.seed, self.page_size = b["dtype"], b["seed"], b["page_size"]
+        self.T, self.slots = b["num_tokens"], b["pool_slots"]
+        self.rows = [Row(r) for r in b["rows"]]
+        self.plan = b.get("plan")
+        self.owner = {}  # slot -> (request, position)
+        for row in self.rows:
+            for s, p in zip(row.slots, row.positions):
+                if s >= 0:
+                    self.owner[s] = (row.request, p)
+
+    def queries(self):
+        for row in self.rows:
+            for q in row.queries:
+                yield row, q
+
+    def visible(self, layer, row, q):
+        """Columns query q of row may read in layer, from logical positions (kvfuzz SEMANTICS.md §3)."""
+        P = q["position"]
+        kind = layer["kind"]
+        lo = max(0, P - layer["window"]) if kind == "sliding_window" else \
+            P // layer["chunk"] * layer["chunk"] if kind == "chunked" else 0
+        cols = [c for c in range(row.prefix_len) if row.positions[c] >= lo]
+        for b, e in q["own"]:
+            cols += [c for c in range(b, e) if row.positions[c] >= lo]
+        return cols
+
+    def values(self, layer, q_width, v_width, rng):
+        """Q [T, H, q_width], K pool [slots, Hk, q_width], V pool [slots, Hk, v_width] in the dtype:
+        normal values in the real dims, zeros in the padding."""
+        q = np.zeros((self.T, self.H, q_width), np.float32)
+        k = np.zeros((self.slots, self.Hk, q_width), np.float32)
+        v = np.zeros((self.slots, self.Hk, v_width), np.float32)
+        q[..., :self.D] = rng.standard_normal((self.T, self.H, self.D))
+        k[..., :self.D] = rng.standard_normal((self.slots, self.Hk, self.D))
+        v[..., :self.Dv] = rng.standard_normal((self.slots, self.Hk, self.Dv))
+        return rounded(q, self.dtype), rounded(k, self.dtype), rounded(v, self.dtype)
+
+    def expected(self, q, k, v, token, slots):
+        """float64 attention of token's query over the K/V at slots: [H, v_width] (zeros for no key)."""
+        out = np.zeros((self.H, v.shape[-1]))
+        if not slots:
+            return out
+        group = self.H // self.Hk
+        for h in range(self.H):
+            kk, vv = k[slots, h // group].astype(np.float64), v[slots, h // group].astype(np.float64)
+            s = kk @ q[token, h].astype(np.float64) * self.sm_scale
+            if self.softcap > 0:
+                s = self.softcap * np.tanh(s / self.softcap)
+            w = np.exp(s - s.max())
+            out[h] = w @ vv / w.sum()
+        return out
+
+    def name(self, slot):
+        if slot in self.owner:
+            r, p = self.owner[slot]
+            return f"r{r}:{p}"
+        return f"slot{slot}"
+
+
+def spans(positions):
+    """[0, 1, 2, 5] -> '0..2 5'."""
+    out, ps = [], sorted(positions)
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(f"{ps[i]}" if i == j else f"{ps[i]}..{ps[j]}")
+        i = j + 1
+    return " ".join(out) or "none"
+
+
+def keys_text(batch, row, slots):
+    """Positions of row's request, other requests' keys as rR:P, unowned slots as slotS."""
+    own = [batch.owner[s][1] for s in slots if s in batch.owner and batch.owner[s][0] == row.request]
+    other = [batch.name(s) for s in sorted(slots) if not (s in batch.owner and batch.owner[s][0] == row.request)]
+    return spans(own) + ("" if not other else " + " + " ".join(other))
+
+
+def probe(run, batch, layer_index, q_width, v_width):
+    """The slots each token's head-0 query read: runs of Q = K = 0 and V one-hot per slot, v_width
+    slots a run (a read key weighs 1 / keys read, an unread one 0)."""
+    reads = [set() for _ in range(batch.T)]
+    q = np.zeros((batch.T, batch.H, q_width), np.float32)
+    k = np.zeros((batch.slots, batch.Hk, q_width), np.float32)
+    for start in range(0, batch.slots, v_width):
+        v = np.zeros((batch.slots, batch.Hk, v_width), np.float32)
+        block = np.arange(start, min(batch.slots, start + v_width))
+        v[block, :, block - start] = 1.0
+        out = run(layer_index, q, k, v)
+        for t in range(batch.T):
+            hit = np.nonzero(np.nan_to_num(out[t, 0, :len(block)], nan=1.0) > 0.5 / batch.slots)[0]
+            reads[t] |= {start + int(j) for j in hit}
+    return reads
+
+
+def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=True):
+    """Runs the kernel (run(layer, q, k_pool, v_pool) -> out [T, H, v_width]) on every layer asked,
+    compares each query with the float64 expectation and, with probe_reads, its read keys with the
+    visible ones. covered(layer, row, query, columns) narrows the visible columns to those the call
+    covers (one call of several). Prints a line per query; returns the number of wrong queries."""
+    wrong = total = 0
+    for li in (range(len(batch.layers)) if layers is None else layers):
+        layer = batch.layers[li]
+        rng = np.random.default_rng([batch.seed, li])
+        q, k, v = batch.values(layer, q_width, v_width, rng)
+        out = run(li, q, k, v)
+        reads = probe(run, batch, li, q_width, v_width) if probe_reads else None
+        print(f"layer {li} ({layer['kind']}{', W = %d' % layer['window'] if layer['kind'] == 'sliding_window' else ''}"
+              f"{', chunk %d' % layer['chunk'] if layer['kind'] == 'chunked' else ''}):")
+        for row, qd in batch.queries():
+            cols = batch.visible(layer, row, qd)
+            if covered is not None:
+                cols = covered(li, row, qd, cols)
+            slots = [row.slots[c] for c in cols]
+            t = qd["token"]
+            total += 1
+            ref = batch.expected(q, k, v, t, slots)
+            got = out[t, :, :ref.shape[-1]].astype(np.float64)
+            err = float(np.nanmax(np.abs(got - ref))) if np.isfinite(got).all() else float("inf")
+            bad_values = not err <= 0.05 + 0.02 * float(np.abs(ref).max(initial=0))
+            bad_reads = reads is not None and reads[t] != set(slots)
+            line = (f"  request {row.request}, query at position {qd['position']} (token {t}): "
+                    f"should read {keys_text(batch, row, slots)}")
+            if reads is not None:
+                line += f"; read {keys_text(batch, row, reads[t])}"
+            line += f"; max |actual - expected| {err:.3g}"
+            if bad_values or bad_reads:
+                wrong += 1
+                line += "   <-- WRONG"
+            print(line)
+            if bad_values:
+                n = min(4, ref.shape[-1], batch.Dv)
+                print(f"      head 0, first {n} output channels: expected {np.round(ref[0, :n], 4).tolist()}, "
+                      f"actual {np.round(got[0, :n], 4).tolist()}")
+    return wrong, total
+
+
+def verdict(bad, summary):
+    """The last line and the exit status: 1 when anything was wrong."""
+    print(f"{'BUG' if bad else 'ok'}: {summary}")
+    return 1 if bad else 0
+
+
+# ---- target: sglang's Triton extend kernel (adapters/repro/sglang_triton_extend.py of kvfuzz) ----
+# Calls extend_attention_fwd of one sglang release the way TritonAttnBackend.forward_extend does:
+# q, the step's new K/V (the pool rows at the new tokens' slots), the K/V pools, qo_indptr, the
+# prefix CSR (kv_indptr, kv_indices: the cached tokens' slots), the tree-verify custom mask and
+# mask_indptr, sliding_window_size = W and window_kv_offsets on sliding-window layers. The
+# metadata below is what the finding's planner built (BUNDLE["plan"]); the kernel takes no positions.
+# Only the kernel files of the release are loaded (sglang's package __init__ imports the server):
+#   python3 repro.py --site DIR      # DIR holds sglang/ (an unpacked sglang wheel); default: the
+#                                    # installed sglang, or $SGLANG_SITE
+# Without a CUDA device the kernel runs in Triton's interpreter on the CPU (TRITON_INTERPRET=1), in
+# fp16 where the case is bf16 (the interpreter's tl.dot has no bf16: triton#11584).
+import importlib
+import importlib.util
+import inspect
+import types
+
+KERNEL_PACKAGES = ("sglang.kernels.ops.attention", "sglang.srt.layers.attention.triton_ops")
+
+
+def sglang_site(arg):
+    if arg or os.environ.get("SGLANG_SITE"):
+        return arg or os.environ["SGLANG_SITE"]
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or not spec.submodule_search_locations:
+        cannot_run("no sglang: pass --site DIR (a folder holding an unpacked sglang wheel's sglang/)")
+    return os.path.dirname(list(spec.submodule_search_locations)[0])
+
+
+def load_extend(site, torch, cuda):
+    """extend_attention_fwd of the release at site, under empty parent packages."""
+    package = next((p for p in KERNEL_PACKAGES
+                    if os.path.isfile(os.path.join(site, *p.split("."), "extend_attention.py"))), None)
+    if package is None:
+        cannot_run(f"no sglang Triton kernels under {site}")
+    parts = package.split(".")
+    for name in {".".join(parts[:i]) for i in range(1, len(parts) + 1)} | {"sglang.srt"}:
+        sys.modules[name] = types.ModuleType(name)
+        sys.modules[name].__path__ = [os.path.join(site, *name.split("."))]
+    utils = types.ModuleType("sglang.srt.utils")  # the few helpers the kernel files import
+    utils.is_hip = lambda: False
+    utils.is_cuda = lambda: cuda
+    utils.is_gfx95_supported = utils.is_gfx1250_supported = lambda: False
+    utils.get_device_core_count = \
+        lambda device_id=0: torch.cuda.get_device_properties(device_id).multi_processor_count if cuda else 0
+    sys.modules["sglang.srt.utils"] = utils
+    release = next((n[len("sglang-"):-len(".dist-info")] for n in os.listdir(site)
+                    if n.startswith("sglang-") and n.endswith(".dist-info")), os.path.basename(site.rstrip("/")))
+    return importlib.import_module(f"{package}.extend_attention").extend_attention_fwd, release
+
+
+def main():
+    ap = argparse.ArgumentParser(description="sglang Triton extend_attention_fwd reproducer")
+    ap.add_argument("--site", default="", help="a folder holding sglang/ (an unpacked sglang wheel)")
+    ap.add_argument("--dtype", default="", help="run in this dtype instead of the case's (fp16, bf16)")
+    args = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        cannot_run("no torch")
+    cuda = torch.cuda.is_available()
+    if not cuda:
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        cannot_run("no triton")
+    extend_attention_fwd, release = load_extend(sglang_site(args.site), torch, cuda)
+    dev = torch.device("cuda" if cuda else "cpu")
+    batch = Batch(BUNDLE)
+    dtype = args.dtype or ("fp16" if batch.dtype == "bf16" and not cuda else batch.dtype)
+    batch.dtype = dtype
+    tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    meta, arrays = batch.plan["meta"], batch.plan["arrays"]
+    if meta["kernel"] != "extend":
+        cannot_run(f"the plan runs the {meta['kernel']} kernel; this template calls the extend kernel")
+    # tl.dot needs dims >= 16: below that Q/K and V are zero-padded to one width (zeros change
+    # neither q.k, with sm_scale passed, nor the kept V channels); real dims are passed as they are.
+    if min(batch.D, batch.Dv) >= 16:
+        qw, vw = batch.D, batch.Dv
+    else:
+        qw = vw = max(16, batch.D, batch.Dv)
+
+    def t(a, dt=None):
+        return torch.tensor(np.asarray(a), device=dev, dtype=dt)
+
+    loc = np.asarray(BUNDLE["out_cache_loc"], np.int64)
+    qo_indptr = np.asarray(arrays["qo_indptr"], np.int32)
+    q_lens = (qo_indptr[1:] - qo_indptr[:-1]).tolist()
+    mask = t(arrays["custom_mask"], torch.bool) if meta["use_custom_mask"] else None
+    mask_indptr = t(arrays["mask_indptr"], torch.int64) if meta["use_custom_mask"] else None
+    print(f"sglang {release} extend_attention_fwd on {'CUDA (' + torch.cuda.get_device_name() + ')' if cuda else 'the CPU (Triton interpreter)'}, "
+          f"{dtype}, Q/K width {qw}, V width {vw}, page size {batch.page_size}")
+
+    f2s = np.asarray(BUNDLE["full_to_swa"][:batch.slots], np.int64)
+
+    def pools(csr, k, v):
+        """The pool the layer's CSR indexes: the full pool, or a hybrid model's SWA pool, whose slot
+        full_to_swa[s] holds what full slot s holds (sglang's SWAKVPool)."""
+        if csr["pool"] != "swa":
+            return k, v
+        live = np.nonzero(f2s > 0)[0]
+        ks = np.zeros((BUNDLE["swa_slots"],) + k.shape[1:], np.float32)
+        vs = np.zeros((BUNDLE["swa_slots"],) + v.shape[1:], np.float32)
+        ks[f2s[live]], vs[f2s[live]] = k[live], v[live]
+        return ks, vs
+
+    def run(li, q, k, v):
+        c = meta["layer_csr"][li]
+        csr, pre = meta["csrs"][c], f"csrs.{c}."
+        window = int(csr["window_or_chunk"]) if csr["kind"] == "sliding_window" else -1
+        offsets = arrays.get(pre + "kv_offsets") or [0] * len(qo_indptr)
+        kp, vp = pools(csr, k, v)
+        qq, kk, vv = t(q, tdt), t(kp, tdt), t(vp, tdt)
+        k_new, v_new = t(k[loc], tdt), t(v[loc], tdt)  # the step's K/V, as written to the pool
+        o = torch.zeros((batch.T, batch.H, vw), dtype=tdt, device=dev)
+        later = dict(page_size=batch.page_size, extend_seq_lens_cpu=q_lens)  # keywords 0.5.23 added
+        params = inspect.signature(extend_attention_fwd).parameters
+        kernel_call(extend_attention_fwd, qq, k_new, v_new, o, kk, vv, t(qo_indptr), t(arrays[pre + "kv_indptr"], torch.int32),
+                             t(arrays[pre + "kv_indices"], torch.int64), mask, True, mask_indptr, max(q_lens),
+                             1.0, 1.0, batch.sm_scale, logit_cap=float(batch.softcap), sliding_window_size=window,
+                             sinks=None, window_kv_offsets=t(offsets, torch.int32) if window >= 0 else None,
+                             xai_temperature_len=-1, **{n: x for n, x in later.items() if n in params})
+        if cuda:
+            kernel_call(torch.cuda.synchronize)
+        return o.float().cpu().numpy()
+
+    wrong, total = check(run, batch, qw, vw)
+    return verdict(wrong, f"sglang {release} extend_attention_fwd: {wrong} of {total} queries wrong")
+
+
+if __name__ == "__main__":
+    run_main(main)

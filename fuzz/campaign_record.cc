@@ -1,0 +1,93 @@
+#include "fuzz/campaign_record.h"
+
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+#include <unistd.h>
+#include <nlohmann/json.hpp>
+
+#include "reference/io.h"
+
+namespace kvfuzz {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string();
+}
+
+json coverage_json(const BackendCoverage& c) {
+  json pages = json::object();
+  for (const auto& [ps, n] : c.page_sizes) pages[std::to_string(ps)] = n;
+  return {{"cases", c.cases}, {"mode_layer", c.mode_layer}, {"page_sizes", pages}, {"features", c.features}};
+}
+
+}  // namespace
+
+std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary& s, int64_t cases, double seconds,
+                                 bool finished) {
+  json backends = json::array(), profiles = json::array();
+  for (const Backend* b : o.backends) backends.push_back(std::string(b->name()));
+  for (const Profile p : o.profiles) profiles.push_back(std::string(to_string(p)));
+  json settings = {{"seed", o.seed},
+                   {"seconds", o.seconds},
+                   {"cases", o.cases},
+                   {"jobs", o.jobs},
+                   {"profiles", profiles},
+                   {"backends", backends},
+                   {"faults", o.faults},
+                   {"metamorphic_every", o.metamorphic_every},
+                   {"shrink", o.shrink},
+                   {"shrink_seconds", o.shrink_seconds},
+                   {"max_saved_per_kind", o.max_saved_per_kind}};
+  json per_backend = json::object();
+  for (const auto& [name, offered] : s.backend_runs) {
+    const auto it = s.backend_unsupported.find(name);
+    const int64_t unsupported = it == s.backend_unsupported.end() ? 0 : it->second;
+    per_backend[name] = {{"offered", offered}, {"checked", offered - unsupported}, {"unsupported", unsupported}};
+  }
+  json variants = json::object();
+  for (const auto& [name, t] : s.variants)
+    variants[name] = {{"run", t.run}, {"invalid", t.invalid}, {"unsupported", t.unsupported}};
+  json coverage = {{"line", s.coverage.line()}, {"by_backend", json::object()}};
+  for (const auto& [name, c] : s.counts.by_backend) coverage["by_backend"][name] = coverage_json(c);
+  const json record = {{"format", "kvfuzz-campaign"},
+                       {"version", kCampaignRecordVersion},
+                       {"finished", finished},
+                       {"written", utc_now()},
+                       {"host", {{"name", host_name()}, {"cores", std::thread::hardware_concurrency()}}},
+                       {"settings", settings},
+                       {"rates",
+                        {{"cases", cases},
+                         {"seconds", seconds},
+                         {"cases_per_second", seconds > 0 ? static_cast<double>(cases) / seconds : 0.0},
+                         {"findings", s.findings()},
+                         {"finding_kinds", s.kinds.size()},
+                         {"harness_errors", s.harness_errors}}},
+                       {"backends", per_backend},
+                       {"variants", variants},
+                       {"coverage", coverage}};
+  return record.dump(1) + "\n";
+}
+
+void CampaignRecordWriter::update(const CampaignSummary& s, int64_t cases, double seconds) {
+  if (seconds - last_ < every_) return;
+  last_ = seconds;
+  write_file_atomic(options_.out_dir + "/campaign.json", campaign_record_json(options_, s, cases, seconds, false));
+}
+
+void CampaignRecordWriter::finish(const CampaignSummary& s) {
+  write_file_atomic(options_.out_dir + "/campaign.json", campaign_record_json(options_, s, s.cases, s.seconds, true));
+}
+
+}  // namespace kvfuzz

@@ -1,0 +1,218 @@
+// The data of a standalone reproducer (repro.h): the case's logical content, its layers and seed,
+// and the metadata a built-in planner hands the kernel.
+#include "fuzz/repro.h"
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <utility>
+
+#include <unistd.h>
+
+#include "backends/contract/families.h"
+#include "backends/external/exchange.h"
+#include "backends/registry.h"
+#include "reference/case_error.h"
+#include "reference/forward_batch.h"
+#include "reference/io.h"
+#include "reference/logical.h"
+#include "reference/scenario_json.h"
+
+namespace kvfuzz {
+namespace {
+
+struct BackendName {
+  std::string planner, executor;
+};
+
+BackendName split(const std::string& backend) {
+  const size_t colon = backend.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == backend.size())
+    throw InvalidCase("--backend " + backend +
+                      ": a reproducer needs a planner:executor pair (e.g. triton:sglang_triton)");
+  return {backend.substr(0, colon), backend.substr(colon + 1)};
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "sglang_triton_0_5_23" -> "0.5.23"; "" for a planner without a release.
+std::string release_of(const std::string& planner) {
+  for (const char* engine : {"sglang_triton_", "sglang_flashinfer_", "sglang_fa_"}) {
+    if (!starts_with(planner, engine)) continue;
+    std::string r = planner.substr(std::string(engine).size());
+    for (char& c : r)
+      if (c == '_') c = '.';
+    // "0.5.10.post1" keeps its dot before "post"
+    return r;
+  }
+  return "";
+}
+
+nlohmann::json array_json(const NpyArray& a) {
+  const std::string& d = a.descr;
+  if (d == "<i4") return a.as<int32_t>("plan array");
+  if (d == "<i8") return a.as<int64_t>("plan array");
+  if (d == "|u1") return a.as<uint8_t>("plan array");
+  return a.as_float("plan array");
+}
+
+nlohmann::json layer_json(const Layer& l) {
+  return {{"kind", to_string(l.kind)}, {"window", l.window}, {"chunk", l.chunk}};
+}
+
+// The family's plan of a built-in planner, arrays as lists; null for an external planner.
+nlohmann::json plan_json(const Scenario& s, const Prepared& p, const std::string& planner) {
+  const Backend* b = find_backend(planner);
+  if (b == nullptr) return nullptr;
+  if (Support sup = b->supports(s); !sup.ok) throw InvalidCase(planner + " does not plan this case: " + sup.why);
+  const std::vector<std::string> no_faults;
+  const auto plan = b->plan({s, p.cache, p.batch, no_faults});
+  const Family* family = find_family(b->family());
+  ArraySet set;
+  family->write(*plan, set);
+  nlohmann::json arrays = nlohmann::json::object();
+  for (const auto& [name, a] : set.arrays) arrays[name] = array_json(a);
+  return {{"family", family->name}, {"meta", set.meta}, {"arrays", arrays}};
+}
+
+// What an engine planner receives (write_plan_request: the manifest's case and its arrays as
+// {"shape", "data"}), for the templates that build the engine's own backend from it.
+nlohmann::json engine_request(const Scenario& s, const Prepared& p) {
+  static std::atomic<int> counter{0};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kvfuzz-repro-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> no_faults;
+  write_plan_request(dir.string(), {s, p.cache, p.batch, no_faults});
+  const nlohmann::json manifest = nlohmann::json::parse(read_input((dir / "manifest.json").string(), kMaxCaseBytes));
+  nlohmann::json arrays = nlohmann::json::object();
+  for (const auto& [name, _] : manifest["arrays"].items()) {
+    const NpyArray a = read_npy((dir / (name + ".npy")).string());
+    arrays[name] = {{"shape", a.shape}, {"data", array_json(a)}};
+  }
+  std::filesystem::remove_all(dir);
+  return {{"case", manifest["case"]}, {"arrays", arrays}};
+}
+
+// (request, column) -> slot of the full pool, from the slots' recorded content.
+std::map<std::pair<int32_t, int32_t>, int64_t> slot_of(const CacheState& c) {
+  std::map<std::pair<int32_t, int32_t>, int64_t> out;
+  for (size_t slot = 0; slot < c.full_content.size(); ++slot) {
+    const SlotContent& sc = c.full_content[slot];
+    if (sc.live()) out[{sc.request, sc.column}] = static_cast<int64_t>(slot);
+  }
+  return out;
+}
+
+nlohmann::json rows_json(const Prepared& p, const LogicalBatch& lb) {
+  const auto slots = slot_of(p.cache);
+  nlohmann::json rows = nlohmann::json::array();
+  for (size_t r = 0; r < lb.rows.size(); ++r) {
+    const LogicalRow& row = lb.rows[r];
+    // Columns as runs [first slot, first position, count] of consecutive slots and positions (a
+    // long-profile row of 400k keys is a few thousand runs); slot -1: the column has no slot.
+    nlohmann::json columns = nlohmann::json::array();
+    for (int32_t c = 0; c < row.kv_cols; ++c) {
+      auto it = slots.find({row.request, c});
+      const int64_t slot = it == slots.end() ? -1 : it->second;
+      const int32_t pos = row.position_of(c);
+      if (!columns.empty()) {
+        nlohmann::json& run = columns.back();
+        const int64_t n = run[2].get<int64_t>();
+        const int64_t s0 = run[0].get<int64_t>();
+        if (slot >= 0 && s0 >= 0 && slot == s0 + n && pos == run[1].get<int32_t>() + n) {
+          run[2] = n + 1;
+          continue;
+        }
+      }
+      columns.push_back({slot, pos, 1});
+    }
+    nlohmann::json queries = nlohmann::json::array();
+    for (size_t q = 0; q < row.queries.size(); ++q) {
+      const LogicalQuery& lq = row.queries[q];
+      nlohmann::json own = nlohmann::json::array();
+      for (const ColumnRange& cr : lq.own) own.push_back({cr.begin, cr.end});
+      queries.push_back({{"token", lb.q_indptr[r] + static_cast<int64_t>(q)},
+                         {"column", lq.column},
+                         {"position", lq.position},
+                         {"own", own}});
+    }
+    rows.push_back({{"request", row.request},
+                    {"req_pool_index", p.batch.req_pool_indices[r]},
+                    {"prefix_len", row.prefix_len},
+                    {"columns", columns},
+                    {"queries", queries}});
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string repro_target(const std::string& backend) {
+  const BackendName n = split(backend);
+  if (n.planner == "flashinfer_paged" && n.executor == "flashinfer_paged_csr") return "flashinfer_paged_mask";
+  if (n.planner == "triton" && n.executor == "sglang_triton") return "sglang_triton_extend";
+  if (n.executor == "flex_page_table") return "flex_int32";
+  for (const char* engine : {"sglang_triton", "sglang_flashinfer", "sglang_fa"})
+    if (starts_with(n.planner, std::string(engine) + "_")) return std::string(engine) + "_metadata";
+  throw InvalidCase("--backend " + backend +
+                    ": no reproducer template for this pair (adapters/repro/ has FlashInfer's masked paged "
+                    "prefill, sglang's Triton extend kernel, flex attention and sglang's metadata code)");
+}
+
+nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const nlohmann::json& finding) {
+  const BackendName n = split(backend);
+  const Prepared p = prepare(s);
+  const LogicalBatch lb = derive_logical(s);
+  nlohmann::json layers = nlohmann::json::array();
+  for (const Layer& l : s.model.layers) layers.push_back(layer_json(l));
+  const ForwardBatch& fb = p.batch;
+  const std::string target = repro_target(backend);
+  return {{"kvfuzz_repro", 1},
+          {"target", target},
+          {"backend", backend},
+          {"planner", n.planner},
+          {"executor", n.executor},
+          {"release", release_of(n.planner)},
+          {"finding", finding},
+          {"case", nlohmann::json::parse(to_json(s))},
+          {"model",
+           {{"q_heads", s.model.q_heads},
+            {"kv_heads", s.model.kv_heads},
+            {"head_dim", s.model.head_dim},
+            {"v_head_dim", s.model.v_head_dim},
+            {"mla", s.model.mla},
+            {"sm_scale", s.model.sm_scale},
+            {"softcap", s.model.softcap},
+            {"layers", layers}}},
+          {"dtype", std::string(to_string(s.values.dtype))},
+          {"seed", s.values.seed},
+          {"mode", to_string(fb.mode)},
+          {"page_size", s.cache.page_size},
+          {"topk", fb.topk},
+          {"hybrid", p.cache.hybrid},
+          {"pool_slots", p.cache.full_slots},
+          {"swa_slots", p.cache.swa_slots},
+          {"full_to_swa", p.cache.hybrid ? p.cache.full_to_swa : std::vector<int64_t>{}},
+          {"num_tokens", fb.num_tokens()},
+          {"bs", fb.bs},
+          {"positions", fb.positions},
+          {"out_cache_loc", fb.out_cache_loc},
+          {"rows", rows_json(p, lb)},
+          {"plan", plan_json(s, p, n.planner)},
+          {"engine_request", target.size() > 9 && target.ends_with("_metadata") ? engine_request(s, p) : nullptr}};
+}
+
+std::string repro_script(const nlohmann::json& bundle, const std::string& template_text) {
+  const std::string marker = "BUNDLE = None  # kvfuzz repro";
+  const size_t at = template_text.find(marker);
+  if (at == std::string::npos)
+    throw InvalidCase("reproducer template has no '" + marker + "' line for the case's data");
+  // JSON has single quotes only inside strings, where \u0027 means the same: the raw string stays closed.
+  std::string data = bundle.dump();
+  for (size_t i = data.find('\''); i != std::string::npos; i = data.find('\'', i)) data.replace(i, 1, "\\u0027");
+  return template_text.substr(0, at) + "BUNDLE = json.loads(r'''" + data + "''')" +
+         template_text.substr(at + marker.size());
+}
+
+}  // namespace kvfuzz

@@ -1,0 +1,38 @@
+// Standalone reproducers: a finding's case as the data of a Python script that needs only the
+// kernel or engine package, torch and numpy (docs/repro.md).
+//
+// Where it sits: after a finding (a saved case and its .finding.json, or a case and a backend).
+// repro_bundle() replays the case into what the script embeds — the batch's logical content
+// (each row's columns with their slot and position, each query's token, position and structural
+// keys), the layer rules, the values' seed and, for a built-in planner, the kernel metadata it
+// built (the family's plan, arrays as lists); repro_script() splices that into a template of
+// adapters/repro/, one per kernel family. The script computes the expected output itself, in
+// float64 from logical positions, and exits 1 when the bug is there.
+//
+//   nlohmann::json b = repro_bundle(load_case("case.json"), "flashinfer_paged:flashinfer_paged_csr", {});
+//   std::string py = repro_script(b, read_input(templates + "/" + b["target"].get<std::string>() + ".py"));
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "reference/scenario.h"
+
+namespace kvfuzz {
+
+// The template a finding on `backend` ("planner:executor", a release in the planner's name
+// allowed) is reproduced with, a file name under adapters/repro/ without ".py"; throws
+// InvalidCase naming the backend when there is none.
+std::string repro_target(const std::string& backend);
+
+// What the script embeds (docs/repro.md lists the fields). `finding`: the fingerprint record's
+// first fingerprint, key and replay line, carried for the script's header ({} when checked
+// from a case). Throws InvalidCase when the case cannot be prepared.
+nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const nlohmann::json& finding);
+
+// The template with its `BUNDLE = None  # kvfuzz repro` line replaced by the bundle; throws
+// InvalidCase when the template has no such line.
+std::string repro_script(const nlohmann::json& bundle, const std::string& template_text);
+
+}  // namespace kvfuzz
