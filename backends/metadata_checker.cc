@@ -36,18 +36,23 @@ void MetadataChecker::mismatch(const std::string& table, int64_t entry, int64_t 
 }
 
 bool MetadataChecker::own_other_column(int32_t row, int64_t slot, PoolKind pool) const {
-  const int32_t req = fb_.req_pool_indices[static_cast<size_t>(row)];
-  for (int32_t c = 0; c < s_.cache.max_context_len; ++c) {
-    int64_t at = 0;
-    try {
-      at = cache_.r2t(req, c);
-    } catch (const InputOutOfRange&) {
-      return false;
+  // The row's own slots in `pool`, gathered once per (row, pool): a wrong table may mismatch every key.
+  std::unordered_set<int64_t>& own = own_slots_[{row, pool == PoolKind::full ? 0 : 1}];
+  if (own.empty()) {
+    const int32_t req = fb_.req_pool_indices[static_cast<size_t>(row)];
+    for (int32_t c = 0; c < s_.cache.max_context_len; ++c) {
+      int64_t at = 0;
+      try {
+        at = cache_.r2t(req, c);
+      } catch (const InputOutOfRange&) {
+        break;
+      }
+      if (at == 0) continue;  // not allocated (slot 0 is the dummy page)
+      own.insert(pool == PoolKind::full ? at : cache_.full_to_swa[static_cast<size_t>(at)]);
     }
-    if (at == 0) continue;  // not allocated (slot 0 is the dummy page)
-    if ((pool == PoolKind::full ? at : cache_.full_to_swa[static_cast<size_t>(at)]) == slot) return true;
+    own.insert(-1);  // marks the row as gathered
   }
-  return false;
+  return own.count(slot) > 0;
 }
 
 void MetadataChecker::add(std::string property, int32_t layer, std::string mechanism, std::string message) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <unordered_set>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,7 @@ class MetadataChecker {
   Visible visible_;
   std::vector<Item> findings_;
   std::map<std::string, size_t> per_mechanism_;
+  mutable std::map<std::pair<int32_t, int>, std::unordered_set<int64_t>> own_slots_;  // own_other_column's cache
 };
 
 }  // namespace kvfuzz

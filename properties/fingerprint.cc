@@ -17,22 +17,23 @@ void split_release(const std::string& planner, std::string& rest, std::string& r
   rest = m.prefix().str() + m.suffix().str();
 }
 
-std::string replace_all(const std::string& s, const std::string& pattern, const std::string& with) {
-  return std::regex_replace(s, std::regex(pattern), with);
-}
 
 }  // namespace
 
 std::string normalize_message(const std::string& message) {
   std::string s = message.substr(0, message.find('\n'));
   // The location prefix describe_row() writes.
-  s = replace_all(s, "^layer \\d+ \\([a-z_]+\\)(, row \\d+ \\((request \\d+|padded)\\))?(, query position \\d+ \\(column \\d+\\))?: ", "");
-  s = replace_all(s, "'[^']*'", "Q");
-  s = replace_all(s, "\"[^\"]*\"", "Q");
-  s = replace_all(s, "0x[0-9a-fA-F]+", "N");
-  s = replace_all(s, "-?\\d+(\\.\\d+)?(e[-+]?\\d+)?", "N");
-  s = replace_all(s, "N(\\.\\.N|, N)+", "N");
-  s = replace_all(s, "\\s+", " ");
+  // Compiled once: every finding's fingerprint goes through here.
+  static const std::pair<std::regex, const char*> kRules[] = {
+      {std::regex("^layer \\d+ \\([a-z_]+\\)(, row \\d+ \\((request \\d+|padded)\\))?(, query position \\d+ \\(column \\d+\\))?: "), ""},
+      {std::regex("'[^']*'"), "Q"},
+      {std::regex("\"[^\"]*\""), "Q"},
+      {std::regex("0x[0-9a-fA-F]+"), "N"},
+      {std::regex("-?\\d+(\\.\\d+)?(e[-+]?\\d+)?"), "N"},
+      {std::regex("N(\\.\\.N|, N)+"), "N"},
+      {std::regex("\\s+"), " "},
+  };
+  for (const auto& [re, with] : kRules) s = std::regex_replace(s, re, with);
   if (s.size() > 160) s.resize(160);
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
