@@ -17,6 +17,11 @@
 #   KVFUZZ_GPU_LONG_CASES      cases of the `long` profile (>= 128k keys, pools > 2^31 elements) per
 #                              Python executor, 2 jobs each, after the campaigns (default 0: none;
 #                              about 16 GB of RAM per job, README "Size profiles")
+#   KVFUZZ_GPU_REUSE_SHAPES  each shape (page size, model, dtype: what a kernel compiles a variant
+#                         for) serves about this many cases of a Python executor, a new one every N
+#                         cases (kvfuzz run --reuse-shapes; default 100; 0: every case its own)
+#   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
+#                         default .gpu-cache, outside .gpu so a fresh copy of .gpu keeps them)
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
 #                         0.5.10.post1 also fetched): its kernel files, unpacked into .gpu/sglang/RELEASE
@@ -37,6 +42,8 @@ memcheck_cases=${KVFUZZ_GPU_MEMCHECK_CASES:-100}
 site=$PWD/.gpu/site
 wheels=.gpu/wheels
 sglang_release=${KVFUZZ_GPU_SGLANG:-0.5.23}
+cache=$(realpath -m "${KVFUZZ_GPU_CACHE:-.gpu-cache}")
+mkdir -p "$cache"
 
 # 1. Packages: Debian (or the offline copies in .gpu/debs) and the pinned wheels.
 cmake_args=(-DKVFUZZ_TESTS=OFF -DKVFUZZ_NATIVE=OFF -DKVFUZZ_WERROR=OFF)
@@ -69,8 +76,8 @@ adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$PWD/.gpu SGLANG_TRITON_RELEASE=$sglang_release" \
-            "python3 $PWD/adapters/gpu/$1.py" ;;
+       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
+            "TORCHINDUCTOR_CACHE_DIR=$cache/inductor SGLANG_TRITON_RELEASE=$sglang_release python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 
@@ -85,8 +92,10 @@ profile_args=()
 for p in $profiles; do profile_args+=(--profile "$p"); done
 mkdir -p "$out"
 campaign() {
-  local name=$1 rc=0
+  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
+  [ "$name" = cuda_page_table ] && reuse=0  # compiled ahead: no variant to wait for
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" "${profile_args[@]}" --jobs "$jobs" \
+    --reuse-shapes "$reuse" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
     "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"

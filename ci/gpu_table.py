@@ -77,7 +77,15 @@ def row(name, log, groups):
     back = sum(g["label"] == "regression" for g in groups)
     saved = str(known) + (f" + {new} NEW" if new else "") + (f" + {back} regr" if back else "")
     rate = f"{checked / wall:.1f}" if wall else "?"
-    return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {share:>10} {saved:>12}  {findings}",
+    first = re.search(r"^first 100 checked cases: ([\d.]+) s", text, re.M)
+    first = f"{float(first.group(1)):.0f} s" if first else "-"
+    # what the executor's declaration leaves out of the generator's draws (drawn again, not run)
+    left = re.search(r"outside each backend's declared support:.* (\d+)%$", text, re.M)
+    left = f"{left.group(1)}%" if left else "0%"
+    shapes = re.search(r"^shapes: (\d+)", text, re.M)
+    shapes = shapes.group(1) if shapes else "-"
+    return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {left:>9} {shapes:>7} {share:>10} {saved:>12}"
+            f"  {findings}",
             breakdown(name, text, wall, jobs))
 
 
@@ -87,8 +95,8 @@ def main():
         return 2
     out, names = sys.argv[1], sys.argv[2:]
     status = 0
-    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'checked/s':>9} {'in kernel':>10} {'fingerprints':>12}"
-          "  cases with findings, by property")
+    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'checked/s':>9} {'first 100':>9} {'undeclared':>9}"
+          f" {'shapes':>7} {'in kernel':>10} {'fingerprints':>12}  cases with findings, by property")
     times = []
     for name in names:
         rc = int(open(os.path.join(out, name + ".rc")).read())
@@ -107,7 +115,9 @@ def main():
         line, time_line = row(name, log, groups)
         print(line)
         times.append(time_line or f"{name:<22} (no time breakdown in {log})")
-    print('("checked/s": cases checked per second of wall time, unsupported ones apart;')
+    print('("checked/s": cases checked per second of wall time, unsupported ones apart; "first 100": when the')
+    print(' 100th checked case finished; "undeclared": the generator\'s draws outside the executor\'s declared')
+    print(' support, drawn again and never run; "shapes": page size, model and dtype combinations the cases ran on;')
     print(' "in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
     print(' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')
     print(f' each listed with its replay line in {out}/<backend>.triage)')

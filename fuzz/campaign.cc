@@ -6,6 +6,7 @@
 #include <iomanip>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -39,8 +40,11 @@ struct Shared {
   CampaignSummary summary;
   std::map<std::string, int64_t> saved;  // cases saved per fingerprint key
   FindingIndex index;                    // every finding, never capped
+  ShapePool shapes;                      // the campaign's shapes (case_draw.h)
+  std::set<uint64_t> shapes_used;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
-  explicit Shared(const CampaignOptions& o) : options(o), index(o.out_dir) {}
+  explicit Shared(const CampaignOptions& o) : options(o), index(o.out_dir), shapes(o.seed, o.backends) {}
 };
 
 // Short and stable (FNV-1a, the same on every machine and compiler): tells apart the saved
@@ -60,11 +64,11 @@ struct KeyGroup {
   std::vector<Finding> findings;
 };
 
-std::string report_text(const Scenario& s, int64_t index, uint64_t seed, const std::vector<Finding>& findings,
+std::string report_text(const Scenario& s, int64_t index, const std::string& gen, const std::vector<Finding>& findings,
                         const Replay& replay) {
   std::ostringstream os;
   const CaseSize size = case_size(s);
-  os << "case " << index << " (seed " << seed << "): " << size.requests << " requests, at most " << size.max_tokens
+  os << "case " << index << " (" << gen << "): " << size.requests << " requests, at most " << size.max_tokens
      << " tokens per request, " << size.history_ops << " history ops, " << size.layers << " layers\n";
   for (const Finding& f : findings)
     os << f.backend << ": " << f.property << ": " << f.message << "\n  fingerprint: " << fingerprint_of(s, f).key() << "\n";
@@ -92,8 +96,8 @@ void write_record(const std::string& case_file, const std::vector<Fingerprint>& 
 
 // Saves the case at once (named by the group's property, backend, case and key), then its form
 // shrunk while it keeps the same fingerprint key; returns the path of the best saved case.
-std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const KeyGroup& group,
-                         const std::vector<Finding>& all, const Backend* backend) {
+std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const std::string& gen,
+                         const KeyGroup& group, const std::vector<Finding>& all, const Backend* backend) {
   const CampaignOptions& o = sh.options;
   const Finding& first = group.findings.front();
   const std::string key = group.fingerprint.key();
@@ -101,7 +105,7 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
                            "-" + key_tag(key);
   const Replay replay = replay_of(o, first, backend, base + ".json", seed);
   write_file_atomic(base + ".json", to_json(s));
-  write_file_atomic(base + ".txt", report_text(s, index, seed, all, replay));
+  write_file_atomic(base + ".txt", report_text(s, index, gen, all, replay));
   write_record(base + ".json", {group.fingerprint}, replay);
   if (!o.shrink || backend == nullptr) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
@@ -110,32 +114,35 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   Replay min_replay = replay;
   min_replay.file = base + ".min.json";
   write_file_atomic(base + ".min.json", to_json(r.scenario));
-  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, seed, {r.finding}, min_replay));
+  write_file_atomic(base + ".min.txt", report_text(r.scenario, index, gen, {r.finding}, min_replay));
   write_record(base + ".min.json", {fingerprint_of(r.scenario, r.finding)}, min_replay);
   return base + ".min.json";
 }
 
 // The line of the index for one group: replayable whether or not its case was saved.
-nlohmann::json index_line(const CampaignOptions& o, const KeyGroup& g, int64_t index, uint64_t seed, Profile profile,
-                          const std::string& saved, const Backend* backend) {
+nlohmann::json index_line(const CampaignOptions& o, const KeyGroup& g, int64_t index, const CaseDraw& draw,
+                          Profile profile, const std::string& saved, const Backend* backend) {
+  const uint64_t seed = draw.seed;
   const Finding& first = g.findings.front();
   std::string replay;
   if (!saved.empty()) {
     replay = replay_command(replay_of(o, first, backend, saved, seed));
   } else {
     const std::string file = "case-" + std::to_string(index) + ".json";
-    replay = "kvfuzz gen --seed " + std::to_string(seed) + " --profile " + std::string(to_string(profile)) + " > " + file +
-             " && " + replay_command(replay_of(o, first, backend, file, seed));
+    replay =
+        gen_command(draw, profile) + " > " + file + " && " + replay_command(replay_of(o, first, backend, file, seed));
   }
-  return {{"key", g.fingerprint.key()},
-          {"fingerprint", g.fingerprint.to_json()},
-          {"case_index", index},
-          {"case_seed", seed},
-          {"profile", to_string(profile)},
-          {"count", g.findings.size()},
-          {"message", first.message},
-          {"saved", saved.empty() ? nlohmann::json(nullptr) : nlohmann::json(saved)},
-          {"replay", replay}};
+  nlohmann::json line = {{"key", g.fingerprint.key()},
+                         {"fingerprint", g.fingerprint.to_json()},
+                         {"case_index", index},
+                         {"case_seed", seed},
+                         {"profile", to_string(profile)},
+                         {"count", g.findings.size()},
+                         {"message", first.message},
+                         {"saved", saved.empty() ? nlohmann::json(nullptr) : nlohmann::json(saved)},
+                         {"replay", replay}};
+  if (draw.shape_seed) line["shape_seed"] = *draw.shape_seed;
+  return line;
 }
 
 const Backend* backend_named(const CampaignOptions& o, const std::string& name) {
@@ -146,9 +153,11 @@ const Backend* backend_named(const CampaignOptions& o, const std::string& name) 
 
 void run_case(Shared& sh, int64_t index) {
   const CampaignOptions& o = sh.options;
-  const uint64_t seed = campaign_case_seed(o.seed, index);
   const Profile profile = o.profiles[static_cast<size_t>(index) % o.profiles.size()];
-  const Scenario s = generate(seed, profile);
+  const CaseDraw draw = draw_case(sh.shapes, index, profile, o.reuse_shapes);
+  const Scenario& s = draw.scenario;
+  const uint64_t seed = draw.seed;
+  const std::string gen = gen_command(draw, profile);
   const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
   CaseReport report;
   try {
@@ -190,6 +199,12 @@ void run_case(Shared& sh, int64_t index) {
   {
     std::lock_guard<std::mutex> lock(sh.mu);
     CampaignSummary& sum = sh.summary;
+    sum.draws += draw.draws;
+    for (size_t b = 0; b < o.backends.size(); ++b)
+      if (draw.unsupported[b] > 0) sum.draws_unsupported[std::string(o.backends[b]->name())] += draw.unsupported[b];
+    if (draw.shape_seed && sh.shapes_used.insert(*draw.shape_seed).second) sum.shapes++;
+    if (report.unsupported.size() < o.backends.size() && ++sum.checked == 100)
+      sum.first_100_checked_seconds = std::chrono::duration<double>(Clock::now() - sh.start).count();
     sum.coverage.add(s);
     sum.counts.add(s, backends_checked(o.backends, report.unsupported));
     for (const std::string& u : report.unsupported) sum.backend_unsupported[u.substr(0, u.find(": "))]++;
@@ -215,18 +230,16 @@ void run_case(Shared& sh, int64_t index) {
     const Backend* backend = backend_named(o, g.findings.front().backend);
     std::string file;
     if (std::find(to_save.begin(), to_save.end(), i) != to_save.end()) {
-      file = save_finding(sh, s, index, seed, g, report.findings, backend);
+      file = save_finding(sh, s, index, seed, gen, g, report.findings, backend);
       std::lock_guard<std::mutex> lock(sh.mu);
       FindingKind& k = sh.summary.kinds[g.fingerprint.key()];
       if (k.first_case == index) k.first_file = file;
     }
-    sh.index.append(index_line(o, g, index, seed, profile, file, backend));
+    sh.index.append(index_line(o, g, index, draw, profile, file, backend));
   }
 }
 
 }  // namespace
-
-uint64_t campaign_case_seed(uint64_t seed, int64_t index) { return hash_words(seed, static_cast<uint64_t>(index), 0x6b76667a); }
 
 CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   std::filesystem::create_directories(o.out_dir);
@@ -296,6 +309,19 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << std::left << std::setw(name_width) << name << std::right << std::setw(10) << n - unsupported << std::setw(13)
         << unsupported << "\n";
   }
+  if (!s.draws_unsupported.empty() && s.draws > 0) {
+    out << "drawn within support: " << s.draws << " draws for " << s.cases
+        << " cases; outside each backend's declared support:";
+    for (const auto& [name, n] : s.draws_unsupported)
+      out << " " << name << " " << std::setprecision(0) << 100.0 * static_cast<double>(n) / static_cast<double>(s.draws)
+          << "%";
+    out << std::setprecision(1) << "\n";
+  }
+  if (s.first_100_checked_seconds >= 0)
+    out << "first 100 checked cases: " << std::setprecision(1) << s.first_100_checked_seconds << " s after the start\n";
+  if (s.shapes > 0)
+    out << "shapes: " << s.shapes << " (page size, model, dtype), each reused by " << std::setprecision(1)
+        << static_cast<double>(s.cases) / static_cast<double>(s.shapes) << " cases on average\n";
   if (!s.variants.empty()) {
     out << std::left << std::setw(name_width) << "variant" << std::right << std::setw(10) << "run" << std::setw(13) << "invalid"
         << std::setw(13) << "unsupported"

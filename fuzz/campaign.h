@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "fuzz/case_draw.h"
 #include "fuzz/coverage.h"
 #include "fuzz/coverage_counts.h"
 #include "properties/metamorphic.h"
@@ -46,6 +47,9 @@ struct CampaignOptions {
   int metamorphic_every = 8;  // every n-th case also runs the metamorphic variants; 0: never
   bool shrink = true;
   double shrink_seconds = 30;
+  // Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about
+  // this many cases, a new one every reuse_shapes cases (case_draw.h); 0: every case its own.
+  int reuse_shapes = 0;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
@@ -64,6 +68,13 @@ struct CampaignSummary {
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
+  // Draws of the generator (case_draw.h): all, and per backend those outside its declared support
+  // (drawn again when no backend supported them), so what a declaration leaves out is visible.
+  int64_t draws = 0;
+  std::map<std::string, int64_t> draws_unsupported;
+  int64_t shapes = 0;                     // distinct shapes the cases ran on (reuse_shapes > 0)
+  int64_t checked = 0;                    // cases some backend checked (not unsupported by all)
+  double first_100_checked_seconds = -1;  // when the 100th of them finished (a cold start's figure)
   VariantTallies variants;          // metamorphic variants run and dropped (invalid, unsupported)
   int64_t harness_errors = 0;       // cases where kvfuzz's own checking code failed (not findings)
   std::string first_harness_error;  // its message and saved case
@@ -75,9 +86,6 @@ struct CampaignSummary {
     return n;
   }
 };
-
-// The seed of case `index` of a campaign.
-uint64_t campaign_case_seed(uint64_t seed, int64_t index);
 
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& progress);
 

@@ -80,7 +80,44 @@ void tighten_context(Scenario& s) {
   s.cache.max_context_len = hi;
 }
 
+// The shape of attempt `rng`: drawn from the same streams as always, so a seed's case is unchanged.
+CaseShape draw_shape(const Rng& rng, const ProfileBounds& b) {
+  CaseShape shape;
+  Rng ps_rng = rng.fork("page_size");
+  shape.page_size = generate_page_size(ps_rng, b);
+  shape.model = generate_model(rng.fork("model"), b, shape.page_size);
+  shape.dtype = generate_values(rng.fork("values")).dtype;
+  return shape;
+}
+
+// Attempt `rng`'s workload on `shape`; nullopt when it exceeds the limits.
+std::optional<Scenario> draw_case(const Rng& rng, const ProfileBounds& b, const CaseShape& shape) {
+  Scenario s;
+  s.cache.page_size = shape.page_size;
+  s.model = shape.model;
+  s.values = generate_values(rng.fork("values"));
+  s.values.dtype = shape.dtype;
+  if (!generate_workload(rng.fork("workload"), b, s)) return std::nullopt;
+  s.batch.device_sms = generate_device_sms(rng.fork("device_sms"));
+  // A draw the workload generator could not keep inside the limits: draw again.
+  if (!is_valid(s)) return std::nullopt;
+  if (rng.fork("full_context").chance(1, 4)) tighten_context(s);
+  return s;
+}
+
 }  // namespace
+
+CaseShape generate_shape(uint64_t seed, Profile profile) {
+  return draw_shape(Rng(seed).fork("shape"), bounds(profile == Profile::long_ ? Profile::large : profile));
+}
+
+std::optional<Scenario> generate(uint64_t seed, Profile profile, const CaseShape& shape) {
+  const ProfileBounds b = bounds(profile == Profile::long_ ? Profile::large : profile);
+  const Rng root(seed);
+  for (uint64_t attempt = 0; attempt < 8; ++attempt)
+    if (std::optional<Scenario> s = draw_case(root.fork(attempt), b, shape)) return s;
+  return std::nullopt;
+}
 
 Scenario generate(uint64_t seed, Profile profile) {
   const ProfileBounds b = bounds(profile);
@@ -96,18 +133,8 @@ Scenario generate(uint64_t seed, Profile profile) {
     return fallback(seed);
   }
   for (uint64_t attempt = 0; attempt < 8; ++attempt) {
-    Rng rng = root.fork(attempt);
-    Scenario s;
-    Rng ps_rng = rng.fork("page_size");
-    s.cache.page_size = generate_page_size(ps_rng, b);
-    s.model = generate_model(rng.fork("model"), b, s.cache.page_size);
-    s.values = generate_values(rng.fork("values"));
-    if (!generate_workload(rng.fork("workload"), b, s)) continue;
-    s.batch.device_sms = generate_device_sms(rng.fork("device_sms"));
-    // A draw the workload generator could not keep inside the limits: draw again.
-    if (!is_valid(s)) continue;
-    if (rng.fork("full_context").chance(1, 4)) tighten_context(s);
-    return s;
+    const Rng rng = root.fork(attempt);
+    if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b))) return *s;
   }
   // Draws that keep exceeding the limits (a large profile's oracle work, say): a smaller profile.
   if (profile != Profile::tiny) return generate(seed, static_cast<Profile>(static_cast<int>(profile) - 1));

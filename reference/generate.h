@@ -35,6 +35,22 @@ std::optional<Profile> parse_profile(std::string_view s);
 // within itself.
 Scenario generate(uint64_t seed, Profile profile);
 
+// The part of a case a real kernel compiles a variant for (backends/external/pair_backend.cc's
+// kernel_variant): page size, model (heads, head dims, layers with their windows and chunks, MLA,
+// softcap) and dtype. A campaign that reuses shapes keeps JIT compiles few (fuzz/case_draw.h).
+//
+//   CaseShape shape = generate_shape(11, Profile::small);
+//   std::optional<Scenario> s = generate(42, Profile::small, shape);  // case 42's workload on it
+struct CaseShape {
+  int32_t page_size = 1;
+  Model model;
+  DType dtype = DType::fp32;
+};
+CaseShape generate_shape(uint64_t seed, Profile profile);
+// A case whose shape is `shape` and whose workload and values come from `seed`: nullopt when no
+// draw of the workload fits the profile's limits on this shape. Not for `long`.
+std::optional<Scenario> generate(uint64_t seed, Profile profile, const CaseShape& shape);
+
 // Size bounds of a profile; the generators stay inside them.
 struct ProfileBounds {
   int32_t max_q_heads, max_head_dim, max_layers, max_page_size, max_context_len, max_requests;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ci/gpu_table.py: a campaign's row (checked, unsupported, checked/s, share in the kernel from the
-# log's own job count, cases with findings by property), every finding of its index triaged by
+# ci/gpu_table.py: a campaign's row (checked, unsupported, checked/s, when the first 100 checked cases
+# were done, the draws outside the declaration, shapes, share in the kernel from the log's own job
+# count, cases with findings by property), every finding of its index triaged by
 # fingerprint: known only -> exit 0; a NEW one -> exit 1; a saved finding without its fingerprint
 # record (triage exit 3) -> exit 1, never "clean"; a campaign kvfuzz failed -> exit 1 with its last line.
 # Usage: gpu_table_test.sh SOURCE_DIR WORK_DIR
@@ -15,6 +16,9 @@ kvfuzz run: seed 1, 1 backend(s), 4 job(s), 270 s, findings in /tmp/fg/sglang_tr
 campaign: 1531 cases in 200.0 s (7.7 cases/s)
 backend                  checked  unsupported
 triton:sglang_triton         512         1019
+drawn within support: 3000 draws for 1531 cases; outside each backend's declared support: triton:sglang_triton 49%
+first 100 checked cases: 41.3 s after the start
+shapes: 16 (page size, model, dtype), each reused by 95.7 cases on average
 adapter sglang_triton: 1677 requests, 0 crashes; 400.0 s inside the adapter's function
 LOG
 echo 1 >"$WORK/sglang_triton.rc"
@@ -39,7 +43,7 @@ finding cache-extent 0 extra-before 11
 KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/known.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "known findings only: exit $rc"
-grep -Eq "^sglang_triton +512 +1019 +2.6 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
+grep -Eq "^sglang_triton +512 +1019 +2.6 +41 s +49% +16 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
   fail "row: $(grep '^sglang_triton' "$WORK/known.out")"
 
 # The same window-0 configuration, another mechanism (the window's oldest key missing): NEW.

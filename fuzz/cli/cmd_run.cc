@@ -56,12 +56,16 @@ void add_run(CLI::App& app, int& exit_code) {
   static double shrink_seconds = 30;
   static bool no_shrink = false;
   static int max_saved = 3;
+  static int reuse_shapes = 0;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
   static AdapterOptions adapters;
   add_adapter_options(cmd, adapters);
-  cmd->add_option("--seed", seed, "Campaign seed: case i is generate(hash(seed, i))")->check(seed_check())->capture_default_str();
+  cmd->add_option("--seed", seed,
+                  "Campaign seed: case i is generate(hash(seed, i)), drawn again while no backend supports it")
+      ->check(seed_check())
+      ->capture_default_str();
   cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));
   cmd->add_option("--out", out, "Folder for findings")->capture_default_str();
   cmd->add_option("--profile", profiles, "Size profiles to rotate through (default tiny small small medium)")
@@ -72,6 +76,12 @@ void add_run(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each saved finding")->capture_default_str();
   cmd->add_flag("--no-shrink", no_shrink, "Save findings without shrinking them");
+  cmd->add_option(
+         "--reuse-shapes", reuse_shapes,
+         "Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about N cases, "
+         "a new one every N cases, so JIT compiles stay few (0: every case its own shape)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -95,6 +105,7 @@ void add_run(CLI::App& app, int& exit_code) {
     o.shrink = !no_shrink;
     o.shrink_seconds = shrink_seconds;
     o.max_saved_per_kind = max_saved;
+    o.reuse_shapes = reuse_shapes;
     o.live_progress = isatty(STDERR_FILENO) != 0;
     o.stop = &g_stop;
     std::signal(SIGINT, on_signal);
