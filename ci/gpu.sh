@@ -20,6 +20,8 @@
 #   KVFUZZ_GPU_REUSE_SHAPES  each shape (page size, model, dtype: what a kernel compiles a variant
 #                         for) serves about this many cases of a Python executor, a new one every N
 #                         cases (kvfuzz run --reuse-shapes; default 100; 0: every case its own)
+#   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new
+#                         campaign draws new cases on the shapes whose kernels the caches hold
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
 #                         default .gpu-cache, outside .gpu so a fresh copy of .gpu keeps them)
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
@@ -95,7 +97,7 @@ campaign() {
   local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
   [ "$name" = cuda_page_table ] && reuse=0  # compiled ahead: no variant to wait for
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" "${profile_args[@]}" --jobs "$jobs" \
-    --reuse-shapes "$reuse" \
+    --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
     "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"

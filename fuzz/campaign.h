@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ struct CampaignOptions {
   // Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about
   // this many cases, a new one every reuse_shapes cases (case_draw.h); 0: every case its own.
   int reuse_shapes = 0;
+  // Seed of the shapes (default: `seed`). Kept fixed while `seed` changes, a campaign draws new
+  // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
+  std::optional<uint64_t> shape_seed;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s

@@ -36,7 +36,7 @@ std::optional<std::pair<uint64_t, CaseShape>> ShapePool::find(Profile profile, u
   // (a dtype or head dim outside every declaration) would only make unsupported cases.
   for (int32_t a = 0; a < kMaxShapeDraws; ++a) {
     const uint64_t shape_seed =
-        hash_words(seed_, v, static_cast<uint64_t>(profile), kShapeTag + static_cast<uint64_t>(a));
+        hash_words(shape_seed_, v, static_cast<uint64_t>(profile), kShapeTag + static_cast<uint64_t>(a));
     const CaseShape shape = generate_shape(shape_seed, profile);
     for (uint64_t w = 0; w < 4; ++w)
       if (std::optional<Scenario> s = generate(hash_words(shape_seed, w), profile, shape); s && any_supports(*s))

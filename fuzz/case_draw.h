@@ -13,7 +13,7 @@
 //   already drawn for its profile, so JIT compiles grow by one shape per N cases, not per case.
 //   A shape is itself drawn within support (some case on it must be supported).
 //
-//   ShapePool shapes(seed, backends);
+//   ShapePool shapes(seed, /*shape_seed=*/seed, backends);
 //   CaseDraw d = draw_case(shapes, i, Profile::small, /*reuse_shapes=*/64);
 //   std::string line = gen_command(d, Profile::small);  // "kvfuzz gen --seed ... --shape ..."
 #pragma once
@@ -49,7 +49,9 @@ struct CaseDraw {
 // The campaign's shapes per profile, drawn once each (thread-safe).
 class ShapePool {
  public:
-  ShapePool(uint64_t seed, std::vector<const Backend*> backends) : seed_(seed), backends_(std::move(backends)) {}
+  // Cases draw from `seed`, shapes from `shape_seed`.
+  ShapePool(uint64_t seed, uint64_t shape_seed, std::vector<const Backend*> backends)
+      : seed_(seed), shape_seed_(shape_seed), backends_(std::move(backends)) {}
   // Shape `v` of `profile` (drawn once): its seed and value; nullopt when no shape in
   // kMaxShapeDraws draws has a supported case.
   std::optional<std::pair<uint64_t, CaseShape>> shape(Profile profile, int64_t v);
@@ -60,7 +62,7 @@ class ShapePool {
   bool any_supports(const Scenario& s) const;
 
  private:
-  uint64_t seed_;
+  uint64_t seed_, shape_seed_;
   std::vector<const Backend*> backends_;
   std::mutex mu_;
   std::map<std::pair<int, int64_t>, std::optional<std::pair<uint64_t, CaseShape>>> shapes_;

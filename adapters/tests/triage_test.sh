@@ -69,6 +69,17 @@ line "$WORK/crash.jsonl" crash sglang_flashinfer_0_5_23:flashinfer_paged target_
 run crash 1 $SGLANG
 grep -q "^NEW" "$WORK/crash.out" || fail "a new crash on 0.5.23 is not NEW"
 
+# FlashInfer's negative total mask length (segment_packbits refuses it in plan): known at page size > 1,
+# where an empty row makes it; the same exception from another function, or at page size 1, is NEW.
+negative="RuntimeError: Trying to create tensor with negative dimension N: [N] @ segment_packbits"
+line "$WORK/negative.jsonl" crash flashinfer_paged:flashinfer_paged_csr mixed - 0 "$negative" '{"page_size": 3}'
+run negative 0 $GPU
+grep -q "^known *flashinfer-page-mask-indptr" "$WORK/negative.out" || fail "the negative mask total is not the page-mask bug"
+line "$WORK/negative1.jsonl" crash flashinfer_paged:flashinfer_paged_csr mixed - 0 "$negative" '{"page_size": 1}'
+run negative1 1 $GPU
+line "$WORK/negative2.jsonl" crash flashinfer_paged:flashinfer_paged_csr mixed - 0 "${negative% @*} @ plan" '{"page_size": 3}'
+run negative2 1 $GPU
+
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG

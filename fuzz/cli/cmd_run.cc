@@ -7,6 +7,7 @@
 #include <csignal>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "backends/external/adapter.h"
@@ -57,6 +58,7 @@ void add_run(CLI::App& app, int& exit_code) {
   static bool no_shrink = false;
   static int max_saved = 3;
   static int reuse_shapes = 0;
+  static std::optional<uint64_t> shape_seed;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
@@ -82,6 +84,10 @@ void add_run(CLI::App& app, int& exit_code) {
          "a new one every N cases, so JIT compiles stay few (0: every case its own shape)")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
+  cmd->add_option("--shape-seed", shape_seed,
+                  "Seed of the shapes --reuse-shapes draws (default: --seed); keep it while --seed changes to draw new "
+                  "cases on shapes whose kernels earlier campaigns compiled")
+      ->check(seed_check());
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -106,6 +112,7 @@ void add_run(CLI::App& app, int& exit_code) {
     o.shrink_seconds = shrink_seconds;
     o.max_saved_per_kind = max_saved;
     o.reuse_shapes = reuse_shapes;
+    o.shape_seed = shape_seed;
     o.live_progress = isatty(STDERR_FILENO) != 0;
     o.stop = &g_stop;
     std::signal(SIGINT, on_signal);

@@ -37,7 +37,7 @@ Scenario regenerate(const CaseDraw& d, Profile p) {
 
 TEST(CaseDraw, EveryCaseIsWithinTheDeclarationAndReplaysFromItsLine) {
   const Narrower bf16_ps1([](const Scenario& s) { return s.values.dtype == DType::bf16 && s.cache.page_size == 1; });
-  ShapePool pool(3, {&bf16_ps1});
+  ShapePool pool(3, 3, {&bf16_ps1});
   int64_t redrawn = 0, rejected = 0;
   for (int64_t i = 0; i < 200; ++i) {
     const CaseDraw d = draw_case(pool, i, profile_of(i), 0);
@@ -63,7 +63,7 @@ TEST(CaseDraw, EveryCaseIsWithinTheDeclarationAndReplaysFromItsLine) {
 
 TEST(CaseDraw, ADeclarationNothingMeetsKeepsTheFirstDrawUnsupported) {
   const Narrower none([](const Scenario&) { return false; });
-  ShapePool pool(5, {&none});
+  ShapePool pool(5, 5, {&none});
   const CaseDraw d = draw_case(pool, 7, Profile::tiny, 0);
   EXPECT_FALSE(d.supported);
   EXPECT_EQ(d.unsupported[0], d.draws);
@@ -74,7 +74,7 @@ TEST(CaseDraw, ADeclarationNothingMeetsKeepsTheFirstDrawUnsupported) {
 TEST(CaseDraw, OneSupportingBackendIsEnough) {
   const Narrower fp32([](const Scenario& s) { return s.values.dtype == DType::fp32; });
   const Narrower fp16([](const Scenario& s) { return s.values.dtype == DType::fp16; });
-  ShapePool pool(9, {&fp32, &fp16});
+  ShapePool pool(9, 9, {&fp32, &fp16});
   std::set<DType> seen;
   for (int64_t i = 0; i < 100; ++i) {
     const CaseDraw d = draw_case(pool, i, Profile::tiny, 0);
@@ -89,7 +89,7 @@ TEST(CaseDraw, OneSupportingBackendIsEnough) {
 // each case keeps its shape's page size, model and dtype.
 TEST(CaseDraw, ReusedShapesGrowOnePerNCases) {
   const testing::Toy toy(testing::ToyBug::none);
-  ShapePool pool(11, {&toy});
+  ShapePool pool(11, 11, {&toy});
   std::set<std::pair<int, uint64_t>> shapes;
   for (int64_t i = 0; i < 240; ++i) {
     const Profile p = profile_of(i);
@@ -114,6 +114,23 @@ TEST(CaseDraw, ReusedShapesGrowOnePerNCases) {
     if (std::find(models.begin(), models.end(), d.scenario.model) == models.end()) models.push_back(d.scenario.model);
   }
   EXPECT_GT(models.size(), 30u);
+}
+
+// A CI that keeps its compile caches keeps the shape seed and changes the campaign seed: new
+// workloads on the same shapes.
+TEST(CaseDraw, AKeptShapeSeedKeepsTheShapesUnderANewCampaignSeed) {
+  const testing::Toy toy(testing::ToyBug::none);
+  ShapePool first(1, 7, {&toy}), second(2, 7, {&toy}), other(2, 2, {&toy});
+  int same_case = 0, same_shape_elsewhere = 0;
+  for (int64_t i = 0; i < 64; i += 8) {  // each a new shape's first case
+    const CaseDraw a = draw_case(first, i, Profile::tiny, 8), b = draw_case(second, i, Profile::tiny, 8);
+    const CaseDraw c = draw_case(other, i, Profile::tiny, 8);
+    EXPECT_EQ(a.shape_seed, b.shape_seed) << "case " << i;
+    same_case += to_json(a.scenario) == to_json(b.scenario);
+    same_shape_elsewhere += a.shape_seed == c.shape_seed;
+  }
+  EXPECT_LT(same_case, 2) << "a new campaign seed must draw new workloads";
+  EXPECT_EQ(same_shape_elsewhere, 0) << "another shape seed must draw other shapes";
 }
 
 }  // namespace

@@ -3,15 +3,19 @@
 //
 // Where it sits: used by adapters/examples/cuda/page_table_executor.cu. kvfuzz-worker guards the
 // host arrays it hands an executor; the device copies are the executor's own, so it guards them
-// itself: kGuardBytes of kGuardByte before and after each buffer, checked after the kernels
-// (check_guards throws a Failure naming the array and the first changed byte).
+// itself: kGuardBytes of kGuardByte before and after each buffer, read back after the kernels
+// (readback.h) and checked (check_guards throws a Failure naming the array and the first changed
+// byte). Nothing here blocks: the copies to the device are queued on the default stream (from
+// pageable memory the runtime stages them at once), the guards' copies back too.
 //
 //   DevicePool::process().restart();             // a new request: the last one's buffers are done
 //   DeviceBuffer q("q", host_q, bytes);          // guarded device copy of host_q (nullptr: no copy)
 //   kernel<<<...>>>(q.as<float>());
-//   kvfuzz_cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-//   q.check_guards();
-//   out.copy_to(host_out);
+//   Readback& r = Readback::process();
+//   check(r.begin(DeviceBuffer::kGuardRoom), "cudaMallocHost");
+//   const size_t at = q.queue_guards(r);
+//   check(r.wait(), "cudaDeviceSynchronize");
+//   q.check_guards(r.at(at));
 #pragma once
 
 #include <cuda_runtime.h>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "adapters/examples/cuda/device_pool.h"
+#include "adapters/examples/cuda/readback.h"
 
 namespace kvfuzz_cuda {
 
@@ -44,10 +49,12 @@ class DeviceBuffer {
  public:
   DeviceBuffer(std::string name, const void* host, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
     check(DevicePool::process().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
-    check(cudaMemset(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemset of the guards of " + name_);
+    check(cudaMemsetAsync(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemsetAsync of the guards of " + name_);
     if (host && bytes_ > 0)
-      check(cudaMemcpy(data(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpy of " + name_ + " to the device");
+      check(cudaMemcpyAsync(data(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpyAsync of " + name_ + " to the device");
   }
+  // Readback room the guards of one buffer take.
+  static constexpr size_t kGuardRoom = 2 * kGuardBytes;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
@@ -55,12 +62,18 @@ class DeviceBuffer {
   template <class T>
   T* as() const { return static_cast<T*>(data()); }
 
-  // Throws a Failure naming the buffer if a kernel wrote into either guard zone.
-  void check_guards() const {
-    std::vector<unsigned char> guard(kGuardBytes);
+  // Queues the read-back of both guard zones; returns where they land (check_guards' argument).
+  size_t queue_guards(Readback& r) const {
+    const size_t at = r.queue(base_, kGuardBytes);
+    r.queue(static_cast<const unsigned char*>(base_) + kGuardBytes + bytes_, kGuardBytes);
+    return at;
+  }
+
+  // Throws a Failure naming the buffer if a kernel wrote into either guard zone: `guards` is what
+  // queue_guards read back, after the Readback's wait().
+  void check_guards(const unsigned char* guards) const {
     for (int side = 0; side < 2; ++side) {
-      const unsigned char* at = static_cast<const unsigned char*>(base_) + (side == 0 ? 0 : kGuardBytes + bytes_);
-      check(cudaMemcpy(guard.data(), at, kGuardBytes, cudaMemcpyDeviceToHost), "cudaMemcpy of the guards of " + name_);
+      const unsigned char* guard = guards + side * Readback::room(kGuardBytes);
       for (size_t i = 0; i < kGuardBytes; ++i)
         if (guard[i] != kGuardByte)
           throw Failure("device buffer " + name_ + " (" + std::to_string(bytes_) + " bytes): its guard zone " +
@@ -69,9 +82,7 @@ class DeviceBuffer {
     }
   }
 
-  void copy_to(void* host) const {
-    if (bytes_ > 0) check(cudaMemcpy(host, data(), bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy of " + name_ + " to the host");
-  }
+  size_t bytes() const { return bytes_; }
 
  private:
   std::string name_;

@@ -11,7 +11,9 @@
 // buffers with sentinel guard zones (device_buffer.h; their memory, allocated by the first requests
 // and reused by the next: device_pool.h), runs one kernel per part (one block per
 // (batch token, q head), fp32 online softmax over tiles of keys, merged by LSE into the layer's
-// result on the device), then checks every guard and copies out and lse back. A guard that
+// result on the device), then reads back every guard, the kernels' key errors, out and lse after a
+// single synchronization (readback.h: with several worker processes on one GPU each blocking call
+// waits for the others' work too), and checks them. A guard that
 // changed, a key outside its row's pages or the pool, and every CUDA API error are a failed run
 // naming the array or the call. KVFUZZ_EXAMPLE_BREAK (adapters/examples/cpp/example_break.h)
 // breaks it like the C++ examples.
@@ -24,6 +26,7 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <string>
@@ -196,7 +199,8 @@ __global__ void scale_kernel(float* x, int64_t n, float factor) {
 
 unsigned grid_for(int64_t n) { return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>((n + 255) / 256, 1), 4096)); }
 
-// One part of `layer` into the layer's out/lse on the device.
+// One part of `layer` into the layer's out/lse on the device, queued: its key error (base.error)
+// is read back with the layer's results.
 void run_part(const kvfuzz_call* call, const Model& m, const json& desc, const std::string& prefix, int64_t window_left,
               PartArgs base, std::deque<DeviceBuffer>& keep) {
   const auto cu_q = array<int32_t>(call, prefix + "cu_seqlens_q"), seqlens = array<int32_t>(call, prefix + "cache_seqlens");
@@ -224,15 +228,17 @@ void run_part(const kvfuzz_call* call, const Model& m, const json& desc, const s
   const dim3 grid(static_cast<unsigned>(m.tokens), static_cast<unsigned>(m.q_heads));
   page_table_kernel<<<grid, kThreads, static_cast<size_t>(padded_head_dim(m.head_dim)) * sizeof(float)>>>(a);
   kvfuzz_cuda::check(cudaGetLastError(), "page_table_kernel launch (" + prefix + ")");
-  kvfuzz_cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after page_table_kernel (" + prefix + ")");
-  int64_t error[4];
-  kvfuzz_cuda::check(cudaMemcpy(error, a.error, sizeof(error), cudaMemcpyDeviceToHost), "cudaMemcpy of the key error");
+}
+
+// Throws the Failure of a part's key error (the kernel's four int64: kind, row, key, page or
+// slot), read back after its layer.
+void throw_key_error(const int64_t* error, const std::string& prefix, int64_t width, int64_t slots) {
   if (error[0] == kKeyPastPages)
     throw Failure(prefix + " row " + std::to_string(error[1]) + ": key " + std::to_string(error[2]) + " is on page " +
                   std::to_string(error[3]) + " of a row with " + std::to_string(width) + " pages");
   if (error[0] == kKeyOutsidePool)
     throw Failure(prefix + " row " + std::to_string(error[1]) + ": key " + std::to_string(error[2]) + " at slot " +
-                  std::to_string(error[3]) + ", outside the pool of " + std::to_string(a.slots) + " slots");
+                  std::to_string(error[3]) + ", outside the pool of " + std::to_string(slots) + " slots");
 }
 
 void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int layer) {
@@ -268,15 +274,15 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
     a.v = keep.back().as<float>();
   }
   keep.emplace_back("out", nullptr, static_cast<size_t>(o_layer) * 4);
-  DeviceBuffer& out = keep.back();
-  a.out = out.as<float>();
+  a.out = keep.back().as<float>();
   keep.emplace_back("lse", nullptr, static_cast<size_t>(m.tokens * m.q_heads) * 4);
-  DeviceBuffer& lse = keep.back();
-  a.lse = lse.as<float>();
-  keep.emplace_back("key error", nullptr, 4 * sizeof(int64_t));
+  a.lse = keep.back().as<float>();
+  const json& parts = group.at("parts");
+  const size_t error_bytes = parts.size() * 4 * sizeof(int64_t);  // a key error per part
+  keep.emplace_back("key error", nullptr, error_bytes);
   a.error = keep.back().as<int64_t>();
-  kvfuzz_cuda::check(cudaMemset(a.error, 0, 4 * sizeof(int64_t)), "cudaMemset of the key error");
-  kvfuzz_cuda::check(cudaMemset(a.out, 0, static_cast<size_t>(o_layer) * 4), "cudaMemset of out");
+  kvfuzz_cuda::check(cudaMemsetAsync(a.error, 0, error_bytes), "cudaMemsetAsync of the key errors");
+  kvfuzz_cuda::check(cudaMemsetAsync(a.out, 0, static_cast<size_t>(o_layer) * 4), "cudaMemsetAsync of out");
   fill_kernel<<<grid_for(m.tokens * m.q_heads), 256>>>(a.lse, m.tokens * m.q_heads, -std::numeric_limits<float>::infinity());
   kvfuzz_cuda::check(cudaGetLastError(), "fill_kernel launch (lse)");
   a.slots = slots, a.tokens = m.tokens, a.q_heads = m.q_heads, a.kv_heads = m.kv_heads;
@@ -284,17 +290,31 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
   a.sm_scale = static_cast<float>(m.sm_scale), a.softcap = static_cast<float>(m.softcap);
   a.brk = static_cast<int>(broken());
 
-  const json& parts = group.at("parts");
-  for (size_t p = 0; p < parts.size(); ++p)
-    run_part(call, m, parts[p], name + ".parts." + std::to_string(p) + ".", window_left, a, keep);
+  for (size_t p = 0; p < parts.size(); ++p) {
+    PartArgs part = a;
+    part.error = a.error + 4 * p;
+    run_part(call, m, parts[p], name + ".parts." + std::to_string(p) + ".", window_left, part, keep);
+  }
   if (broken() == Break::lse_base2) {
     scale_kernel<<<grid_for(m.tokens * m.q_heads), 256>>>(a.lse, m.tokens * m.q_heads, static_cast<float>(1.0 / std::log(2.0)));
     kvfuzz_cuda::check(cudaGetLastError(), "scale_kernel launch (lse_base2)");
   }
-  kvfuzz_cuda::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after layer " + l);
-  for (const DeviceBuffer& buffer : keep) buffer.check_guards();
-  out.copy_to(call->out + layer * o_layer);
-  lse.copy_to(call->lse + layer * m.tokens * m.q_heads);
+  // Everything read back after one synchronization: the key errors, every guard, out and lse.
+  kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::process();
+  const size_t out_bytes = static_cast<size_t>(o_layer) * 4, lse_bytes = static_cast<size_t>(m.tokens * m.q_heads) * 4;
+  kvfuzz_cuda::check(r.begin(keep.size() * DeviceBuffer::kGuardRoom + kvfuzz_cuda::Readback::room(error_bytes) +
+                                 kvfuzz_cuda::Readback::room(out_bytes) + kvfuzz_cuda::Readback::room(lse_bytes)),
+                     "cudaMallocHost of the read-back buffer");
+  std::vector<size_t> guards;
+  for (const DeviceBuffer& buffer : keep) guards.push_back(buffer.queue_guards(r));
+  const size_t errors_at = r.queue(a.error, error_bytes), out_at = r.queue(a.out, out_bytes), lse_at = r.queue(a.lse, lse_bytes);
+  kvfuzz_cuda::check(r.wait(), "cudaDeviceSynchronize after layer " + l);
+  for (size_t p = 0; p < parts.size(); ++p)  // the first part's error first, as the parts ran
+    throw_key_error(reinterpret_cast<const int64_t*>(r.at(errors_at)) + 4 * p, name + ".parts." + std::to_string(p) + ".",
+                    parts[p].at("width").get<int64_t>(), slots);
+  for (size_t b = 0; b < keep.size(); ++b) keep[b].check_guards(r.at(guards[b]));
+  std::memcpy(call->out + layer * o_layer, r.at(out_at), out_bytes);
+  std::memcpy(call->lse + layer * m.tokens * m.q_heads, r.at(lse_at), lse_bytes);
 }
 
 int run_page_table(const kvfuzz_call* call, const json& manifest) {
