@@ -51,8 +51,13 @@ def version_key(v):
 
 
 def tags(mechanism):
-    """'reads:unowned-slot+missing-oldest' -> {'unowned-slot', 'missing-oldest'}."""
-    return set(mechanism.split(":", 1)[1].split("+") if mechanism.startswith("reads:") else mechanism.split("+"))
+    """'reads:unowned-slot+missing-oldest' -> {'unowned-slot', 'missing-oldest'};
+    'changed:out+lse' (metamorphic) -> {'changed:out', 'changed:lse'}."""
+    if mechanism.startswith("reads:"):
+        return set(mechanism.split(":", 1)[1].split("+"))
+    if mechanism.startswith("changed:"):
+        return {"changed:" + t for t in mechanism.split(":", 1)[1].split("+")}
+    return set(mechanism.split("+"))
 
 
 def as_list(v):

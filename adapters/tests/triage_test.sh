@@ -80,6 +80,16 @@ run negative1 1 $GPU
 line "$WORK/negative2.jsonl" crash flashinfer_paged:flashinfer_paged_csr mixed - 0 "${negative% @*} @ plan" '{"page_size": 3}'
 run negative2 1 $GPU
 
+# A metamorphic change names its parts with one prefix ('changed:out+lse'): the page-mask bug's
+# replay finding at page size 2 is known (H100, 2026-11-26, it was NEW while triage split the name
+# wrongly); the same change at page size 1, where the bug is not, is NEW.
+line "$WORK/replay.jsonl" replay flashinfer_paged:flashinfer_paged_csr extend chunked 0 "changed:out+lse" '{"page_size": 2, "graph": true}'
+sed -i 's/"variant": ""/"variant": "replay"/' "$WORK/replay.jsonl"
+run replay 0 $GPU
+line "$WORK/replay1.jsonl" replay flashinfer_paged:flashinfer_paged_csr extend chunked 0 "changed:out+lse" '{"page_size": 1, "graph": true}'
+sed -i 's/"variant": ""/"variant": "replay"/' "$WORK/replay1.jsonl"
+run replay1 1 $GPU
+
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG
