@@ -7,8 +7,10 @@
 # GPU_OUTPUTS=OUT). Offline: the pinned packages from .gpu/wheels, installed as ci/gpu.sh does
 # (python3 ci/gpu_wheels.py fetches them elsewhere). No kvfuzz build needed. About 3 to 6 minutes
 # (FlashInfer's first JIT build of its masked prefill kernel is most of it). sglang's own
-# TritonAttnBackend with its kernels on the GPU (the production pair, corpus/sglang/repro/) runs
-# where the release's whole source is at .sglang/0.5.23 (ci/sglang.sh; 131 MB), else is skipped.
+# TritonAttnBackend with its kernels on the GPU (the production pair, corpus/sglang/repro/) runs on
+# each release's Python source, .gpu/wheels/sglang_src-RELEASE.tgz (ci/gpu_sglang_src.py packs it
+# here; a run whose archive is missing is skipped); python3 ci/gpu_pair_table.py OUT then prints
+# the production-pair table (corpus/sglang/README.md).
 #   OUT=/tmp/repro bash ci/gpu_repro.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,13 @@ fi
 for release in 0.5.23 0.5.10.post1; do
   [ -d ".gpu/sglang/$release" ] || python3 -m zipfile -e "$wheels/sglang_kernels-$release.zip" ".gpu/sglang/$release"
 done
+src=.gpu/sglang_src  # each release's Python source, for sglang's own backend (ci/gpu_sglang_src.py)
+for archive in "$wheels"/sglang_src-*.tgz; do
+  [ -f "$archive" ] || continue
+  release=$(basename "$archive" .tgz) release=${release#sglang_src-}
+  [ -d "$src/$release" ] || { mkdir -p "$src/$release.tmp" && tar -xzf "$archive" -C "$src/$release.tmp" &&
+    mv "$src/$release.tmp" "$src/$release"; }
+done
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 fi_env="PYTHONPATH=$site FLASHINFER_WORKSPACE_BASE=$PWD/.gpu"
 # file | label | needs | environment | arguments | expected exit status (ci/repro.sh's RUNS format)
@@ -36,12 +45,24 @@ gpu/repro/sglang_39287_triton|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu
 gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, GPU (Triton 3.6)|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
-sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/sglang_39287_triton_backend|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
-# two streams at once (FlashInfer's JIT build takes the longest); each run in its own process
+# The production pair: sglang's own TritonAttnBackend (its metadata code) calling its real Triton
+# kernels on this GPU, each known issue's minimal case on the release with the bug and with the fix
+pair() {  # reproducer release expected [label suffix] [extra arguments]
+  printf 'sglang/repro/%s|sglang %s%s, TritonAttnBackend and its kernels, GPU|%s||--site %s --adapters adapters/sglang %s|%s\n' \
+    "$1" "$2" "${4:-}" "$src/$2" "$src/$2" "${5:-}" "$3"
+}
+pair_runs="$(pair sglang_32087_triton_decode_window 0.5.10.post1 1)
+$(pair sglang_32087_triton_decode_window 0.5.10.post1 0 ' with fix 32087' '--fix 32087')
+$(pair sglang_32087_triton_decode_window 0.5.23 1)
+$(pair kvfuzz_triton_no_local 0.5.23 1)
+$(pair sglang_39287_triton_backend 0.5.23 1)
+$(pair sglang_26651_triton_draft_extend_v2_graph 0.5.12.post1 1)
+$(pair sglang_26651_triton_draft_extend_v2_graph 0.5.13 0 ' (the fixed release)')"
+# three streams at once (FlashInfer's JIT build takes the longest); each run in its own process
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$flashinfer_runs bash ci/repro.sh run "$out/flashinfer" >"$out/flashinfer.txt" 2>&1 &
+PY=python3 REPRO_TIMEOUT=240 REPRO_RUNS=$pair_runs bash ci/repro.sh run "$out/pair" >"$out/pair.txt" 2>&1 &
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$kernel_runs bash ci/repro.sh run "$out/kernels" >"$out/kernels.txt" 2>&1
 wait
-cat "$out/gpu.txt" "$out/flashinfer.txt" "$out/kernels.txt"
+cat "$out/gpu.txt" "$out/flashinfer.txt" "$out/kernels.txt" "$out/pair.txt"
+python3 ci/gpu_pair_table.py "$out" | tee "$out/pair_table.md"
