@@ -58,7 +58,9 @@ $(pair sglang_32087_triton_decode_window 0.5.23 1)
 $(pair kvfuzz_triton_no_local 0.5.23 1)
 $(pair sglang_39287_triton_backend 0.5.23 1)
 $(pair sglang_26651_triton_draft_extend_v2_graph 0.5.12.post1 1)
-$(pair sglang_26651_triton_draft_extend_v2_graph 0.5.13 0 ' (the fixed release)')"
+$(pair sglang_26651_triton_draft_extend_v2_graph 0.5.13 0 ' (the fixed release)')
+$(pair kvfuzz_triton_draft_swa 0.5.23 1)
+$(pair kvfuzz_triton_draft_swa 0.5.13 1)"
 # three streams at once (FlashInfer's JIT build takes the longest); each run in its own process
 PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$flashinfer_runs bash ci/repro.sh run "$out/flashinfer" >"$out/flashinfer.txt" 2>&1 &
 PY=python3 REPRO_TIMEOUT=240 REPRO_RUNS=$pair_runs bash ci/repro.sh run "$out/pair" >"$out/pair.txt" 2>&1 &

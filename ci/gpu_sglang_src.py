@@ -1,6 +1,6 @@
 """Packs an sglang release's Python source for the GPU machine (ci/gpu_wheels.py calls it).
 
-    python3 ci/gpu_sglang_src.py [--folder .gpu/wheels] RELEASE...
+    python3 ci/gpu_sglang_src.py [--folder .gpu/wheels] [--installed .sglang] RELEASE...
 
 The production-pair reproducers (corpus/sglang/repro/, adapters/repro/sglang_triton_metadata.py)
 import sglang's own TritonAttnBackend, and with it most of sglang.srt, from an unpacked release
@@ -107,22 +107,30 @@ def check_limit(folder):
     print(f"gpu_sglang_src: {carried} holds {total:.1f} MiB (limit {LIMIT_MIB})")
 
 
+def option(args, flag, default):
+    """The value of `flag VALUE` in args (removed from them), else default."""
+    if flag not in args:
+        return default
+    at = args.index(flag)
+    if at + 1 >= len(args):
+        print(f"gpu_sglang_src: {flag} needs a folder", file=sys.stderr)
+        sys.exit(2)
+    value = args[at + 1]
+    del args[at:at + 2]
+    return value
+
+
 def main():
     args = sys.argv[1:]
-    folder = ".gpu/wheels"
-    if "--folder" in args:
-        at = args.index("--folder")
-        if at + 1 >= len(args):
-            print("gpu_sglang_src: --folder needs a folder", file=sys.stderr)
-            sys.exit(2)
-        folder = args[at + 1]
-        del args[at:at + 2]
+    folder = option(args, "--folder", ".gpu/wheels")
+    installed = option(args, "--installed", ".sglang")
     if not args or any(a.startswith("-") for a in args):
-        print("usage: python3 ci/gpu_sglang_src.py [--folder .gpu/wheels] RELEASE...", file=sys.stderr)
+        print("usage: python3 ci/gpu_sglang_src.py [--folder .gpu/wheels] [--installed .sglang] RELEASE...",
+              file=sys.stderr)
         sys.exit(2)
     pathlib.Path(folder).mkdir(parents=True, exist_ok=True)
     for release in args:
-        sglang_src(release, folder)
+        sglang_src(release, folder, installed)
     check_limit(folder)
 
 

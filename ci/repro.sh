@@ -14,7 +14,7 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 60 s for check (9 runs, Triton's interpreter the slowest), 3 min for reports.
+# About 100 s for check (18 runs, Triton's interpreter the slowest), 3 min for reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
@@ -31,7 +31,8 @@ corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offset
 corpus/sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton"
+corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton
+corpus/sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton"
 
 # The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
 # (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
@@ -50,7 +51,9 @@ sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend 
 sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1||--site .sglang/0.5.12.post1 --adapters adapters/sglang|1
-sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0"}
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 (the window rail one key short), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.13 (kv_indices=None), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|1"}
 
 # The drafts: issue id | minimal case | planner:executor | reproducer (its path under corpus/, the runs
 # above quoted) or, for sglang's other metadata findings, the sglang backend kvfuzz explain runs
@@ -147,6 +150,15 @@ case "$1" in
         printf '%-34s %-70s exit %s (expected 0)\n' "tiny seed $seed" "sglang 0.5.23, Triton interpreter" "$rc"
         [ $rc = 0 ] || { tail -5 "$out/clean$seed.txt"; echo "FAIL: a clean case exits $rc"; failures=$((failures + 1)); }
       done
+    fi
+    # The runs as ci/gpu_pair_table.py tabulates them: a row per run, each with its known issue
+    if [ -z "$skipped" ] && ls "$out"/*.out >/dev/null 2>&1; then
+      if ! python3 ci/gpu_pair_table.py "$out" >"$out/table.md" 2>&1 ||
+        [ "$(grep -c '^| `' "$out/table.md")" != "$(ls "$out"/*.out | wc -l)" ] || grep -q '| ? |' "$out/table.md"; then
+        cat "$out/table.md"
+        echo "FAIL: ci/gpu_pair_table.py does not give every run a row with its known issue"
+        failures=$((failures + 1))
+      fi
     fi
     if [ "$1" = reports ]; then
       while IFS='|' read -r id case backend how; do

@@ -6,8 +6,10 @@
 # below exactly as sglang's scheduler would (req_to_token, seq_lens, prefix and extend lengths,
 # positions, out_cache_loc, the verify tree mask: BUNDLE["engine_request"]), initialises its
 # metadata (eagerly, or by CUDA-graph capture then replay) and runs each layer's forward with its
-# REAL decode / extend kernels on values from the seed: the production pair. Each query against the
-# float64 expectation from logical positions, with the probe of the keys it read.
+# REAL decode / extend kernels on values from the seed: the production pair. Draft decode builds
+# TritonMultiStepDraftBackend instead, its metadata for every step as the EAGLE worker does, and
+# runs the case's step's backend. Each query against the float64 expectation from logical
+# positions, with the probe of the keys it read.
 # Needs the sglang release (--site DIR, an unpacked wheel), torch, triton, numpy and kvfuzz's
 # adapters/sglang folder (--adapters DIR, default the checkout this file is in; its Python files
 # only, no kvfuzz build). Without a CUDA
@@ -72,8 +74,6 @@ def main():
     cuda = torch.cuda.is_available()
     sg, fake_runner = load_sglang(args, "cuda" if cuda else "cpu")
     batch = Batch(BUNDLE)
-    if BUNDLE["mode"] == "draft_decode":
-        cannot_run("draft decode runs TritonMultiStepDraftBackend; this template builds TritonAttnBackend")
     width = max(16, batch.D, batch.Dv) if min(batch.D, batch.Dv) < 16 else 0
     qw, vw = (width, width) if width else (batch.D, batch.Dv)
     case = EngineCase(BUNDLE["engine_request"], width)
@@ -86,16 +86,26 @@ def main():
             pool.k, pool.v = [x.to(dtype) for x in pool.k], [x.to(dtype) for x in pool.v]
     setup.dtype = setup.runner.dtype = setup.runner.kv_cache_dtype = dtype
     tb = importlib.import_module("sglang.srt.layers.attention.triton_backend")
-    backend = tb.TritonAttnBackend(setup.runner)
-    backend.device_core_count = int(case.batch["device_sms"])
-    kernel_call(sg.init_metadata, backend, setup)
+    if BUNDLE["mode"] == "draft_decode":  # the EAGLE worker's multi-step backend, every step's metadata at once
+        if setup.draft_step >= setup.num_steps - 1:
+            cannot_run("the last draft step runs no attention backend (TritonMultiStepDraftBackend)")
+        multi = tb.TritonMultiStepDraftBackend(setup.runner, setup.topk, setup.num_steps)
+        for b in multi.attn_backends:
+            b.device_core_count = int(case.batch["device_sms"])
+        kernel_call(importlib.import_module("triton_token_csr").init_draft, multi, setup)
+        backend = multi.attn_backends[setup.draft_step]
+    else:
+        backend = tb.TritonAttnBackend(setup.runner)
+        backend.device_core_count = int(case.batch["device_sms"])
+        kernel_call(sg.init_metadata, backend, setup)
     fb = setup.layer_batch()
     loc = torch.from_numpy(np.asarray(BUNDLE["out_cache_loc"], np.int64)).to(dev)
     f2s = np.asarray(BUNDLE["full_to_swa"][:batch.slots], np.int64)
     full_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "full"]
     swa_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "swa"]
     fixes = "".join(f" with fix {n}" for n in args.fix)
-    print(f"sglang {sg.version}{fixes} TritonAttnBackend (its metadata code and kernels) on "
+    STATS.update(release=sg.version, fixes=args.fix)
+    print(f"sglang {sg.version}{fixes} {type(backend).__name__} (its metadata code and kernels) on "
           f"{torch.cuda.get_device_name() if cuda else 'the CPU (Triton interpreter)'}, {batch.dtype}, mode "
           f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
 

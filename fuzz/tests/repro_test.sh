@@ -69,9 +69,12 @@ grep -q "^\*\*Affected\*\*: flashinfer 0.7.2.post1 up to the latest release chec
 grep -q "corpus/gpu/repro/flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
 grep -q "^- request 1: 1 cached tokens, queries at positions 1 2 3" "$WORK/fi.md" || fail "the batch is not described"
 grep -q "where(num_pages > 0" "$WORK/fi.md" || fail "no suggested fix"
-printf 'line one\nBUG: it\n' >"$WORK/out.txt"
-"$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report --run-output "CPU run: exit 1=$WORK/out.txt" |
-  grep -A4 "^CPU run: exit 1:" | grep -q "^BUG: it" || fail "--run-output is not quoted in the report"
+printf 'line one\nBUG: it\nRESULT {"exit": 1}' >"$WORK/out.txt"
+"$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report --run-output "CPU run: exit 1=$WORK/out.txt" \
+  >"$WORK/quoted.md" || fail "--report with --run-output exited $?"
+grep -A4 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^BUG: it" || fail "--run-output is not quoted in the report"
+grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^RESULT" && fail "the RESULT line (for machines) is quoted"
+grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | sed -n 6p | grep -qx '```' || fail "the quote is not closed after the output"
 # an sglang issue: the affected releases of the matrix
 "$K" repro "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa --report -o "$WORK/fa.md" ||
   fail "--report of an sglang issue exited $?"
