@@ -18,7 +18,7 @@ out=$(realpath -m "${OUT:-findings-repro}")
 site=$PWD/.gpu/site
 wheels=.gpu/wheels
 mkdir -p "$out"
-if [ ! -f "$site/flashinfer/__init__.py" ]; then
+if [ ! -f "$site/flashinfer/__init__.py" ] || [ ! -d "$site/msgspec" ]; then
   mkdir -p "$site"
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
@@ -48,9 +48,10 @@ gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu
 gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
 # The production pair: sglang's own TritonAttnBackend (its metadata code) calling its real Triton
 # kernels on this GPU, each known issue's minimal case on the release with the bug and with the fix
+# (msgspec, which 0.5.23's configuration classes need, from the site of the pinned wheels)
 pair() {  # reproducer release expected [label suffix] [extra arguments]
-  printf 'sglang/repro/%s|sglang %s%s, TritonAttnBackend and its kernels, GPU|%s||--site %s --adapters adapters/sglang %s|%s\n' \
-    "$1" "$2" "${4:-}" "$src/$2" "$src/$2" "${5:-}" "$3"
+  printf 'sglang/repro/%s|sglang %s%s, its Triton backend and kernels, GPU|%s|PYTHONPATH=%s|--site %s --adapters adapters/sglang %s|%s\n' \
+    "$1" "$2" "${4:-}" "$src/$2" "$site" "$src/$2" "${5:-}" "$3"
 }
 pair_runs="$(pair sglang_32087_triton_decode_window 0.5.10.post1 1)
 $(pair sglang_32087_triton_decode_window 0.5.10.post1 0 ' with fix 32087' '--fix 32087')

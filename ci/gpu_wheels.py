@@ -29,7 +29,7 @@ import gpu_sglang_src
 
 PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
         "idna==3.20", "charset-normalizer==3.5.2", "certifi==2026.10.18", "nvidia-ml-py==13.615.71",
-        "tqdm==4.70.1"]
+        "tqdm==4.70.1", "msgspec==0.22.0"]  # msgspec: sglang 0.5.23's own backend (ci/sglang.sh's pyextra)
 PLATFORM = ["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
             "--platform", "any"]
 SGLANG_RELEASES = ["0.5.23", "0.5.10.post1"]  # the first is sglang_triton.py's default
