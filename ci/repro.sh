@@ -64,7 +64,10 @@ kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sgla
 kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
 kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
 kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-triton-draft-swa-short|corpus/sglang/triton_draft_swa.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_draft_swa"
 
 usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
 case $# in

@@ -371,7 +371,9 @@ def main():
             b.device_core_count = int(case.batch["device_sms"])
         kernel_call(importlib.import_module("triton_token_csr").init_draft, multi, setup)
         backend = multi.attn_backends[setup.draft_step]
+        name = f"TritonMultiStepDraftBackend (draft step {setup.draft_step})"
     else:
+        name = "TritonAttnBackend"
         backend = tb.TritonAttnBackend(setup.runner)
         backend.device_core_count = int(case.batch["device_sms"])
         kernel_call(sg.init_metadata, backend, setup)
@@ -382,7 +384,7 @@ def main():
     swa_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "swa"]
     fixes = "".join(f" with fix {n}" for n in args.fix)
     STATS.update(release=sg.version, fixes=args.fix)
-    print(f"sglang {sg.version}{fixes} {type(backend).__name__} (its metadata code and kernels) on "
+    print(f"sglang {sg.version}{fixes} {name} (its metadata code and kernels) on "
           f"{torch.cuda.get_device_name() if cuda else 'the CPU (Triton interpreter)'}, {batch.dtype}, mode "
           f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
 
@@ -405,7 +407,7 @@ def main():
         return o.float().reshape(batch.T, batch.H, vw).cpu().numpy()
 
     wrong, total = check(run, batch, qw, vw)
-    return verdict(wrong, f"sglang {sg.version}{fixes} TritonAttnBackend: {wrong} of {total} queries wrong")
+    return verdict(wrong, f"sglang {sg.version}{fixes} {name}: {wrong} of {total} queries wrong")
 
 
 if __name__ == "__main__":
