@@ -44,7 +44,7 @@ expect "page indptr" "$(bundle "$WORK/fi.py" '[b["plan"]["arrays"][k] for k in s
 # An sglang planner: the engine's own backend is the target; the script carries the planner request
 "$K" repro "$SRC/corpus/sglang/triton_swa_decode_window.json" --backend sglang_triton_0_5_23:triton -o "$WORK/sg.py" ||
   fail "repro of an sglang pair exited $?"
-expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["plan"]')" "('sglang_triton_metadata', '0.5.23', None)"
+expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["plan"]')" "('sglang_metadata', '0.5.23', None)"
 expect "engine request" "$(bundle "$WORK/sg.py" 'sorted(b["engine_request"]["arrays"]), b["engine_request"]["arrays"]["seq_lens"]["data"], b["engine_request"]["case"]["batch"]["mode"]')" \
   "(['extend_prefix_lens', 'extend_seq_lens', 'full_to_swa', 'out_cache_loc', 'positions', 'req_pool_indices', 'req_to_token', 'seq_lens'], [5], 'decode')"
 expect "no engine request for a kernel pair" "$(bundle "$WORK/fi.py" 'b["engine_request"]')" None
