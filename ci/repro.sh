@@ -14,7 +14,8 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 100 s for check (18 runs, Triton's interpreter the slowest), 3 min for reports.
+# About 100 s for check (18 runs, Triton's interpreter the slowest, and the packed 0.5.23 source against
+# the whole release), 3 min for reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
@@ -156,6 +157,29 @@ case "$1" in
         printf '%-34s %-70s exit %s (expected 0)\n' "tiny seed $seed" "sglang 0.5.23, Triton interpreter" "$rc"
         [ $rc = 0 ] || { tail -5 "$out/clean$seed.txt"; echo "FAIL: a clean case exits $rc"; failures=$((failures + 1)); }
       done
+    fi
+    # What the GPU machine carries of a release (ci/gpu_sglang_src.py's archive, ci/gpu_repro.sh)
+    # runs the production pair as the whole release does: the same output, line for line.
+    if [ -z "$skipped" ] && [ -f .sglang/0.5.23/sglang/__init__.py ]; then
+      mkdir -p "$out/src"
+      if python3 ci/gpu_sglang_src.py --folder "$out/gpu/wheels" 0.5.23 >"$out/pack.txt" 2>&1 &&
+        tar -xzf "$out/gpu/wheels/sglang_src-0.5.23.tgz" -C "$out/src"; then
+        for repro in kvfuzz_triton_draft_swa sglang_39287_triton_backend; do
+          for site in .sglang/0.5.23 "$out/src"; do
+            "$PY" "corpus/sglang/repro/$repro.py" --site "$site" --adapters adapters/sglang >"$out/$repro.${site//\//_}.txt" 2>&1 &&
+              rc=0 || rc=$?
+            echo "exit $rc" >>"$out/$repro.${site//\//_}.txt"
+          done
+          same=$(cmp -s "$out/$repro..sglang_0.5.23.txt" "$out/$repro.${out//\//_}_src.txt" && echo same || echo DIFFERENT)
+          printf '%-34s %-70s %s\n' "$repro" "sglang 0.5.23 from its packed source vs the whole release" "$same"
+          [ "$same" = same ] || { diff "$out/$repro..sglang_0.5.23.txt" "$out/$repro.${out//\//_}_src.txt" | tail -5 || true
+                                  echo "FAIL: the packed source runs $repro otherwise"; failures=$((failures + 1)); }
+        done
+      else
+        cat "$out/pack.txt"
+        echo "FAIL: ci/gpu_sglang_src.py could not pack and unpack sglang 0.5.23"
+        failures=$((failures + 1))
+      fi
     fi
     # The runs as ci/gpu_pair_table.py tabulates them: a row per run, each with its known issue
     if [ -z "$skipped" ] && ls "$out"/*.out >/dev/null 2>&1; then
