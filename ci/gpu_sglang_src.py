@@ -14,8 +14,8 @@ reproducers then exit on the archive's source as on the whole release). The sour
 release's wheel fetched with pip. The archive is byte-for-byte the same for the same source
 (sorted, mtime 0). ci/gpu_repro.sh unpacks it to .gpu/sglang_src/RELEASE.
 
-Fails (exit 2) when the release has no sglang/ source, pip fails, or the folder's parent (.gpu,
-what a GPU call carries) passes LIMIT_MIB.
+Fails (exit 2) when the release has no sglang/ source, pip fails, or what a GPU call carries (.gpu
+for FOLDER .gpu/wheels, else FOLDER) passes LIMIT_MIB.
 """
 import gzip
 import io
@@ -96,8 +96,9 @@ def sglang_src(release, folder, installed=".sglang"):
 
 
 def check_limit(folder):
-    """Exit 2 when the carried folder (folder's parent, .gpu) passes LIMIT_MIB."""
-    carried = pathlib.Path(folder).resolve().parent
+    """Exit 2 when the carried folder passes LIMIT_MIB: .gpu for .gpu/wheels, else the folder itself."""
+    folder = pathlib.Path(folder).resolve()
+    carried = folder.parent if (folder.name, folder.parent.name) == ("wheels", ".gpu") else folder
     total = folder_mib(carried)
     if total > LIMIT_MIB:
         print(f"gpu_sglang_src: {carried} holds {total:.1f} MiB, more than the {LIMIT_MIB} MiB a GPU call can carry "

@@ -15,7 +15,7 @@ sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, w
 METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). sglang's own
 TritonAttnBackend (the production-pair reproducers, corpus/sglang/repro/) needs the release's Python
 source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_src.py; about 22 MB in
-all), and the folder's parent (.gpu, what a GPU call carries) must stay under 60 MiB. Exit 2 when
+all), and what a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
 pip fails, a release keeps its kernels where no layout below has them, or .gpu passes 60 MiB.
 """
 import pathlib

@@ -17,20 +17,20 @@ for f in sglang/__init__.py sglang/srt/layers/a.py sglang/test/t.py sglang/multi
   sglang/kernels/jit/include/k.cuh sglang/srt/data.json sglang-9.9.9.dist-info/METADATA sglang-9.9.9.dist-info/RECORD; do
   mkdir -p "$(dirname "$rel/$f")" && echo "# $f" >"$rel/$f"
 done
-pack() { python3 "$SRC/ci/gpu_sglang_src.py" --folder "$WORK/gpu/wheels" --installed "$WORK/installed" 9.9.9; }
+pack() { python3 "$SRC/ci/gpu_sglang_src.py" --folder "$WORK/.gpu/wheels" --installed "$WORK/installed" 9.9.9; }
 pack >"$WORK/pack.txt" 2>&1 || fail "packing exited $?: $(cat "$WORK/pack.txt")"
-archive=$WORK/gpu/wheels/sglang_src-9.9.9.tgz
+archive=$WORK/.gpu/wheels/sglang_src-9.9.9.tgz
 got=$(tar -tzf "$archive" 2>/dev/null | tr '\n' ' ')
 want="sglang-9.9.9.dist-info/METADATA sglang/__init__.py sglang/kernels/jit/include/k.cuh sglang/srt/layers/a.py "
 [ "$got" = "$want" ] || fail "archive holds '$got', expected '$want'"
 sum1=$(md5sum <"$archive") && rm "$archive" && pack >/dev/null 2>&1
 [ "$sum1" = "$(md5sum <"$archive")" ] || fail "the archive is not the same bytes twice"
 grep -q "holds .* MiB (limit 60)" "$WORK/pack.txt" || fail "no size line: $(cat "$WORK/pack.txt")"
-truncate -s 61M "$WORK/gpu/big"
+truncate -s 61M "$WORK/.gpu/big"
 pack >"$WORK/big.txt" 2>&1
 rc=$?
 [ $rc = 2 ] && grep -q "more than the 60 MiB" "$WORK/big.txt" || fail ".gpu past 60 MiB: exit $rc, $(cat "$WORK/big.txt")"
-rm "$WORK/gpu/big"
+rm "$WORK/.gpu/big"
 
 # 2. The table from fabricated runs (ci/repro.sh run's FILE.N.out / .label of reproducer FILE.py)
 out=$WORK/out/pair
