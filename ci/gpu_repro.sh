@@ -6,22 +6,31 @@
 # status against the expected one, its output in OUT (ci/repro.sh reports quotes them with
 # GPU_OUTPUTS=OUT). Offline: the pinned packages from .gpu/wheels, installed as ci/gpu.sh does
 # (python3 ci/gpu_wheels.py fetches them elsewhere). No kvfuzz build needed. About 3 to 6 minutes
-# (FlashInfer's first JIT build of its masked prefill kernel is most of it). sglang's own
-# TritonAttnBackend with its kernels on the GPU (the production pair, corpus/sglang/repro/) runs
-# where the release's whole source is at .sglang/0.5.23 (ci/sglang.sh; 131 MB), else is skipped.
-#   OUT=/tmp/repro bash ci/gpu_repro.sh
+# (FlashInfer's JIT builds are most of it). sglang's own backends with their kernels on the GPU (the
+# production pair, corpus/sglang/repro/: TritonAttnBackend and FlashInferAttnBackend) run on each
+# release's Python source, .gpu/wheels/sglang_src-RELEASE.tgz (ci/gpu_sglang_src.py packs it here; a
+# run whose archive is missing is skipped); OUT/pair_table.md is then every run's row
+# (ci/gpu_pair_table.py: exit, max error, keys read vs visible; corpus/sglang/README.md).
+#   OUT=/tmp/repro bash ci/gpu_repro.sh          # GPU_REPRO_PARTS="pair fipair": only those streams
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${OUT:-findings-repro}")
 site=$PWD/.gpu/site
 wheels=.gpu/wheels
 mkdir -p "$out"
-if [ ! -f "$site/flashinfer/__init__.py" ]; then
+if [ ! -f "$site/flashinfer/__init__.py" ] || [ ! -d "$site/msgspec" ]; then
   mkdir -p "$site"
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
 for release in 0.5.23 0.5.10.post1; do
   [ -d ".gpu/sglang/$release" ] || python3 -m zipfile -e "$wheels/sglang_kernels-$release.zip" ".gpu/sglang/$release"
+done
+src=.gpu/sglang_src  # each release's Python source, for sglang's own backend (ci/gpu_sglang_src.py)
+for archive in "$wheels"/sglang_src-*.tgz; do
+  [ -f "$archive" ] || continue
+  release=$(basename "$archive" .tgz) release=${release#sglang_src-}
+  [ -d "$src/$release" ] || { mkdir -p "$src/$release.tmp" && tar -xzf "$archive" -C "$src/$release.tmp" &&
+    mv "$src/$release.tmp" "$src/$release"; }
 done
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 fi_env="PYTHONPATH=$site FLASHINFER_WORKSPACE_BASE=$PWD/.gpu"
@@ -36,12 +45,43 @@ gpu/repro/sglang_39287_triton|sglang 0.5.23, GPU|.gpu/sglang/0.5.23||--site .gpu
 gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, GPU|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, GPU (Triton 3.6)|.gpu/sglang/0.5.23||--site .gpu/sglang/0.5.23|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.10.post1, GPU (Triton 3.6)|.gpu/sglang/0.5.10.post1||--site .gpu/sglang/0.5.10.post1|1
-sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/sglang_39287_triton_backend|sglang 0.5.23's TritonAttnBackend and kernels, GPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(torch.__version__)" 2>/dev/null), GPU|.|PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True||1"
-# two streams at once (FlashInfer's JIT build takes the longest); each run in its own process
-PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$flashinfer_runs bash ci/repro.sh run "$out/flashinfer" >"$out/flashinfer.txt" 2>&1 &
-PY=python3 REPRO_TIMEOUT=300 REPRO_RUNS=$kernel_runs bash ci/repro.sh run "$out/kernels" >"$out/kernels.txt" 2>&1
+# The production pair: sglang's own backend class (its metadata code) calling its real kernels on
+# this GPU, each known issue's minimal case on the release with the bug and with the fix. Triton:
+# TritonAttnBackend / TritonMultiStepDraftBackend; FlashInfer: FlashInferAttnBackend with FlashInfer's
+# own wrappers from the site (and its JIT workspace). msgspec, which 0.5.23's configuration classes
+# need, comes from the site too.
+pair() {  # kernels reproducer release expected [label suffix] [extra arguments]
+  local env="PYTHONPATH=$site"
+  [ "$1" = FlashInfer ] && env=$fi_env
+  printf 'sglang/repro/%s|sglang %s%s, its %s backend and kernels, GPU|%s|%s|--site %s --adapters adapters/sglang %s|%s\n' \
+    "$2" "$3" "${5:-}" "$1" "$src/$3" "$env" "$src/$3" "${6:-}" "$4"
+}
+pair_runs="$(pair Triton sglang_32087_triton_decode_window 0.5.10.post1 1)
+$(pair Triton sglang_32087_triton_decode_window 0.5.10.post1 0 ' with fix 32087' '--fix 32087')
+$(pair Triton sglang_32087_triton_decode_window 0.5.23 1)
+$(pair Triton kvfuzz_triton_no_local 0.5.23 1)
+$(pair Triton sglang_39287_triton_backend 0.5.23 1)
+$(pair Triton sglang_26651_triton_draft_extend_v2_graph 0.5.12.post1 1)
+$(pair Triton sglang_26651_triton_draft_extend_v2_graph 0.5.13 0 ' (the fixed release)')
+$(pair Triton kvfuzz_triton_draft_swa 0.5.23 1)
+$(pair Triton kvfuzz_triton_draft_swa 0.5.13 1)"
+fipair_runs="$(pair FlashInfer kvfuzz_flashinfer_ragged_window 0.5.23 1)
+$(pair FlashInfer sglang_39287_flashinfer_backend 0.5.23 1)
+$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.13 1 ' (deterministic)')
+$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.10.post1 0 ' (deterministic) with fix 31501' '--fix 31501')
+$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; the fixed release)')"
+# Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
+# GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
+parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair} "
+stream() {  # stream NAME RUNS TIMEOUT: ci/repro.sh's runs into OUT/NAME, its summary in OUT/NAME.txt
+  [[ "$parts" == *" $1 "* ]] || return 0
+  PY=python3 REPRO_TIMEOUT=$3 REPRO_RUNS=$2 bash ci/repro.sh run "$out/$1" >"$out/$1.txt" 2>&1
+}
+stream flashinfer "$flashinfer_runs" 300 &
+stream pair "$pair_runs" 240 &
+stream fipair "$fipair_runs" 300 &
+stream kernels "$kernel_runs" 300
 wait
-cat "$out/gpu.txt" "$out/flashinfer.txt" "$out/kernels.txt"
+cat "$out/gpu.txt" "$out"/{flashinfer,kernels,pair,fipair}.txt 2>/dev/null
+python3 ci/gpu_pair_table.py "$out" -o "$out/pair_table.md"

@@ -12,8 +12,11 @@ the kernels it compiles from them are unchanged. Of sglang only the Triton atten
 (adapters/gpu/sglang_triton.py): each release in SGLANG_RELEASES is fetched to a temporary folder
 (its own wheel, whatever Python that is for: the files are read as source) and the folder gets
 sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, with the wheel's
-METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). Exit 2 when
-pip fails or a release keeps its kernels where no layout below has them.
+METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). sglang's own
+TritonAttnBackend (the production-pair reproducers, corpus/sglang/repro/) needs the release's Python
+source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_src.py; about 22 MB in
+all), and what a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
+pip fails, a release keeps its kernels where no layout below has them, or .gpu passes 60 MiB.
 """
 import pathlib
 import re
@@ -22,12 +25,17 @@ import sys
 import tempfile
 import zipfile
 
+import gpu_sglang_src
+
 PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
         "idna==3.20", "charset-normalizer==3.5.2", "certifi==2026.10.18", "nvidia-ml-py==13.615.71",
-        "tqdm==4.70.1"]
+        "tqdm==4.70.1", "msgspec==0.22.0"]  # msgspec: sglang 0.5.23's own backend (ci/sglang.sh's pyextra)
 PLATFORM = ["--implementation", "cp", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_17_x86_64",
             "--platform", "any"]
 SGLANG_RELEASES = ["0.5.23", "0.5.10.post1"]  # the first is sglang_triton.py's default
+# The releases the production-pair reproducers run on the GPU (ci/gpu_repro.sh): the bugs' release and
+# the release that fixed sglang#26651.
+SGLANG_SRC_RELEASES = ["0.5.23", "0.5.10.post1", "0.5.12.post1", "0.5.13"]
 SGLANG_WHEEL_TAGS = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
                      "--platform", "manylinux_2_34_x86_64", "--platform", "any"]  # 0.5.23's, 0.5.10.post1's
 # The files sglang_triton.py loads, per layout (newest first, as it looks for them): both kernels and
@@ -106,9 +114,12 @@ def main():
             full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
         if full:
             slim(wheel)
-    total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_kernels-*.zip")])
-    print(f"gpu_wheels: {len(PINS)} packages and sglang's kernels of {', '.join(SGLANG_RELEASES)} in {folder} "
-          f"({total / 2**20:.1f} MiB)")
+    for release in SGLANG_SRC_RELEASES:
+        gpu_sglang_src.sglang_src(release, folder)
+    total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_*")])
+    print(f"gpu_wheels: {len(PINS)} packages, sglang's kernels of {', '.join(SGLANG_RELEASES)} and the source of "
+          f"{', '.join(SGLANG_SRC_RELEASES)} in {folder} ({total / 2**20:.1f} MiB)")
+    gpu_sglang_src.check_limit(folder)
 
 
 if __name__ == "__main__":

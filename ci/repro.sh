@@ -14,7 +14,8 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 60 s for check (9 runs, Triton's interpreter the slowest), 3 min for reports.
+# About 100 s for check (18 runs, Triton's interpreter the slowest, and the packed 0.5.23 source against
+# the whole release), 3 min for reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
@@ -31,7 +32,11 @@ corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offset
 corpus/sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton"
+corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton
+corpus/sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton
+corpus/sglang/repro/kvfuzz_flashinfer_ragged_window.py:corpus/sglang/flashinfer_ragged_window.json:sglang_flashinfer_0_5_23:flashinfer_paged
+corpus/sglang/repro/sglang_39287_flashinfer_backend.py:corpus/sglang/flashinfer_verify_swa_start.json:sglang_flashinfer_0_5_23:flashinfer_paged
+corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged"
 
 # The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
 # (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
@@ -50,7 +55,9 @@ sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend 
 sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
 sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1||--site .sglang/0.5.12.post1 --adapters adapters/sglang|1
-sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0"}
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 (the window rail one key short), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.13 (kv_indices=None), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|1"}
 
 # The drafts: issue id | minimal case | planner:executor | reproducer (its path under corpus/, the runs
 # above quoted) or, for sglang's other metadata findings, the sglang backend kvfuzz explain runs
@@ -61,7 +68,10 @@ kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sgla
 kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
 kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
 kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa"
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-triton-draft-swa-short|corpus/sglang/triton_draft_swa.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_draft_swa"
 
 usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
 case $# in
@@ -147,6 +157,38 @@ case "$1" in
         printf '%-34s %-70s exit %s (expected 0)\n' "tiny seed $seed" "sglang 0.5.23, Triton interpreter" "$rc"
         [ $rc = 0 ] || { tail -5 "$out/clean$seed.txt"; echo "FAIL: a clean case exits $rc"; failures=$((failures + 1)); }
       done
+    fi
+    # What the GPU machine carries of a release (ci/gpu_sglang_src.py's archive, ci/gpu_repro.sh)
+    # runs the production pair as the whole release does: the same output, line for line.
+    if [ -z "$skipped" ] && [ -f .sglang/0.5.23/sglang/__init__.py ]; then
+      mkdir -p "$out/src"
+      if python3 ci/gpu_sglang_src.py --folder "$out/gpu/wheels" 0.5.23 >"$out/pack.txt" 2>&1 &&
+        tar -xzf "$out/gpu/wheels/sglang_src-0.5.23.tgz" -C "$out/src"; then
+        for repro in kvfuzz_triton_draft_swa sglang_39287_triton_backend; do
+          for site in .sglang/0.5.23 "$out/src"; do
+            "$PY" "corpus/sglang/repro/$repro.py" --site "$site" --adapters adapters/sglang >"$out/$repro.${site//\//_}.txt" 2>&1 &&
+              rc=0 || rc=$?
+            echo "exit $rc" >>"$out/$repro.${site//\//_}.txt"
+          done
+          same=$(cmp -s "$out/$repro..sglang_0.5.23.txt" "$out/$repro.${out//\//_}_src.txt" && echo same || echo DIFFERENT)
+          printf '%-34s %-70s %s\n' "$repro" "sglang 0.5.23 from its packed source vs the whole release" "$same"
+          [ "$same" = same ] || { diff "$out/$repro..sglang_0.5.23.txt" "$out/$repro.${out//\//_}_src.txt" | tail -5 || true
+                                  echo "FAIL: the packed source runs $repro otherwise"; failures=$((failures + 1)); }
+        done
+      else
+        cat "$out/pack.txt"
+        echo "FAIL: ci/gpu_sglang_src.py could not pack and unpack sglang 0.5.23"
+        failures=$((failures + 1))
+      fi
+    fi
+    # The runs as ci/gpu_pair_table.py tabulates them: a row per run, each with its known issue
+    if [ -z "$skipped" ] && ls "$out"/*.out >/dev/null 2>&1; then
+      if ! python3 ci/gpu_pair_table.py "$out" >"$out/table.md" 2>&1 ||
+        [ "$(grep -c '^| `' "$out/table.md")" != "$(ls "$out"/*.out | wc -l)" ] || grep -q '| ? |' "$out/table.md"; then
+        cat "$out/table.md"
+        echo "FAIL: ci/gpu_pair_table.py does not give every run a row with its known issue"
+        failures=$((failures + 1))
+      fi
     fi
     if [ "$1" = reports ]; then
       while IFS='|' read -r id case backend how; do

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <utility>
 
 #include <unistd.h>
@@ -35,11 +36,13 @@ BackendName split(const std::string& backend) {
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// "sglang_triton_0_5_23" -> "0.5.23"; "" for a planner without a release.
+// "sglang_triton_0_5_23" -> "0.5.23" (a "_det" or "_fixN" suffix of the adapter's name dropped:
+// "sglang_flashinfer_0_5_13_det" -> "0.5.13"); "" for a planner without a release.
 std::string release_of(const std::string& planner) {
   for (const char* engine : {"sglang_triton_", "sglang_flashinfer_", "sglang_fa_"}) {
     if (!starts_with(planner, engine)) continue;
-    std::string r = planner.substr(std::string(engine).size());
+    std::string r =
+        std::regex_replace(planner.substr(std::string(engine).size()), std::regex("(_det|_fix[0-9]+)+$"), "");
     for (char& c : r)
       if (c == '_') c = '.';
     // "0.5.10.post1" keeps its dot before "post"
@@ -153,8 +156,11 @@ std::string repro_target(const std::string& backend) {
   if (n.planner == "flashinfer_paged" && n.executor == "flashinfer_paged_csr") return "flashinfer_paged_mask";
   if (n.planner == "triton" && n.executor == "sglang_triton") return "sglang_triton_extend";
   if (n.executor == "flex_page_table") return "flex_int32";
-  for (const char* engine : {"sglang_triton", "sglang_flashinfer", "sglang_fa"})
-    if (starts_with(n.planner, std::string(engine) + "_")) return std::string(engine) + "_metadata";
+  // sglang's own backend classes calling their real kernels: Triton's and FlashInfer's share one
+  // template (the backend class picked from the planner); FA3's kernel library is out of reach
+  for (const char* engine : {"sglang_triton_", "sglang_flashinfer_"})
+    if (starts_with(n.planner, engine)) return "sglang_metadata";
+  if (starts_with(n.planner, "sglang_fa_")) return "sglang_fa_metadata";
   throw InvalidCase("--backend " + backend +
                     ": no reproducer template for this pair (adapters/repro/ has FlashInfer's masked paged "
                     "prefill, sglang's Triton extend kernel, flex attention and sglang's metadata code)");

@@ -54,6 +54,16 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// A run's output as a person reads it: without the reproducer's `RESULT {json}` line (for machines,
+// ci/gpu_pair_table.py).
+std::string for_people(const std::string& output) {
+  std::stringstream in(output);
+  std::string kept;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("RESULT {", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
 std::string text(const nlohmann::json& j, const char* key, const std::string& otherwise = "") {
   return j.contains(key) && j[key].is_string() && !j[key].get<std::string>().empty() ? j[key].get<std::string>()
                                                                                      : otherwise;
@@ -168,8 +178,7 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
   o << "The batch:\n\n" << batch_text(bundle) << "\n";
   o << "## Expected vs actual\n\n";
   if (outputs.empty()) o << "(the reproducer was not run for this draft)\n\n";
-  for (const ReproOutput& out : outputs)
-    o << out.label << ":\n\n```\n" << out.text << (ends_with(out.text, "\n") ? "" : "\n") << "```\n\n";
+  for (const ReproOutput& out : outputs) o << out.label << ":\n\n```\n" << for_people(out.text) << "```\n\n";
   o << "## Where\n\n" << text(notes, "location", "(not located)") << "\n\n";
   o << "## Suggested fix\n\n" << text(notes, "fix", "(none proposed)") << "\n\n";
   if (!text(notes, "search").empty() || !text(issue, "upstream").empty())

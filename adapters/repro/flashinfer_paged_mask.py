@@ -171,6 +171,7 @@ def main():
         cannot_run("the plan has no masked paged prefill call")
     fn, where = flashinfer_mask_indptr()
     label = f"FlashInfer {flashinfer_version()}'s _compute_page_mask_indptr"
+    STATS.update(release=f"flashinfer {flashinfer_version()}", fixes=["proposed"] if args.apply_fix else [])
     if args.apply_fix:
         fn, where = fixed_compute_page_mask_indptr, "the proposed fix (this script)"
         label += " with the proposed fix"

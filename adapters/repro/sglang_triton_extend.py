@@ -65,6 +65,7 @@ def main():
     except ImportError:
         cannot_run("no triton")
     extend_attention_fwd, release = load_extend(sglang_site(args.site), torch, cuda)
+    STATS["release"] = release
     dev = torch.device("cuda" if cuda else "cpu")
     batch = Batch(BUNDLE)
     dtype = args.dtype or ("fp16" if batch.dtype == "bf16" and not cuda else batch.dtype)

@@ -44,7 +44,7 @@ expect "page indptr" "$(bundle "$WORK/fi.py" '[b["plan"]["arrays"][k] for k in s
 # An sglang planner: the engine's own backend is the target; the script carries the planner request
 "$K" repro "$SRC/corpus/sglang/triton_swa_decode_window.json" --backend sglang_triton_0_5_23:triton -o "$WORK/sg.py" ||
   fail "repro of an sglang pair exited $?"
-expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["plan"]')" "('sglang_triton_metadata', '0.5.23', None)"
+expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["plan"]')" "('sglang_metadata', '0.5.23', None)"
 expect "engine request" "$(bundle "$WORK/sg.py" 'sorted(b["engine_request"]["arrays"]), b["engine_request"]["arrays"]["seq_lens"]["data"], b["engine_request"]["case"]["batch"]["mode"]')" \
   "(['extend_prefix_lens', 'extend_seq_lens', 'full_to_swa', 'out_cache_loc', 'positions', 'req_pool_indices', 'req_to_token', 'seq_lens'], [5], 'decode')"
 expect "no engine request for a kernel pair" "$(bundle "$WORK/fi.py" 'b["engine_request"]')" None
@@ -69,9 +69,12 @@ grep -q "^\*\*Affected\*\*: flashinfer 0.7.2.post1 up to the latest release chec
 grep -q "corpus/gpu/repro/flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
 grep -q "^- request 1: 1 cached tokens, queries at positions 1 2 3" "$WORK/fi.md" || fail "the batch is not described"
 grep -q "where(num_pages > 0" "$WORK/fi.md" || fail "no suggested fix"
-printf 'line one\nBUG: it\n' >"$WORK/out.txt"
-"$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report --run-output "CPU run: exit 1=$WORK/out.txt" |
-  grep -A4 "^CPU run: exit 1:" | grep -q "^BUG: it" || fail "--run-output is not quoted in the report"
+printf 'line one\nBUG: it\nRESULT {"exit": 1}' >"$WORK/out.txt"
+"$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report --run-output "CPU run: exit 1=$WORK/out.txt" \
+  >"$WORK/quoted.md" || fail "--report with --run-output exited $?"
+grep -A4 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^BUG: it" || fail "--run-output is not quoted in the report"
+grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^RESULT" && fail "the RESULT line (for machines) is quoted"
+grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | sed -n 6p | grep -qx '```' || fail "the quote is not closed after the output"
 # an sglang issue: the affected releases of the matrix
 "$K" repro "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa --report -o "$WORK/fa.md" ||
   fail "--report of an sglang issue exited $?"

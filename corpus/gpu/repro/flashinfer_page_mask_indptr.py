@@ -12,7 +12,9 @@ per slot) shows which keys each query did read.
 
 Exit status: 1 the bug is there (a query reads other keys, its output is off, or the kernel
 raises), 0 it is not, 2 it cannot run here (a package or device is missing), 3 this script
-failed (a traceback outside the kernel call).
+failed (a traceback outside the kernel call). The last line, `RESULT {json}`, says the same for
+machines (kvfuzz's ci/gpu_pair_table.py): exit, device, queries, wrong, max_error, the worst
+query's keys (should read / read), what raised or why it cannot run.
 """
 # This first part is adapters/repro/common.py of kvfuzz: the data, the values, the expected
 # output and the verdict. The part after it (the target's template) calls the kernel.
@@ -27,6 +29,25 @@ BUNDLE = json.loads(r'''{"backend":"flashinfer_paged:flashinfer_paged_csr","bs":
 
 CANNOT_RUN = 2
 SCRIPT_ERROR = 3
+
+
+# What check() measured, for the RESULT line: queries checked and wrong, the largest error, the worst
+# query (the wrong one with the largest error, else the largest error), the device it ran on; a
+# template adds the release it ran (and fixes it applied).
+STATS = {"device": "", "queries": 0, "wrong": 0, "max_error": 0.0, "worst": None}
+
+
+def result_line(code, **extra):
+    """Prints `RESULT {json}` (the last line of the run): the exit status and STATS. Usage:
+    result_line(1, raised="IndexError: ...")"""
+    def finite(x):
+        return x if not isinstance(x, float) or np.isfinite(x) else str(x)
+    worst = STATS["worst"] and {k: finite(v) for k, v in STATS["worst"].items()}
+    torch = sys.modules.get("torch")
+    device = STATS["device"] or (torch.cuda.get_device_name() if torch is not None and torch.cuda.is_available()
+                                 else "CPU")
+    print("RESULT " + json.dumps({**STATS, "exit": code, "device": device, "max_error": finite(STATS["max_error"]),
+                                  "worst": worst, **extra}, sort_keys=True))
 
 
 class KernelError(Exception):
@@ -46,19 +67,22 @@ def run_main(main):
     import traceback
     try:
         code = main()
+        extra = {}
     except KernelError as e:
         traceback.print_exc()
         print(f"BUG: the call under test raised {e}")
-        code = 1
-    except Exception:  # noqa: BLE001
+        code, extra = 1, {"raised": str(e)[:300]}
+    except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         print("error: the reproducer itself failed (exit 3)")
-        code = SCRIPT_ERROR
+        code, extra = SCRIPT_ERROR, {"error": f"{type(e).__name__}: {e}"[:300]}
+    result_line(code, **extra)
     sys.exit(code)
 
 
 def cannot_run(why):
     print(f"cannot run here: {why}")
+    result_line(CANNOT_RUN, cannot_run=why)
     sys.exit(CANNOT_RUN)
 
 
@@ -189,6 +213,19 @@ def probe(run, batch, layer_index, q_width, v_width):
     return reads
 
 
+def note(layer, row, query, slots, read, err, bad, batch):
+    """Adds one checked query to STATS (its keys: positions of its request, others as rR:P)."""
+    STATS["queries"] += 1
+    STATS["wrong"] += bool(bad)
+    STATS["max_error"] = max(STATS["max_error"], err) if np.isfinite(err) else float("inf")
+    worst = STATS["worst"]
+    if worst is None or (bad, err) > (worst["wrong"], worst["error"]):
+        STATS["worst"] = {"layer": layer, "request": row.request, "position": query["position"], "wrong": bool(bad),
+                          "error": err, "visible": len(slots), "should_read": keys_text(batch, row, slots),
+                          "keys_read": None if read is None else len(read),
+                          "read": None if read is None else keys_text(batch, row, read)}
+
+
 def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=True):
     """Runs the kernel (run(layer, q, k_pool, v_pool) -> out [T, H, v_width]) on every layer asked,
     compares each query with the float64 expectation and, with probe_reads, its read keys with the
@@ -215,6 +252,7 @@ def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=T
             err = float(np.nanmax(np.abs(got - ref))) if np.isfinite(got).all() else float("inf")
             bad_values = not err <= 0.05 + 0.02 * float(np.abs(ref).max(initial=0))
             bad_reads = reads is not None and reads[t] != set(slots)
+            note(li, row, qd, slots, reads[t] if reads is not None else None, err, bad_values or bad_reads, batch)
             line = (f"  request {row.request}, query at position {qd['position']} (token {t}): "
                     f"should read {keys_text(batch, row, slots)}")
             if reads is not None:
@@ -410,6 +448,7 @@ def main():
         cannot_run("the plan has no masked paged prefill call")
     fn, where = flashinfer_mask_indptr()
     label = f"FlashInfer {flashinfer_version()}'s _compute_page_mask_indptr"
+    STATS.update(release=f"flashinfer {flashinfer_version()}", fixes=["proposed"] if args.apply_fix else [])
     if args.apply_fix:
         fn, where = fixed_compute_page_mask_indptr, "the proposed fix (this script)"
         label += " with the proposed fix"

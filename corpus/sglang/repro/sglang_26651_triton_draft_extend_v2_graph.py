@@ -12,7 +12,9 @@ per slot) shows which keys each query did read.
 
 Exit status: 1 the bug is there (a query reads other keys, its output is off, or the kernel
 raises), 0 it is not, 2 it cannot run here (a package or device is missing), 3 this script
-failed (a traceback outside the kernel call).
+failed (a traceback outside the kernel call). The last line, `RESULT {json}`, says the same for
+machines (kvfuzz's ci/gpu_pair_table.py): exit, device, queries, wrong, max_error, the worst
+query's keys (should read / read), what raised or why it cannot run.
 """
 # This first part is adapters/repro/common.py of kvfuzz: the data, the values, the expected
 # output and the verdict. The part after it (the target's template) calls the kernel.
@@ -23,10 +25,29 @@ import sys
 
 import numpy as np
 
-BUNDLE = json.loads(r'''{"backend":"sglang_triton_0_5_12_post1:triton","bs":1,"case":{"batch":{"device_sms":0,"entries":[{"extend_len":2,"request":0}],"graph_bs":3,"kv_splits":1,"mode":"draft_extend_v2"},"cache":{"full_pages":2,"max_context_len":2,"max_requests":2,"page_size":1,"sort_free":false,"swa_pages":0},"history":[{"op":"admit","request":0}],"model":{"head_dim":1,"kv_heads":1,"layers":[{"kind":"full"}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"values":{"dtype":"fp32","fill":"signature","poison":false,"seed":11232207255125892253},"version":2},"dtype":"fp32","engine_request":{"arrays":{"extend_prefix_lens":{"data":[0,0,0],"shape":[3]},"extend_seq_lens":{"data":[2,2,2],"shape":[3]},"out_cache_loc":{"data":[1,2,0,0,0,0],"shape":[6]},"positions":{"data":[0,1,0,0,0,0],"shape":[6]},"req_pool_indices":{"data":[1,0,0],"shape":[3]},"req_to_token":{"data":[0,0,1,2,0,0],"shape":[3,2]},"seq_lens":{"data":[2,1,1],"shape":[3]}},"case":{"batch":{"bs":1,"captured":true,"device_sms":0,"draft_step":0,"draft_steps":0,"draft_tokens":0,"kv_splits":1,"mode":"draft_extend_v2","padded_bs":3,"seq_lens_sum":4,"topk":1},"cache":{"hybrid":false,"max_context_len":2,"max_requests":2,"page_size":1},"contract_version":1,"dtype":"fp32","model":{"head_dim":1,"kv_heads":1,"layers":[{"chunk":0,"kind":"full","pool":"full","window":0}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"num_tokens":6,"page_size":1,"pools":{"full_slots":3,"swa_slots":0}}},"executor":"triton","finding":{"case":"corpus/sglang/triton_draft_extend_v2_graph.json","replay":"kvfuzz check corpus/sglang/triton_draft_extend_v2_graph.json --backend sglang_triton_0_5_12_post1:triton"},"full_to_swa":[],"hybrid":false,"kvfuzz_repro":1,"mode":"draft_extend_v2","model":{"head_dim":1,"kv_heads":1,"layers":[{"chunk":0,"kind":"full","window":0}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"num_tokens":6,"out_cache_loc":[1,2,0,0,0,0],"page_size":1,"plan":null,"planner":"sglang_triton_0_5_12_post1","pool_slots":3,"positions":[0,1,0,0,0,0],"release":"0.5.12.post1","rows":[{"columns":[[1,0,2]],"prefix_len":0,"queries":[{"column":0,"own":[[0,1]],"position":0,"token":0},{"column":1,"own":[[0,2]],"position":1,"token":1}],"req_pool_index":1,"request":0}],"seed":11232207255125892253,"swa_slots":0,"target":"sglang_triton_metadata","topk":1}''')
+BUNDLE = json.loads(r'''{"backend":"sglang_triton_0_5_12_post1:triton","bs":1,"case":{"batch":{"device_sms":0,"entries":[{"extend_len":2,"request":0}],"graph_bs":3,"kv_splits":1,"mode":"draft_extend_v2"},"cache":{"full_pages":2,"max_context_len":2,"max_requests":2,"page_size":1,"sort_free":false,"swa_pages":0},"history":[{"op":"admit","request":0}],"model":{"head_dim":1,"kv_heads":1,"layers":[{"kind":"full"}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"values":{"dtype":"fp32","fill":"signature","poison":false,"seed":11232207255125892253},"version":2},"dtype":"fp32","engine_request":{"arrays":{"extend_prefix_lens":{"data":[0,0,0],"shape":[3]},"extend_seq_lens":{"data":[2,2,2],"shape":[3]},"out_cache_loc":{"data":[1,2,0,0,0,0],"shape":[6]},"positions":{"data":[0,1,0,0,0,0],"shape":[6]},"req_pool_indices":{"data":[1,0,0],"shape":[3]},"req_to_token":{"data":[0,0,1,2,0,0],"shape":[3,2]},"seq_lens":{"data":[2,1,1],"shape":[3]}},"case":{"batch":{"bs":1,"captured":true,"device_sms":0,"draft_step":0,"draft_steps":0,"draft_tokens":0,"kv_splits":1,"mode":"draft_extend_v2","padded_bs":3,"seq_lens_sum":4,"topk":1},"cache":{"hybrid":false,"max_context_len":2,"max_requests":2,"page_size":1},"contract_version":1,"dtype":"fp32","model":{"head_dim":1,"kv_heads":1,"layers":[{"chunk":0,"kind":"full","pool":"full","window":0}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"num_tokens":6,"page_size":1,"pools":{"full_slots":3,"swa_slots":0}}},"executor":"triton","finding":{"case":"corpus/sglang/triton_draft_extend_v2_graph.json","replay":"kvfuzz check corpus/sglang/triton_draft_extend_v2_graph.json --backend sglang_triton_0_5_12_post1:triton"},"full_to_swa":[],"hybrid":false,"kvfuzz_repro":1,"mode":"draft_extend_v2","model":{"head_dim":1,"kv_heads":1,"layers":[{"chunk":0,"kind":"full","window":0}],"mla":false,"q_heads":1,"sm_scale":0.125,"softcap":0.0,"v_head_dim":1},"num_tokens":6,"out_cache_loc":[1,2,0,0,0,0],"page_size":1,"plan":null,"planner":"sglang_triton_0_5_12_post1","pool_slots":3,"positions":[0,1,0,0,0,0],"release":"0.5.12.post1","rows":[{"columns":[[1,0,2]],"prefix_len":0,"queries":[{"column":0,"own":[[0,1]],"position":0,"token":0},{"column":1,"own":[[0,2]],"position":1,"token":1}],"req_pool_index":1,"request":0}],"seed":11232207255125892253,"swa_slots":0,"target":"sglang_metadata","topk":1}''')
 
 CANNOT_RUN = 2
 SCRIPT_ERROR = 3
+
+
+# What check() measured, for the RESULT line: queries checked and wrong, the largest error, the worst
+# query (the wrong one with the largest error, else the largest error), the device it ran on; a
+# template adds the release it ran (and fixes it applied).
+STATS = {"device": "", "queries": 0, "wrong": 0, "max_error": 0.0, "worst": None}
+
+
+def result_line(code, **extra):
+    """Prints `RESULT {json}` (the last line of the run): the exit status and STATS. Usage:
+    result_line(1, raised="IndexError: ...")"""
+    def finite(x):
+        return x if not isinstance(x, float) or np.isfinite(x) else str(x)
+    worst = STATS["worst"] and {k: finite(v) for k, v in STATS["worst"].items()}
+    torch = sys.modules.get("torch")
+    device = STATS["device"] or (torch.cuda.get_device_name() if torch is not None and torch.cuda.is_available()
+                                 else "CPU")
+    print("RESULT " + json.dumps({**STATS, "exit": code, "device": device, "max_error": finite(STATS["max_error"]),
+                                  "worst": worst, **extra}, sort_keys=True))
 
 
 class KernelError(Exception):
@@ -46,19 +67,22 @@ def run_main(main):
     import traceback
     try:
         code = main()
+        extra = {}
     except KernelError as e:
         traceback.print_exc()
         print(f"BUG: the call under test raised {e}")
-        code = 1
-    except Exception:  # noqa: BLE001
+        code, extra = 1, {"raised": str(e)[:300]}
+    except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         print("error: the reproducer itself failed (exit 3)")
-        code = SCRIPT_ERROR
+        code, extra = SCRIPT_ERROR, {"error": f"{type(e).__name__}: {e}"[:300]}
+    result_line(code, **extra)
     sys.exit(code)
 
 
 def cannot_run(why):
     print(f"cannot run here: {why}")
+    result_line(CANNOT_RUN, cannot_run=why)
     sys.exit(CANNOT_RUN)
 
 
@@ -189,6 +213,19 @@ def probe(run, batch, layer_index, q_width, v_width):
     return reads
 
 
+def note(layer, row, query, slots, read, err, bad, batch):
+    """Adds one checked query to STATS (its keys: positions of its request, others as rR:P)."""
+    STATS["queries"] += 1
+    STATS["wrong"] += bool(bad)
+    STATS["max_error"] = max(STATS["max_error"], err) if np.isfinite(err) else float("inf")
+    worst = STATS["worst"]
+    if worst is None or (bad, err) > (worst["wrong"], worst["error"]):
+        STATS["worst"] = {"layer": layer, "request": row.request, "position": query["position"], "wrong": bool(bad),
+                          "error": err, "visible": len(slots), "should_read": keys_text(batch, row, slots),
+                          "keys_read": None if read is None else len(read),
+                          "read": None if read is None else keys_text(batch, row, read)}
+
+
 def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=True):
     """Runs the kernel (run(layer, q, k_pool, v_pool) -> out [T, H, v_width]) on every layer asked,
     compares each query with the float64 expectation and, with probe_reads, its read keys with the
@@ -215,6 +252,7 @@ def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=T
             err = float(np.nanmax(np.abs(got - ref))) if np.isfinite(got).all() else float("inf")
             bad_values = not err <= 0.05 + 0.02 * float(np.abs(ref).max(initial=0))
             bad_reads = reads is not None and reads[t] != set(slots)
+            note(li, row, qd, slots, reads[t] if reads is not None else None, err, bad_values or bad_reads, batch)
             line = (f"  request {row.request}, query at position {qd['position']} (token {t}): "
                     f"should read {keys_text(batch, row, slots)}")
             if reads is not None:
@@ -237,23 +275,45 @@ def verdict(bad, summary):
     return 1 if bad else 0
 
 
-# ---- target: sglang's TritonAttnBackend, its own metadata code and its real kernels
-# (adapters/repro/sglang_triton_metadata.py of kvfuzz) ----
-# The release's TritonAttnBackend is built on a stand-in model runner (kvfuzz's adapters/sglang:
-# fake_runner.py, the smallest runner, pools and ForwardBatch sglang's backends accept; the
-# release's own modules are imported with its server's heavy imports stubbed), handed the batch
-# below exactly as sglang's scheduler would (req_to_token, seq_lens, prefix and extend lengths,
-# positions, out_cache_loc, the verify tree mask: BUNDLE["engine_request"]), initialises its
-# metadata (eagerly, or by CUDA-graph capture then replay) and runs each layer's forward with its
-# REAL decode / extend kernels on values from the seed: the production pair. Each query against the
-# float64 expectation from logical positions, with the probe of the keys it read.
-# Needs the sglang release (--site DIR, an unpacked wheel), torch, triton, numpy and kvfuzz's
-# adapters/sglang folder (--adapters DIR, default the checkout this file is in; its Python files
-# only, no kvfuzz build). Without a CUDA
-# device the kernels run in Triton's interpreter, in fp16.
-#   python3 repro.py --site .sglang/0.5.23 --adapters adapters/sglang [--fix N]
+# ---- target: sglang's own attention backend, its metadata code and its real kernels
+# (adapters/repro/sglang_metadata.py of kvfuzz) ----
+# The release's TritonAttnBackend or FlashInferAttnBackend (the finding's planner says which) is
+# built on a stand-in model runner (kvfuzz's adapters/sglang: fake_runner.py, the smallest runner,
+# pools and ForwardBatch sglang's backends accept; the release's own modules are imported with its
+# server's heavy imports stubbed), handed the batch below exactly as sglang's scheduler would
+# (req_to_token, seq_lens, prefix and extend lengths, positions, out_cache_loc, the verify tree
+# mask: BUNDLE["engine_request"]), initialises its metadata (eagerly, or by CUDA-graph capture then
+# replay) and runs each layer's forward with its REAL kernels on values from the seed: the
+# production pair. Triton: its decode / extend kernels; draft decode builds
+# TritonMultiStepDraftBackend, its metadata for every step as the EAGLE worker does, and runs the
+# case's step. FlashInfer: the installed FlashInfer package's wrappers (real, not stubbed; a CUDA
+# device needed), --deterministic serving as --enable-deterministic-inference does. Each query
+# against the float64 expectation from logical positions, with the probe of the keys it read.
+# Needs the sglang release (--site DIR, an unpacked wheel), torch, triton, numpy, for FlashInfer
+# flashinfer, and kvfuzz's adapters/sglang folder (--adapters DIR, default the checkout this file
+# is in; its Python files only, no kvfuzz build). Without a CUDA device Triton's kernels run in
+# Triton's interpreter, in fp16.
+#   python3 repro.py --site .sglang/0.5.23 --adapters adapters/sglang [--fix N] [--deterministic]
 # --fix N applies upstream fix N as kvfuzz's adapters/sglang/fixes.py re-expresses it.
 import importlib
+
+
+def engine_backend():
+    """'triton' or 'flashinfer': the backend of the finding's planner (sglang_<backend>_<release>)."""
+    return "flashinfer" if BUNDLE["planner"].startswith("sglang_flashinfer_") else "triton"
+
+
+def real_flashinfer(folder):
+    """adapters/sglang stubs FlashInfer (its planner records the calls); here sglang imports the real
+    package, which must be installed (with a CUDA device: its wrappers compile their kernels)."""
+    sys.path[:0] = [os.path.abspath(folder), os.path.join(os.path.abspath(folder), "..")]  # and its `engine`
+    sglang_import = importlib.import_module("sglang_import")
+    sglang_import.STUBBED = tuple(p for p in sglang_import.STUBBED if p != "flashinfer")
+    sglang_import.REAL = sglang_import.REAL + ("flashinfer",)
+    try:
+        return importlib.import_module("flashinfer").__version__
+    except Exception as e:  # noqa: BLE001 - any import failure: the package cannot run here
+        cannot_run(f"FlashInfer does not import here ({type(e).__name__}: {e})")
 
 
 def load_sglang(args, device):
@@ -268,10 +328,14 @@ def load_sglang(args, device):
     import warnings
     warnings.filterwarnings("ignore", category=UserWarning)  # quantization modules warn off CUDA at import
     sys.path.insert(0, os.path.abspath(folder))
+    if engine_backend() == "flashinfer":
+        STATS["flashinfer"] = real_flashinfer(folder)
     argv = sys.argv
-    sys.argv = [argv[0], "--site", args.site, "--backend", "triton", "--device", device]
+    sys.argv = [argv[0], "--site", args.site, "--backend", engine_backend(), "--device", device]
     for n in args.fix:
         sys.argv += ["--fix", n]
+    if args.deterministic:
+        sys.argv += ["--deterministic"]
     try:
         planner = importlib.import_module("sglang_planner")  # parses the argv above, imports the release
     finally:
@@ -281,7 +345,8 @@ def load_sglang(args, device):
 
 class EngineCase:
     """The planner request of BUNDLE["engine_request"], as fake_runner.Setup reads it, its head dims
-    widened to `width` (tl.dot needs 16; zeros change neither q.k nor the kept V channels)."""
+    widened to `width` (tl.dot needs 16, FlashInfer's kernels 64; zeros change neither q.k nor the
+    kept V channels)."""
 
     def __init__(self, request, width):
         self.info = json.loads(json.dumps(request["case"]))
@@ -298,43 +363,86 @@ class EngineCase:
         return np.asarray(a["data"], dtype).reshape(a["shape"])
 
 
+def build_triton(sg, setup, case):
+    """TritonAttnBackend with its metadata, or for draft decode the multi-step draft backend's step:
+    (backend, name)."""
+    tb = importlib.import_module("sglang.srt.layers.attention.triton_backend")
+    if BUNDLE["mode"] == "draft_decode":  # the EAGLE worker's multi-step backend, every step's metadata at once
+        if setup.draft_step >= setup.num_steps - 1:
+            cannot_run("the last draft step runs no attention backend (TritonMultiStepDraftBackend)")
+        multi = tb.TritonMultiStepDraftBackend(setup.runner, setup.topk, setup.num_steps)
+        for b in multi.attn_backends:
+            b.device_core_count = int(case.batch["device_sms"])
+        kernel_call(importlib.import_module("triton_token_csr").init_draft, multi, setup)
+        return multi.attn_backends[setup.draft_step], f"TritonMultiStepDraftBackend (draft step {setup.draft_step})"
+    backend = tb.TritonAttnBackend(setup.runner)
+    backend.device_core_count = int(case.batch["device_sms"])
+    kernel_call(sg.init_metadata, backend, setup)
+    return backend, "TritonAttnBackend"
+
+
+def build_flashinfer(sg, setup, case):
+    """FlashInferAttnBackend with its metadata, its wrappers FlashInfer's own: (backend, name)."""
+    if BUNDLE["mode"] == "draft_decode":
+        cannot_run("draft decode runs FlashInferMultiStepDraftBackend; this template builds FlashInferAttnBackend")
+    fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
+    if not fi.BatchPrefillWithRaggedKVCacheWrapper.__module__.startswith("flashinfer"):
+        cannot_run(f"sglang imported {fi.BatchPrefillWithRaggedKVCacheWrapper.__module__}'s wrappers, not FlashInfer's")
+    backend = fi.FlashInferAttnBackend(setup.runner)
+    kernel_call(sg.init_metadata, backend, setup)
+    return backend, f"FlashInferAttnBackend{' (deterministic)' if setup.deterministic else ''} with FlashInfer " \
+                    f"{STATS['flashinfer']}"
+
+
+def widths(batch):
+    """(the width the model is widened to or 0, Q/K width, V width) the kernels run at, zero-padded:
+    tl.dot needs 16; FlashInfer's kernels one width for both, 64, 128 or 256."""
+    if engine_backend() == "flashinfer":
+        w = next((w for w in (64, 128, 256) if w >= max(batch.D, batch.Dv)), max(batch.D, batch.Dv))
+        return w, w, w
+    if min(batch.D, batch.Dv) < 16:
+        w = max(16, batch.D, batch.Dv)
+        return w, w, w
+    return 0, batch.D, batch.Dv
+
+
 def main():
-    ap = argparse.ArgumentParser(description="sglang TritonAttnBackend with its own kernels")
+    ap = argparse.ArgumentParser(description="sglang's own attention backend with its real kernels")
     ap.add_argument("--site", default=os.environ.get("SGLANG_SITE", ""), help="an unpacked sglang wheel's folder")
     ap.add_argument("--adapters", default="", help="kvfuzz's adapters/sglang folder")
     ap.add_argument("--fix", action="append", default=[], help="apply upstream fix N (adapters/sglang/fixes.py)")
+    ap.add_argument("--deterministic", action="store_true", default=BUNDLE["planner"].endswith("_det"),
+                    help="serve as --enable-deterministic-inference does (default: as the finding's planner did)")
     args = ap.parse_args()
     try:
         import torch
     except ImportError:
         cannot_run("no torch")
     cuda = torch.cuda.is_available()
+    if engine_backend() == "flashinfer" and not cuda:
+        cannot_run("FlashInfer's wrappers need a CUDA device")
     sg, fake_runner = load_sglang(args, "cuda" if cuda else "cpu")
     batch = Batch(BUNDLE)
-    if BUNDLE["mode"] == "draft_decode":
-        cannot_run("draft decode runs TritonMultiStepDraftBackend; this template builds TritonAttnBackend")
-    width = max(16, batch.D, batch.Dv) if min(batch.D, batch.Dv) < 16 else 0
-    qw, vw = (width, width) if width else (batch.D, batch.Dv)
+    width, qw, vw = widths(batch)
     case = EngineCase(BUNDLE["engine_request"], width)
     dev = torch.device("cuda" if cuda else "cpu")
-    setup = fake_runner.Setup(sg, case, dev, attention_backend="triton")
+    setup = fake_runner.Setup(sg, case, dev, deterministic=args.deterministic, attention_backend=engine_backend())
     dtype = torch.bfloat16 if cuda and batch.dtype == "bf16" else torch.float16
     batch.dtype = "bf16" if dtype == torch.bfloat16 else "fp16"
     for pool in (setup.full, setup.swa):  # the stand-in pools in the dtype the kernels run in
         if pool is not None:
             pool.k, pool.v = [x.to(dtype) for x in pool.k], [x.to(dtype) for x in pool.v]
     setup.dtype = setup.runner.dtype = setup.runner.kv_cache_dtype = dtype
-    tb = importlib.import_module("sglang.srt.layers.attention.triton_backend")
-    backend = tb.TritonAttnBackend(setup.runner)
-    backend.device_core_count = int(case.batch["device_sms"])
-    kernel_call(sg.init_metadata, backend, setup)
+    build = build_flashinfer if engine_backend() == "flashinfer" else build_triton
+    backend, name = build(sg, setup, case)
     fb = setup.layer_batch()
     loc = torch.from_numpy(np.asarray(BUNDLE["out_cache_loc"], np.int64)).to(dev)
     f2s = np.asarray(BUNDLE["full_to_swa"][:batch.slots], np.int64)
     full_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "full"]
     swa_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "swa"]
     fixes = "".join(f" with fix {n}" for n in args.fix)
-    print(f"sglang {sg.version}{fixes} TritonAttnBackend (its metadata code and kernels) on "
+    STATS.update(release=sg.version, fixes=args.fix)
+    print(f"sglang {sg.version}{fixes} {name} (its metadata code and kernels) on "
           f"{torch.cuda.get_device_name() if cuda else 'the CPU (Triton interpreter)'}, {batch.dtype}, mode "
           f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
 
@@ -357,7 +465,7 @@ def main():
         return o.float().reshape(batch.T, batch.H, vw).cpu().numpy()
 
     wrong, total = check(run, batch, qw, vw)
-    return verdict(wrong, f"sglang {sg.version}{fixes} TritonAttnBackend: {wrong} of {total} queries wrong")
+    return verdict(wrong, f"sglang {sg.version}{fixes} {name}: {wrong} of {total} queries wrong")
 
 
 if __name__ == "__main__":
