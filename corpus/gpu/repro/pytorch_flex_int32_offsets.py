@@ -54,11 +54,19 @@ class KernelError(Exception):
     """The call under test raised (or faulted): the bug may be that."""
 
 
+# A kernel that could not be built on this machine (a JIT compile missing its headers or
+# compiler) says nothing about the bug: exit 2, never 1.
+NOT_BUILT = ("Ninja build failed", "No such file or directory: 'nvcc'")
+
+
 def kernel_call(fn, *args, **kwargs):
-    """fn(*args, **kwargs) with any exception it raises turned into KernelError."""
+    """fn(*args, **kwargs) with any exception it raises turned into KernelError (or, when it is a
+    failed build of the kernel, a 'cannot run here' exit)."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
+        if any(s in str(e) for s in NOT_BUILT):
+            cannot_run(f"the kernel could not be built here: {type(e).__name__}: {str(e)[:200]}")
         raise KernelError(f"{type(e).__name__}: {e}") from e
 
 
@@ -305,8 +313,9 @@ def main():
         width *= 2
     slots_pad = -(-batch.slots // 128) * 128
     tokens_pad = max(128, -(-batch.T // 128) * 128)
-    print(f"torch {torch.__version__} flex_attention on {torch.cuda.get_device_name()}: K/V [1, {batch.Hk}, "
-          f"{slots_pad}, {width}] {batch.dtype}, {batch.Hk * slots_pad * width:,} elements each "
+    print(f"torch {torch.__version__} flex_attention on {torch.cuda.get_device_name()}: K/V pools [{slots_pad}, "
+          f"{batch.Hk}, {width}] {batch.dtype} seen as [1, {batch.Hk}, {slots_pad}, {width}], "
+          f"{batch.Hk * slots_pad * width:,} elements each "
           f"({'past' if batch.Hk * slots_pad * width > 2 ** 31 else 'below'} 2^31)")
     # which slot holds which request's key at which position; the query tokens' request and position
     slot_req = torch.full((slots_pad,), -1, dtype=torch.int32)
@@ -350,11 +359,14 @@ def main():
             return batch.softcap * torch.tanh(score / batch.softcap)
 
         q, live, rows_k, rows_v = values(li)
-        k = torch.zeros((1, batch.Hk, slots_pad, width), dtype=tdt, device=dev)
-        v = torch.zeros_like(k)
+        # The pool as engines keep it, [slots, kv heads, width], handed to flex as the [1, kv heads,
+        # slots, width] view of it (no copy): one slot's K is kv heads x width elements past the last.
+        pool_k = torch.zeros((slots_pad, batch.Hk, width), dtype=tdt, device=dev)
+        pool_v = torch.zeros_like(pool_k)
         idx = torch.tensor(live, device=dev)
-        k[0][:, idx] = torch.tensor(rows_k, device=dev, dtype=tdt).transpose(0, 1)
-        v[0][:, idx] = torch.tensor(rows_v, device=dev, dtype=tdt).transpose(0, 1)
+        pool_k[idx] = torch.tensor(rows_k, device=dev, dtype=tdt)
+        pool_v[idx] = torch.tensor(rows_v, device=dev, dtype=tdt)
+        k, v = pool_k.transpose(0, 1).unsqueeze(0), pool_v.transpose(0, 1).unsqueeze(0)
         qq = torch.zeros((1, batch.H, tokens_pad, width), dtype=tdt, device=dev)
         qq[0, :, :batch.T] = torch.tensor(q, device=dev, dtype=tdt).transpose(0, 1)
         bm = kernel_call(create_block_mask, mask_mod, 1, None, tokens_pad, slots_pad, device=dev)
@@ -362,7 +374,7 @@ def main():
                           score_mod=score_mod if batch.softcap > 0 else None, enable_gqa=batch.H != batch.Hk)
         kernel_call(torch.cuda.synchronize)
         got = out[0, :, :batch.T].transpose(0, 1).float().cpu().numpy()
-        del k, v, out
+        del k, v, pool_k, pool_v, out
         torch.cuda.empty_cache()
         print(f"layer {li} ({kind}{', W = %d' % wl if wl >= 0 else ''}):")
         pos_of = {s: i for i, s in enumerate(live)}

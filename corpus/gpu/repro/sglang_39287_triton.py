@@ -54,11 +54,19 @@ class KernelError(Exception):
     """The call under test raised (or faulted): the bug may be that."""
 
 
+# A kernel that could not be built on this machine (a JIT compile missing its headers or
+# compiler) says nothing about the bug: exit 2, never 1.
+NOT_BUILT = ("Ninja build failed", "No such file or directory: 'nvcc'")
+
+
 def kernel_call(fn, *args, **kwargs):
-    """fn(*args, **kwargs) with any exception it raises turned into KernelError."""
+    """fn(*args, **kwargs) with any exception it raises turned into KernelError (or, when it is a
+    failed build of the kernel, a 'cannot run here' exit)."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
+        if any(s in str(e) for s in NOT_BUILT):
+            cannot_run(f"the kernel could not be built here: {type(e).__name__}: {str(e)[:200]}")
         raise KernelError(f"{type(e).__name__}: {e}") from e
 
 

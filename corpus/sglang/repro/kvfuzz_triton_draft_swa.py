@@ -54,11 +54,19 @@ class KernelError(Exception):
     """The call under test raised (or faulted): the bug may be that."""
 
 
+# A kernel that could not be built on this machine (a JIT compile missing its headers or
+# compiler) says nothing about the bug: exit 2, never 1.
+NOT_BUILT = ("Ninja build failed", "No such file or directory: 'nvcc'")
+
+
 def kernel_call(fn, *args, **kwargs):
-    """fn(*args, **kwargs) with any exception it raises turned into KernelError."""
+    """fn(*args, **kwargs) with any exception it raises turned into KernelError (or, when it is a
+    failed build of the kernel, a 'cannot run here' exit)."""
     try:
         return fn(*args, **kwargs)
     except Exception as e:  # noqa: BLE001
+        if any(s in str(e) for s in NOT_BUILT):
+            cannot_run(f"the kernel could not be built here: {type(e).__name__}: {str(e)[:200]}")
         raise KernelError(f"{type(e).__name__}: {e}") from e
 
 
@@ -389,9 +397,29 @@ def build_flashinfer(sg, setup, case):
     if not fi.BatchPrefillWithRaggedKVCacheWrapper.__module__.startswith("flashinfer"):
         cannot_run(f"sglang imported {fi.BatchPrefillWithRaggedKVCacheWrapper.__module__}'s wrappers, not FlashInfer's")
     backend = fi.FlashInferAttnBackend(setup.runner)
+    name = f"FlashInferAttnBackend{' (deterministic)' if setup.deterministic else ''} with FlashInfer {STATS['flashinfer']}"
+    # The ragged wrapper's "auto" picks FlashInfer's sm90 kernels on Hopper, whose JIT build needs the
+    # CUTLASS headers a slimmed wheel leaves out: only then, the one kernel this machine can load.
+    # The wrapper is planned and run by sglang's code exactly as before; only the kernel differs.
+    if not flashinfer_builds_sm90(fi) and getattr(backend, "prefill_wrapper_ragged", None) is not None:
+        ragged = fi.BatchPrefillWithRaggedKVCacheWrapper(backend.workspace_buffer, "NHD", backend="fa2")
+        backend.prefill_wrapper_ragged = ragged  # forward's, and the prefill updater's copy that plans it
+        if getattr(backend, "indices_updater_prefill", None) is not None:
+            backend.indices_updater_prefill.prefill_wrapper_ragged = ragged
+        name += " (ragged wrapper on fa2: this FlashInfer has no CUTLASS headers for its sm90 kernels)"
     kernel_call(sg.init_metadata, backend, setup)
-    return backend, f"FlashInferAttnBackend{' (deterministic)' if setup.deterministic else ''} with FlashInfer " \
-                    f"{STATS['flashinfer']}"
+    return backend, name
+
+
+def flashinfer_builds_sm90(fi):
+    """Whether FlashInfer's sm90 (Hopper) kernels can be built here: not a Hopper card (they are
+    not picked), or the wheel carries CUTLASS's cute headers."""
+    import torch
+    if torch.cuda.get_device_capability() != (9, 0):
+        return True
+    flashinfer = importlib.import_module("flashinfer")
+    return os.path.isfile(os.path.join(os.path.dirname(flashinfer.__file__), "data", "cutlass", "include", "cute",
+                                       "tensor.hpp"))
 
 
 def widths(batch):
