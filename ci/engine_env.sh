@@ -49,3 +49,60 @@ wheel.extractall(sys.argv[2], members=[n for n in wheel.namelist() if n.endswith
 PY
   mv "$site.tmp" "$site"
 }
+
+# The tables ci/sglang.sh and ci/vllm.sh both print. They call what the sourcing script defines:
+#   install RELEASE                       the release's source, once
+#   found_at BACKEND CASE RELEASE         the finding kinds `kvfuzz check` reports ("" when clean)
+#   backend_name BACKEND RELEASE DET      the adapter's name (DET: True for deterministic serving)
+#   adapter_at BACKEND RELEASE DET        the planner command
+#   family_executor BACKEND               kvfuzz's executor of the backend's family
+# and read KVFUZZ. Each returns 1 when a row is not as expected.
+
+# releases_table ROWS: each row "backend:case:PR:shipped:fixed", a known bug found in the last
+# release with it (shipped) and gone in the first with its fix (fixed), unpatched.
+#   releases_table "fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0"
+releases_table() {
+  local row backend file pr shipped fixed before after verdict failed=0
+  printf '%-10s %-32s %-7s %-40s %-30s %s\n' backend case PR "shipped in" "fixed in" verdict
+  for row in $1; do
+    IFS=: read -r backend file pr shipped fixed <<<"$row"
+    install "$shipped" && install "$fixed"
+    before=$(found_at "$backend" "$file" "$shipped")
+    after=$(found_at "$backend" "$file" "$fixed")
+    verdict=ok
+    is_finding "$before" || verdict="NOT FOUND in $shipped"
+    [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
+    [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+    printf '%-10s %-32s %-7s %-40s %-30s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
+      "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
+  done
+  return $failed
+}
+
+# known_table ISSUES_JSON: every known issue's minimal case, at the release its entry names, through
+# `kvfuzz fingerprint`: its fingerprints must triage as that issue (and nothing as NEW or a regression).
+#   known_table adapters/vllm/known_issues.json
+known_table() {
+  local issues=$1 work id backend case release det labels verdict failed=0
+  work=$(mktemp -d)
+  printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
+  while IFS=' ' read -r id backend case release det; do
+    install "$release"
+    "$KVFUZZ" fingerprint "$case" --backend "$(backend_name "$backend" "$release" "$det"):$(family_executor "$backend")" \
+      --adapter "$(adapter_at "$backend" "$release" "$det")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+    python3 adapters/triage.py "$work/$id.jsonl" --issues "$issues" --json-out "$work/$id.json" \
+      >/dev/null 2>&1 || true  # its labels are read below
+    labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+    verdict=ok
+    case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+    case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+    [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+    printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+  done < <(python3 -c '
+import json, sys
+for i in json.load(open(sys.argv[1]))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False))' "$issues")
+  rm -rf "$work"
+  return $failed
+}
