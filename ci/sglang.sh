@@ -95,6 +95,7 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        triton:corpus/sglang/triton_verify_tree_window.json:-
        flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
        flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
+       flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
 
 case "$1" in
@@ -134,7 +135,7 @@ case "$1" in
           triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13
           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:26513:0.5.12.post1:0.5.13
           fa:corpus/regressions/fa__fa_local_token_table.json:32902:0.5.13:0.5.23"
-    releases_table "$rows" ;;
+    releases_table "$rows" adapters/sglang/known_issues.json sglang ;;
   matrix)
     # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.
     releases=${RELEASES:-0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23}

@@ -75,7 +75,8 @@ adapter_at() { adapter "$2" "$1"; }
 seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
-       fa:corpus/vllm/fa_local_graph_decode.json:clean"
+       fa:corpus/vllm/fa_local_graph_decode.json:clean
+       fa:corpus/vllm/fa_full_graph_decode.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without
@@ -104,7 +105,7 @@ case "$1" in
     done
     exit $failed ;;
   releases)
-    releases_table "$rows" ;;
+    releases_table "$rows" adapters/vllm/known_issues.json vllm ;;
   matrix)
     releases=${RELEASES:-0.10.2 0.11.0 0.14.0 0.19.0 0.24.0 0.25.0 0.27.1 0.28.0 0.33.0}
     printf '%-6s %-30s' backend case
