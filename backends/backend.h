@@ -55,10 +55,22 @@ struct PlanInput {
   bool fault(std::string_view name) const { return std::find(faults.begin(), faults.end(), name) != faults.end(); }
 };
 
+// An argument the engine fixed at a plan step (FlashInfer's plan(), FA3's ahead-of-time scheduler,
+// a CUDA graph's capture) and passed differently at the run step (forward(), the kernel call, the
+// replay): what an external planner saw its engine do (PROTOCOL.md "plan_run"); the property
+// harness reports each as a `plan-run` finding whose mechanism names the argument.
+struct PlanRunDisagreement {
+  std::string argument;  // "window_left", "logits_soft_cap", "cu_seqlens_q", ...
+  int32_t layer = -1;    // the layer whose call disagreed; -1: not one layer's
+  std::string message;   // what the plan fixed and what the run passed, for a person
+};
+
 // A backend's metadata. Concrete plans are plain structs of Buffers.
 class Plan {
  public:
   virtual ~Plan() = default;
+  // Plan-run disagreements an external planner reported with this plan (empty for built-in ones).
+  std::vector<PlanRunDisagreement> plan_run;
   // The metadata's own invariants (stride/divide, extents, prefix sums, maxima), reported through
   // the checker's shared helpers.
   virtual void check_metadata(MetadataChecker& check) const = 0;

@@ -49,3 +49,75 @@ wheel.extractall(sys.argv[2], members=[n for n in wheel.namelist() if n.endswith
 PY
   mv "$site.tmp" "$site"
 }
+
+# The tables ci/sglang.sh and ci/vllm.sh both print. They call what the sourcing script defines:
+#   install RELEASE                       the release's source, once
+#   found_at BACKEND CASE RELEASE         the finding kinds `kvfuzz check` reports ("" when clean)
+#   backend_name BACKEND RELEASE DET      the adapter's name (DET: True for deterministic serving)
+#   adapter_at BACKEND RELEASE DET        the planner command
+#   family_executor BACKEND               kvfuzz's executor of the backend's family
+# and read KVFUZZ. Each returns 1 when a row is not as expected.
+
+# releases_table ROWS ISSUES_JSON ENGINE: each row "backend:case:PR:shipped:fixed", a known bug found
+# in the last release with it (shipped) and gone in the first with its fix (fixed), unpatched. Gone:
+# no finding of the fixed release triages as issue ENGINE#PR, a regression or NEW; a finding of
+# another known issue open there may remain (shown with its issue).
+#   releases_table "fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0" adapters/vllm/known_issues.json vllm
+releases_table() {
+  local issues=$2 engine=$3 row backend file pr shipped fixed before after verdict failed=0
+  printf '%-10s %-32s %-7s %-40s %-44s %s\n' backend case PR "shipped in" "fixed in" verdict
+  for row in $1; do
+    IFS=: read -r backend file pr shipped fixed <<<"$row"
+    install "$shipped" && install "$fixed"
+    before=$(found_at "$backend" "$file" "$shipped")
+    after=$(triaged_at "$backend" "$file" "$fixed" "$issues")
+    verdict=ok
+    is_finding "$before" || verdict="NOT FOUND in $shipped"
+    case " $after " in *"=$engine#$pr "*|*=NEW*|*=regression*|*=unreadable*) verdict="${verdict/ok/}; NOT GONE in $fixed" ;; esac
+    [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+    printf '%-10s %-32s %-7s %-40s %-44s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
+      "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
+  done
+  return $failed
+}
+
+# triaged_at BACKEND CASE RELEASE ISSUES_JSON: the case's findings at RELEASE as PROPERTY=ISSUE (or
+# =NEW, =regression: the label where no open issue holds it), one per property and issue; "" when clean.
+triaged_at() {
+  local work
+  work=$(mktemp -d)
+  "$KVFUZZ" fingerprint "$2" --backend "$(backend_name "$1" "$3" False):$(family_executor "$1")" \
+    --adapter "$(adapter_at "$1" "$3" False)" >"$work/f.jsonl" 2>/dev/null || true
+  python3 adapters/triage.py "$work/f.jsonl" --issues "$4" --json-out "$work/t.json" >/dev/null 2>&1 || true
+  python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({x["key"].split("/")[0] + "=" + (x["issue"] if x["label"] == "known" else x["label"]) for x in g})))' \
+    "$work/t.json" 2>/dev/null || echo "?=unreadable"
+  rm -rf "$work"
+}
+
+# known_table ISSUES_JSON: every known issue's minimal case, at the release its entry names, through
+# `kvfuzz fingerprint`: its fingerprints must triage as that issue (and nothing as NEW or a regression).
+#   known_table adapters/vllm/known_issues.json
+known_table() {
+  local issues=$1 work id backend case release det labels verdict failed=0
+  work=$(mktemp -d)
+  printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
+  while IFS=' ' read -r id backend case release det; do
+    install "$release"
+    "$KVFUZZ" fingerprint "$case" --backend "$(backend_name "$backend" "$release" "$det"):$(family_executor "$backend")" \
+      --adapter "$(adapter_at "$backend" "$release" "$det")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+    python3 adapters/triage.py "$work/$id.jsonl" --issues "$issues" --json-out "$work/$id.json" \
+      >/dev/null 2>&1 || true  # its labels are read below
+    labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
+    verdict=ok
+    case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
+    case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
+    [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
+    printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
+  done < <(python3 -c '
+import json, sys
+for i in json.load(open(sys.argv[1]))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False))' "$issues")
+  rm -rf "$work"
+  return $failed
+}

@@ -73,6 +73,10 @@ found() {
 }
 is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
 family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
+# What ci/engine_env.sh's releases_table and known_table call (DET True: --deterministic).
+found_at() { found "$1" "$2" "$ROOT/$3" "sglang_$1_${3//./_}"; }
+backend_name() { echo "sglang_$1_${2//./_}$([ "${3:-False}" = True ] && echo _det)"; }
+adapter_at() { echo "$PY adapters/sglang/sglang_planner.py --site $ROOT/$2 --device $DEVICE --backend $1$([ "${3:-False}" = True ] && echo " --deterministic")"; }
 
 # The seed cases: backend : case file : what the release does with it : mode
 #   fix=N     found in the release, gone with upstream fix N re-applied (adapters/sglang/fixes.py)
@@ -91,6 +95,7 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        triton:corpus/sglang/triton_verify_tree_window.json:-
        flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
        flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
+       flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
 
 case "$1" in
@@ -130,21 +135,7 @@ case "$1" in
           triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13
           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:26513:0.5.12.post1:0.5.13
           fa:corpus/regressions/fa__fa_local_token_table.json:32902:0.5.13:0.5.23"
-    failed=0
-    printf '%-8s %-32s %-7s %-40s %-30s %s\n' backend case PR "shipped in" "fixed in" verdict
-    for row in $rows; do
-      IFS=: read -r backend file pr shipped fixed <<<"$row"
-      install "$shipped" && install "$fixed"
-      before=$(found "$backend" "$file" "$ROOT/$shipped" "sglang_${backend}_${shipped//./_}")
-      after=$(found "$backend" "$file" "$ROOT/$fixed" "sglang_${backend}_${fixed//./_}")
-      verdict=ok
-      is_finding "$before" || verdict="NOT FOUND in $shipped"
-      [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
-      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
-      printf '%-8s %-32s %-7s %-40s %-30s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
-        "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
-    done
-    exit $failed ;;
+    releases_table "$rows" adapters/sglang/known_issues.json sglang ;;
   matrix)
     # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.
     releases=${RELEASES:-0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23}
@@ -183,32 +174,7 @@ case "$1" in
     done
     exit $status ;;
   known)
-    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
-    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
-    failed=0 work=$(mktemp -d)
-    printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
-    while IFS=' ' read -r id backend case release det; do
-      install "$release"
-      name=sglang_${backend}_${release//./_}
-      flag=""
-      [ "$det" = True ] && flag=--deterministic name=${name}_det
-      "$KVFUZZ" fingerprint "$case" --backend "$name:$(family_executor "$backend")" \
-        --adapter "$PY adapters/sglang/sglang_planner.py --site $ROOT/$release --device $DEVICE --backend $backend $flag" \
-        >"$work/$id.jsonl" 2>"$work/$id.err" || true
-      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/sglang/known_issues.json --json-out "$work/$id.json" \
-        >/dev/null 2>&1 || true  # its labels are read below
-      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
-      verdict=ok
-      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
-      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
-      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
-      printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
-    done < <(python3 -c '
-import json
-for i in json.load(open("adapters/sglang/known_issues.json"))["issues"]:
-    m = i["minimal_case"]
-    print(i["id"], m["backend"], m["case"], m["release"], m["deterministic"])')
-    rm -rf "$work"
-    exit $failed ;;
+    # Every known issue's minimal case at its release, fingerprinted: triaged as that issue (ci/engine_env.sh).
+    known_table adapters/sglang/known_issues.json ;;
   *) usage ;;
 esac

@@ -64,6 +64,10 @@ found() {
     grep -vx ok | sort -u | tr '\n' ' ' || true
 }
 is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
+# What ci/engine_env.sh's releases_table and known_table call.
+found_at() { found "$1" "$2" "$3"; }
+backend_name() { echo "vllm_$1_${2//./_}"; }
+adapter_at() { adapter "$2" "$1"; }
 
 # The seed cases: backend : case file : what the newest release does with it
 #   clean      every property holds (the metadata path the case exercises works)
@@ -71,7 +75,8 @@ is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
 seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
-       fa:corpus/vllm/fa_local_graph_decode.json:clean"
+       fa:corpus/vllm/fa_local_graph_decode.json:clean
+       fa:corpus/vllm/fa_full_graph_decode.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without
@@ -100,21 +105,7 @@ case "$1" in
     done
     exit $failed ;;
   releases)
-    failed=0
-    printf '%-6s %-30s %-7s %-32s %-26s %s\n' backend case PR "shipped in" "fixed in" verdict
-    for row in $rows; do
-      IFS=: read -r backend file pr shipped fixed <<<"$row"
-      install "$shipped" && install "$fixed"
-      before=$(found "$backend" "$file" "$shipped")
-      after=$(found "$backend" "$file" "$fixed")
-      verdict=ok
-      is_finding "$before" || verdict="NOT FOUND in $shipped"
-      [ -z "$after" ] || verdict="${verdict/ok/}; NOT GONE in $fixed"
-      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
-      printf '%-6s %-30s %-7s %-32s %-26s %s\n' "$backend" "$(basename "$file" .json)" "#$pr" \
-        "$shipped: ${before:-clean}" "$fixed: ${after:-clean}" "$verdict"
-    done
-    exit $failed ;;
+    releases_table "$rows" adapters/vllm/known_issues.json vllm ;;
   matrix)
     releases=${RELEASES:-0.10.2 0.11.0 0.14.0 0.19.0 0.24.0 0.25.0 0.27.1 0.28.0 0.33.0}
     printf '%-6s %-30s' backend case
@@ -130,29 +121,8 @@ case "$1" in
       echo
     done ;;
   known)
-    # Every known issue's minimal case, at the release its entry names, through `kvfuzz fingerprint`:
-    # its fingerprints must triage as that issue (and nothing as NEW or a regression).
-    failed=0 work=$(mktemp -d)
-    printf '%-12s %-8s %-30s %s\n' issue release "labels (fingerprints)" verdict
-    while IFS=' ' read -r id backend case release; do
-      install "$release"
-      "$KVFUZZ" fingerprint "$case" --backend "vllm_${backend}_${release//./_}:$(family_executor "$backend")" \
-        --adapter "$(adapter "$release" "$backend")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
-      python3 adapters/triage.py "$work/$id.jsonl" --issues adapters/vllm/known_issues.json --json-out "$work/$id.json" \
-        >/dev/null 2>&1
-      labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
-      verdict=ok
-      case " $labels " in *" $id "*) ;; *) verdict="NOT TRIAGED AS $id" ;; esac
-      case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
-      [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
-      printf '%-12s %-8s %-30s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
-    done < <(python3 -c '
-import json
-for i in json.load(open("adapters/vllm/known_issues.json"))["issues"]:
-    m = i["minimal_case"]
-    print(i["id"], m["backend"], m["case"], m["release"])')
-    rm -rf "$work"
-    exit $failed ;;
+    # Every known issue's minimal case at its release, fingerprinted: triaged as that issue (ci/engine_env.sh).
+    known_table adapters/vllm/known_issues.json ;;
   campaign)
     # Findings may be expected (known issues): the exit is the triage's, 1 only for a finding that
     # matches no entry of adapters/vllm/known_issues.json.

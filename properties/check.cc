@@ -122,6 +122,10 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
       run.findings.push_back({item.property, std::string(backend.name()), item.message, item.layer});
       run.findings.back().mechanism = item.mechanism;
     }
+    for (const PlanRunDisagreement& d : run.plan->plan_run) {  // the engine's plan step against its run step
+      run.findings.push_back({"plan-run", std::string(backend.name()), d.message, d.layer});
+      run.findings.back().mechanism = "plan-run:" + d.argument;
+    }
     std::vector<std::string> skipped;
     backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr}, run.out);
     for (std::string& m : skipped) run.findings.push_back({"in-bounds", std::string(backend.name()), std::move(m)});

@@ -9,6 +9,9 @@ property applies to this planner's metadata.
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table_planner.py"
 
 KVFUZZ_EXAMPLE_BREAK=token_table hands the token-granular table instead (sglang #23757);
+KVFUZZ_EXAMPLE_BREAK=plan_run reports each sliding-window layer as planned without its window and
+run with it (a planted plan-run disagreement: sglang #31501's shape; the plan itself stays right);
+KVFUZZ_EXAMPLE_BREAK=bad_plan_run reports a malformed disagreement (a contract finding);
 KVFUZZ_EXAMPLE_PLANNER_NAME renames it (a test stands it in for an engine's planner).
 """
 import os
@@ -54,6 +57,11 @@ def plan(case):
         "full.parts.0.page_table": table.astype(np.int32).reshape(-1),
     }
     layers = [{"kind": l["kind"], "window": l["window"], "chunk": l["chunk"]} for l in case.layers]
+    for l, layer in enumerate(layers):
+        if BREAK == "plan_run" and layer["kind"] == "sliding_window":
+            case.disagree("window_left", -1, layer["window"], layer=l, where="numpy planner's forward")
+    if BREAK == "bad_plan_run":
+        case.plan_run.append({"argument": "", "message": "no argument named"})
     meta = {"layers": layers, "full": {"kind": "full", "chunk": 0, "parts": [call]}, "has_sliding": False,
             "sliding": empty_group("sliding"), "local": []}
     return meta, arrays

@@ -159,6 +159,18 @@ class PlanCase(_Base):
     def __init__(self, manifest, folder, guarded, clock=None):
         super().__init__(manifest, folder, guarded, clock)
         self.cache_config = self.info["cache"]  # page_size, max_requests, max_context_len, hybrid
+        self.plan_run = []                      # disagreements reported with the plan (disagree())
+
+    def disagree(self, argument, planned, ran, layer=-1, where=""):
+        """Reports that the engine fixed `argument` at its plan step and passed it differently at its
+        run step (PROTOCOL.md "plan_run"): kvfuzz files a `plan-run` finding, mechanism
+        plan-run:ARGUMENT, and still checks the plan. E.g. a FlashInfer wrapper planned without the
+        window that forward() is handed: case.disagree("window_left", -1, 2, layer=0, where="paged prefill")."""
+        if not argument:
+            raise ValueError("disagree() needs the argument's name")
+        what = f"{where}: " if where else ""
+        self.plan_run.append({"argument": str(argument), "layer": int(layer),
+                              "message": f"{what}{argument} is {planned!r} at the plan step, {ran!r} at the run step"})
 
     def array(self, name):
         """req_to_token [max_requests + 1, max_context_len] int32, full_to_swa [full_slots + 1] int64

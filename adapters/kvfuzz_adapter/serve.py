@@ -77,11 +77,13 @@ def _plan(fn, manifest, folder, answer, clock):
     if not isinstance(result, tuple) or len(result) != 2:
         raise ValueError("the planner must return (meta dict, arrays dict)")
     meta, arrays = result
-    answer = manifest["answer_dir"]
+    folder_out = manifest["answer_dir"]
     for name, arr in arrays.items():
-        np.save(f"{answer}/{name}.npy", np.ascontiguousarray(arr))
-    with open(f"{answer}/plan.json", "w") as f:
+        np.save(f"{folder_out}/{name}.npy", np.ascontiguousarray(arr))
+    with open(f"{folder_out}/plan.json", "w") as f:
         json.dump(meta, f)
+    if case.plan_run:
+        answer["plan_run"] = case.plan_run
     clock.write += time.perf_counter() - start
     return guarded.violations(), {"plan": elapsed}
 

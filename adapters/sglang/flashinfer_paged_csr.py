@@ -18,70 +18,119 @@ import importlib
 import numpy as np
 import torch
 
+from engine.plan_run import PlanRun
 from fake_runner import UnsupportedCase
 from recorder import Recorder, host, int32, recorded_plan
 
 
 class _Wrapper:
-    """FlashInfer's Batch*Wrapper, recording: begin_forward() sets the plan, forward*() records a call."""
+    """FlashInfer's Batch*Wrapper, recording: begin_forward() sets the plan, forward*() records a call
+    and checks it against the plan (_agree)."""
 
     def __init__(self, rec, *args, use_cuda_graph=False, **kwargs):
-        self.rec, self.plan = rec, None
+        self.rec, self.plan, self.planned = rec, None, None
         self.is_cuda_graph_enabled = bool(use_cuda_graph)
         if use_cuda_graph:
             raise NotImplementedError("FlashInfer CUDA-graph wrappers are not modelled")
 
-    def _call(self, role, causal, window_left, kv_buffer):
+    def _fix(self, head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type, kv_data_type):
+        """What FlashInfer's plan() fixes: the kernel module it picks (head dim, dtypes, sliding window
+        on or off, soft cap on or off) and the schedule (page size, causal: a causal plan schedules no
+        key past a query tile's diagonal)."""
+        q_dtype = _dtype(q_data_type) or torch.float16  # FlashInfer's default
+        self.planned = {"head_dim": int(head_dim), "page_size": int(page_size), "window_left": int(window_left),
+                        "logits_soft_cap": float(logits_soft_cap or 0.0), "causal": bool(causal),
+                        "q_data_type": q_dtype, "kv_data_type": _dtype(kv_data_type) or q_dtype}
+
+    def _call(self, role, causal, window_left, logits_soft_cap, q, kv_buffer, k=None):
         if self.plan is None:
             raise RuntimeError(f"{type(self).__name__}.forward before begin_forward")
         pool = self.rec.setup.pool_of(kv_buffer[0]) if kv_buffer is not None else None
-        self.rec._add(dict(self.plan, role=role, causal=bool(causal), window_left=int(window_left), pool=pool))
+        self._agree(role, causal, window_left, logits_soft_cap, q, kv_buffer[0] if kv_buffer is not None else k)
+        self.rec._add(dict(self.plan, role=role, causal=bool(causal), window_left=self.plan["plan_window_left"],
+                           pool=pool))
+
+    def _agree(self, role, causal, window_left, logits_soft_cap, q, k):
+        """The run's arguments against the plan's. forward() (FlashInfer's deprecated entry point) stores
+        its window_left and logits_soft_cap over the planned ones, but the kernel stays the one plan()
+        picked: a window or cap given only at forward() does not mask (sglang#31501, #33915). A causal
+        run over a non-causal plan reads within what was scheduled, so only the reverse disagrees."""
+        p, layer, where = self.planned, self.rec.layer, f"{type(self).__name__.strip('_')} {role} forward"
+        check = self.rec.agree.check
+        check("window_left", p["window_left"], int(window_left), layer, where)
+        check("logits_soft_cap", p["logits_soft_cap"], float(logits_soft_cap or 0.0), layer, where)
+        check("head_dim", p["head_dim"], int(q.shape[-1]), layer, where)
+        check("q_data_type", str(p["q_data_type"]), str(q.dtype), layer, where)
+        check("kv_data_type", str(p["kv_data_type"]), str(k.dtype), layer, where)
+        if k.dim() == 4:  # a paged K view [pages, page_size, heads, dim]; 3-D views are pages of one token
+            check("page_size", p["page_size"], int(k.shape[1]), layer, where)
+        elif self.plan["page_size"] != 1 and not isinstance(self, _RaggedPrefill):
+            check("page_size", p["page_size"], 1, layer, where)
+        if p["causal"] and not causal:
+            check("causal", True, False, layer, where)
 
 
 class _Decode(_Wrapper):
     def begin_forward(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
-                      window_left=-1, **unused):
+                      pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
+                      kv_data_type=None, data_type=None, **unused):
         rows = int(indptr.shape[0]) - 1
         self.plan = {"qo_indptr": torch.arange(rows + 1, dtype=torch.int64), "kv_indptr": host(indptr, "indptr"),
                      "kv_indices": host(indices, "indices"), "kv_last_page_len": host(last_page_len),
                      "page_size": int(page_size), "plan_window_left": int(window_left), "custom_mask": None}
+        self._fix(head_dim, page_size, window_left, logits_soft_cap, False, q_data_type, kv_data_type or data_type)
 
-    def forward(self, q, kv_buffer, sm_scale=None, logits_soft_cap=None, **unused):
-        self._call("decode", True, self.plan["plan_window_left"], kv_buffer)
+    def forward(self, q, kv_buffer, pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, sm_scale=None,
+                **unused):
+        self._call("decode", True, window_left, logits_soft_cap, q, kv_buffer)
         return q.new_zeros(q.shape)
 
 
 class _PagedPrefill(_Wrapper):
     def begin_forward(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
-                      page_size, custom_mask=None, window_left=-1, **unused):
+                      page_size, custom_mask=None, packed_custom_mask=None, causal=False, pos_encoding_mode="NONE",
+                      use_fp16_qk_reduction=False, window_left=-1, logits_soft_cap=None, q_data_type="float16",
+                      kv_data_type=None, **unused):
         self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
                      "kv_indices": host(kv_indices, "kv_indices"), "kv_last_page_len": host(last_page_len),
                      "page_size": int(page_size), "plan_window_left": int(window_left),
                      "custom_mask": None if custom_mask is None else host(custom_mask).to(torch.uint8)}
+        self._fix(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type, kv_data_type)
 
-    def forward(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None, **unused):
-        self._call("full_extend" if causal else "prefix", causal, self.plan["plan_window_left"], kv_buffer)
+    def forward(self, q, kv_buffer, causal=True, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, k_scale=None,
+                v_scale=None, window_left=-1, logits_soft_cap=None, sm_scale=None, **unused):
+        self._call("full_extend" if causal else "prefix", causal, window_left, logits_soft_cap, q, kv_buffer)
         return q.new_zeros(q.shape)
 
-    def forward_return_lse(self, q, kv_buffer, causal=True, sm_scale=None, window_left=-1, logits_soft_cap=None,
-                           **unused):
-        self._call("full_extend" if causal else "prefix", causal, self.plan["plan_window_left"], kv_buffer)
+    def forward_return_lse(self, q, kv_buffer, causal=True, pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                           k_scale=None, v_scale=None, window_left=-1, logits_soft_cap=None, sm_scale=None, **unused):
+        self._call("full_extend" if causal else "prefix", causal, window_left, logits_soft_cap, q, kv_buffer)
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
 
 
 class _RaggedPrefill(_Wrapper):
-    def begin_forward(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim, window_left=-1, **unused):
+    def begin_forward(self, qo_indptr, kv_indptr, num_qo_heads, num_kv_heads, head_dim, custom_mask=None,
+                      packed_custom_mask=None, causal=False, pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                      window_left=-1, logits_soft_cap=None, q_data_type="float16", kv_data_type=None, **unused):
         self.plan = {"qo_indptr": host(qo_indptr, "qo_indptr"), "kv_indptr": host(kv_indptr, "kv_indptr"),
                      "kv_indices": torch.zeros(0, dtype=torch.int64), "kv_last_page_len": torch.zeros(0),
                      "page_size": 1, "plan_window_left": int(window_left), "custom_mask": None}
+        self._fix(head_dim, 1, window_left, logits_soft_cap, causal, q_data_type, kv_data_type)
 
-    def forward(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
-        self._call("ragged", causal, self.plan["plan_window_left"], None)
+    def forward(self, q, k, v, causal=True, pos_encoding_mode="NONE", use_fp16_qk_reduction=False, window_left=-1,
+                logits_soft_cap=None, sm_scale=None, **unused):
+        self._call("ragged", causal, window_left, logits_soft_cap, q, None, k)
         return q.new_zeros(q.shape)
 
-    def forward_return_lse(self, q, k, v, causal=True, sm_scale=None, logits_soft_cap=None, window_left=-1, **unused):
-        self._call("ragged", causal, self.plan["plan_window_left"], None)
+    def forward_return_lse(self, q, k, v, causal=True, pos_encoding_mode="NONE", use_fp16_qk_reduction=False,
+                           window_left=-1, logits_soft_cap=None, sm_scale=None, **unused):
+        self._call("ragged", causal, window_left, logits_soft_cap, q, None, k)
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
+
+
+def _dtype(d):
+    """A FlashInfer plan dtype (a torch.dtype or its name) as a torch.dtype; None stays None."""
+    return getattr(torch, d) if isinstance(d, str) else d
 
 
 class _TorchOn:
@@ -117,6 +166,7 @@ def build(sg, setup):
         raise UnsupportedCase("chunked layers: server_args refuses FlashInfer for Llama 4")
     fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
     rec = Recorder(setup)
+    rec.agree = PlanRun()
     fi.BatchDecodeWithPagedKVCacheWrapper = lambda *a, **k: _Decode(rec, *a, **k)
     fi.BatchPrefillWithPagedKVCacheWrapper = lambda *a, **k: _PagedPrefill(rec, *a, **k)
     fi.BatchPrefillWithRaggedKVCacheWrapper = lambda *a, **k: _RaggedPrefill(rec, *a, **k)
@@ -143,6 +193,7 @@ def _signature(call):
 
 def to_plan(setup, rec):
     case = setup.case
+    rec.agree.report(case)
     groups, group_of_layer, index, arrays = [], [], {}, {}
     for l, spec in enumerate(case.layers):
         calls = rec.calls.get(l, [])

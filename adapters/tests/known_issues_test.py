@@ -4,7 +4,8 @@
 
 For each entry and each of its match clauses, a fingerprint built to satisfy the clause:
   - with a mechanism of the clause is labelled with that entry (and no earlier one swallows it);
-  - with the same configuration and another mechanism is NEW;
+  - with the same configuration and another mechanism is NEW (for a plan-run mechanism, also the
+    plan-run of another argument: plan-run:window_left does not match plan-run:causal);
   - at the entry's fixed release (when it has one) is a regression;
   - as a hang or a contract finding is NEW.
 Exit 1 with a line per failure.
@@ -62,6 +63,12 @@ def main():
                 got, hit = triage.label(fp, issues, versions, set())
                 if got != "NEW":
                     failures.append(f"{where}: another mechanism at the same configuration is {got} ({hit and hit['id']})")
+                for mechanism in clause.get("mechanisms", []):
+                    if mechanism.startswith("plan-run:"):
+                        fp["mechanism"] = "plan-run:another-argument"
+                        got, hit = triage.label(fp, issues, versions, set())
+                        if got != "NEW":
+                            failures.append(f"{where}: plan-run of another argument is {got} ({hit and hit['id']})")
                 if a.get("fixed"):
                     fp = fingerprint_for(clause, issue, a["fixed"])
                     got, hit = triage.label(fp, issues, {a["package"]: a["fixed"]}, set())

@@ -2,7 +2,9 @@
 # vLLM's real metadata builders under kvfuzz (adapters/vllm/), with the releases ci/vllm.sh installed:
 #  - the seed cases on the newest release (ci/vllm.sh seeds): each clean or found as its table says,
 #    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
-#    sliding-window block tables; chunked layers built with the plain FlashAttention builder);
+#    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
+#    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
+#    own) and an FA3 schedule made for another batch;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -27,8 +29,8 @@ KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
 
 # Mutants of the adapter, in a copy: each must make its seed fail.
 cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
-mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE
-  local name=$1 file=$2 old=$3 new=$4 case=$5
+mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold]
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)}
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -39,7 +41,7 @@ open(path, "w").write(text.replace(old, new))
 PY
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
     --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend fa" 2>&1)
-  if echo "$out" | grep -q "finding(s)"; then echo "ok: $name is caught by $(basename "$case")"
+  if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
 mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
@@ -50,4 +52,8 @@ mutant window-on-every-layer flash_attn_page_table.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = max([y["window"] + 1 for y in setup.layers_spec if y["kind"] == "sliding_window"] or [0]) or None' \
   corpus/vllm/fa_group_window_full_layer.json
+mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(torch.from_numpy(qsl))' \
+  '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
+mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
+  corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

@@ -50,13 +50,15 @@ def plan(vl, setup):
             capture = getattr(builder, "build_for_cudagraph_capture", None)
             metadata = capture(common) if capture else builder.build(common_prefix_len=0, common_attn_metadata=common)
             _layers(setup, rec, impls, g, metadata)
-        for g in setup.groups:
-            builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+        replays = {g.gid: builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+                   for g in setup.groups}
         rec.replayed()
+        _replay_agreement(setup, rec, impls, replays, fa)
     else:
         for g in setup.groups:
             metadata = builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
             _layers(setup, rec, impls, g, metadata)
+    rec.agree.report(setup.case)
     calls = rec.as_plan_calls()
     if setup.graph:  # vLLM's padding: empty padded rows, padded tokens in no row; capture's max_seqlen_k
         for layer_calls in calls.values():
@@ -64,6 +66,32 @@ def plan(vl, setup):
                 c["empty_padded_rows"] = True
                 c["max_seqlen_k_upper_bound"] = full_graph
     return page_table_plan.to_plan(setup.case, setup.mode, calls, "vllm")
+
+
+def _replay_agreement(setup, rec, impls, replays, fa):
+    """A FULL graph is the plan step, its replay the run step: the kernel reads the buffers it was
+    handed at capture, so the replay's metadata build must leave in them what it built. Each layer's
+    forward runs again, eagerly, on the replay's metadata (a second recorder sharing the schedules);
+    every index tensor a captured call holds after the replay must equal the eager call's
+    (plan-run:page_table, :cache_seqlens, :cu_seqlens_q; vllm#26034's local virtual batches)."""
+    eager = Recorder(setup)
+    eager.schedules, eager.agree = rec.schedules, rec.agree
+    eager.install(fa)
+    for g in setup.groups:
+        _layers(setup, eager, impls, g, replays[g.gid])
+    rec.install(fa)
+    where = "FULL CUDA graph replay: the captured buffer against the replay's build"
+    for layer, calls in rec.calls.items():
+        for captured, built in zip(calls, eager.calls.get(layer, [])):
+            for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
+                a, b = captured[name], built[name]
+                if a.shape != b.shape or not torch.equal(a, b):
+                    rec.agree.note(name, _brief(a), _brief(b), layer, where)
+
+
+def _brief(t):
+    values = t.flatten().tolist()
+    return f"{list(t.shape)} {values[:12]}{' ...' if len(values) > 12 else ''}"
 
 
 def _resolve_cudagraph_mode(vl, setup, classes):

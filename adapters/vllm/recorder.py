@@ -5,13 +5,17 @@ directly up to about 0.2x and through FA4DenseAttentionKernel's launcher later; 
 global up at call time), so what is recorded is exactly what production hands the kernel: the block
 table as laid out, seqused_k, cu_seqlens_q, the window as the kernel counts it, the K/V view's page
 size, which layer's cache. FA3's ahead-of-time scheduler (get_scheduler_metadata) is recorded too:
-its arguments are what the plan step fixed, to be compared with the run's.
+its arguments are what the plan step fixed, and each kernel call handed that schedule is checked
+against them (batch, max_seqlen_q/k, causal, window, page size, splits; engine/plan_run.py): the
+schedule it returns holds its own index, so the call finds it through vLLM's persistent
+CUDA-graph copy too.
 
     rec = Recorder(setup); rec.install(vl.flash_attn)
     impl.forward(layer, q, k, v, kv_cache, metadata, output)   # -> rec.calls[layer]
 """
 import torch
 
+from engine.plan_run import PlanRun
 from engine.tensors import host
 
 # Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
@@ -30,6 +34,7 @@ class Recorder:
         self.capturing = False
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
+        self.agree = PlanRun()  # the plan steps' arguments against the run steps'
 
     def install(self, fa):
         """Replace the kernels the module `fa` (vllm.v1.attention.backends.flash_attn) calls."""
@@ -48,6 +53,9 @@ class Recorder:
         if block_table is None or seqused_k is None:
             raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
         window = list(window_size) if window_size is not None else [-1, -1]
+        if scheduler_metadata is not None and not self.capturing:
+            self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
+                                 int(k.shape[1]), int(num_splits or 0))
         keep = (lambda t, name: t) if self.capturing else host
         self.calls.setdefault(self.layer, []).append({
             "kernel": "flash_attn_varlen_func",
@@ -84,13 +92,32 @@ class Recorder:
     def get_scheduler_metadata(self, batch_size, max_seqlen_q, max_seqlen_k, cache_seqlens, cu_seqlens_q=None,
                                page_size=None, causal=False, window_size=(-1, -1), num_splits=0, **others):
         self.schedules.append({"batch_size": int(batch_size), "max_seqlen_q": int(max_seqlen_q),
-                               "max_seqlen_k": int(max_seqlen_k), "page_size": page_size, "causal": bool(causal),
-                               "window": tuple(window_size) if window_size is not None else (-1, -1),
+                               "max_seqlen_k": int(max_seqlen_k), "page_size": None if page_size is None else int(page_size),
+                               "causal": bool(causal),
+                               "window": tuple(int(w) for w in window_size) if window_size is not None else (-1, -1),
                                "num_splits": int(num_splits or 0)})
-        # Its contents only schedule tiles (not modelled); its length is FA3's build's (batch + 1 in the
-        # builds of 0.1x, 1 + round_up(batch, 4) * 4 later): the shortest, which every release's
-        # persistent CUDA-graph buffer holds.
-        return torch.zeros(batch_size + 1, dtype=torch.int32, device=cache_seqlens.device)
+        # Its contents only schedule tiles (not modelled): here they hold the schedule's index (1-based),
+        # which the kernel call looks up. Its length is FA3's build's (batch + 1 in the builds of 0.1x,
+        # 1 + round_up(batch, 4) * 4 later): the shortest, which every release's persistent
+        # CUDA-graph buffer holds.
+        return torch.full((batch_size + 1,), len(self.schedules), dtype=torch.int32, device=cache_seqlens.device)
+
+    def _check_schedule(self, scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
+                        page_size, num_splits):
+        """The kernel call against the FA3 schedule it was handed (get_scheduler_metadata's arguments)."""
+        index = int(host(scheduler_metadata, "scheduler_metadata")[0]) - 1
+        if not 0 <= index < len(self.schedules):
+            self.agree.note("scheduler_metadata", "a schedule of this step", "none of them", self.layer,
+                            "flash_attn_varlen_func")
+            return
+        s, where, layer = self.schedules[index], f"flash_attn_varlen_func against FA3 schedule {index}", self.layer
+        self.agree.check("batch_size", s["batch_size"], int(cu_seqlens_q.shape[0]) - 1, layer, where)
+        self.agree.check("max_seqlen_q", s["max_seqlen_q"], int(max_seqlen_q), layer, where)
+        self.agree.check("max_seqlen_k", s["max_seqlen_k"], int(max_seqlen_k), layer, where)
+        self.agree.check("causal", s["causal"], bool(causal), layer, where)
+        self.agree.check("window_size", list(s["window"]), window, layer, where)
+        self.agree.check("page_size", s["page_size"], page_size, layer, where)
+        self.agree.check("num_splits", s["num_splits"], num_splits, layer, where)
 
     def unexpected(self, name):
         def fail(*args, **kwargs):

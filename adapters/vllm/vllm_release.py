@@ -79,6 +79,12 @@ class Vllm:
             def get_device_name(cls, device_id=0):
                 return "NVIDIA H100 80GB HBM3"
 
+            @classmethod
+            def is_pin_memory_available(cls):  # no pinned host memory without a CUDA device (0.32 asks here)
+                import torch
+
+                return torch.cuda.is_available()
+
         platforms._current_platform = KvfuzzCudaPlatform()
 
     def _no_pinned_memory(self):

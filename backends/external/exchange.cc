@@ -196,4 +196,23 @@ std::unique_ptr<Plan> read_plan_answer(const std::string& dir, const Family& fam
   return family.read(set);
 }
 
+std::vector<PlanRunDisagreement> read_plan_run(const nlohmann::json& answer) {
+  std::vector<PlanRunDisagreement> out;
+  if (!answer.contains("plan_run")) return out;
+  const nlohmann::json& list = answer["plan_run"];
+  if (!list.is_array()) throw ContractError("answer's plan_run: not a list");
+  for (const nlohmann::json& item : list) {
+    const bool well_formed = item.is_object() && item.contains("argument") && item["argument"].is_string() &&
+                             !item["argument"].get<std::string>().empty() && item.contains("message") &&
+                             item["message"].is_string() &&
+                             (!item.contains("layer") || item["layer"].is_number_integer());
+    if (!well_formed)
+      throw ContractError(
+          "answer's plan_run: " + item.dump().substr(0, 200) +
+          " is not {\"argument\": non-empty string, \"message\": string, \"layer\": integer (optional)}");
+    out.push_back({item["argument"].get<std::string>(), item.value("layer", -1), item["message"].get<std::string>()});
+  }
+  return out;
+}
+
 }  // namespace kvfuzz

@@ -44,4 +44,8 @@ void write_plan_request(const std::string& dir, const PlanInput& in);
 // The adapter's plan, `dir`/plan.json and its arrays, read through the family's schema.
 std::unique_ptr<Plan> read_plan_answer(const std::string& dir, const Family& family);
 
+// The answer's "plan_run" list (PROTOCOL.md), or none; throws ContractError when it is malformed.
+//   plan->plan_run = read_plan_run(answer);
+std::vector<PlanRunDisagreement> read_plan_run(const nlohmann::json& answer);
+
 }  // namespace kvfuzz

@@ -97,7 +97,10 @@ std::unique_ptr<Plan> PairBackend::plan(const PlanInput& in) const {
   std::unique_ptr<Plan> plan;
   ext_planner_->call(
       "plan", [&](const std::string& dir) { write_plan_request(dir, in); },
-      [&](const std::string& dir, const nlohmann::json&) { plan = read_plan_answer(dir + "/plan", *family_); });
+      [&](const std::string& dir, const nlohmann::json& answer) {
+        plan = read_plan_answer(dir + "/plan", *family_);
+        plan->plan_run = read_plan_run(answer);
+      });
   return plan;
 }
 

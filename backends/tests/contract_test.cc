@@ -121,6 +121,55 @@ TEST(Exchange, WritesSparsePoolsAboveTheThresholdAndDenseBelow) {
   std::filesystem::remove_all(root);
 }
 
+// A planner's plan_run list (PROTOCOL.md) becomes the plan's disagreements; a malformed entry is a
+// contract error; no list, none.
+TEST(Contract, PlanRunDisagreementsAreReadOrRejected) {
+  EXPECT_TRUE(read_plan_run({{"id", 1}, {"ok", true}}).empty());
+  const auto read = read_plan_run(nlohmann::json::parse(
+      R"({"plan_run": [{"argument": "window_left", "layer": 2, "message": "-1 at plan, 3 at run"},
+                       {"argument": "causal", "message": "m"}]})"));
+  ASSERT_EQ(read.size(), 2u);
+  EXPECT_EQ(read[0].argument, "window_left");
+  EXPECT_EQ(read[0].layer, 2);
+  EXPECT_EQ(read[0].message, "-1 at plan, 3 at run");
+  EXPECT_EQ(read[1].layer, -1);
+  for (const char* bad : {R"({"plan_run": {"argument": "x", "message": "m"}})", R"({"plan_run": [{"message": "m"}]})",
+                          R"({"plan_run": [{"argument": "", "message": "m"}]})",
+                          R"({"plan_run": [{"argument": "x", "message": "m", "layer": "0"}]})"})
+    EXPECT_THROW(read_plan_run(nlohmann::json::parse(bad)), ContractError) << bad;
+}
+
+// Each disagreement a plan carries is a plan-run finding on its layer, named by the argument.
+TEST(Contract, PlanRunDisagreementsAreFindings) {
+  class Disagreeing : public Backend {
+   public:
+    explicit Disagreeing(const Backend& inner) : inner_(inner) {}
+    std::string_view name() const override { return "disagreeing"; }
+    std::string_view summary() const override { return "fa, reporting a plan-run disagreement"; }
+    std::string_view family() const override { return inner_.family(); }
+    KernelRounding rounding() const override { return inner_.rounding(); }
+    Support supports(const Scenario& s) const override { return inner_.supports(s); }
+    std::unique_ptr<Plan> plan(const PlanInput& in) const override {
+      auto plan = inner_.plan(in);
+      plan->plan_run.push_back({"window_left", 0, "window_left is -1 at the plan step, 3 at the run step"});
+      return plan;
+    }
+    void run(const Plan& plan, const RunInput& in, RunOutput& out) const override { inner_.run(plan, in, out); }
+
+   private:
+    const Backend& inner_;
+  };
+  const CaseContext ctx(generate(3, Profile::small));
+  const Disagreeing backend(*find_backend("fa"));
+  const BackendRun run = run_backend(ctx, backend);
+  ASSERT_TRUE(run.ran);
+  ASSERT_EQ(run.findings.size(), 1u);
+  EXPECT_EQ(run.findings[0].property, "plan-run");
+  EXPECT_EQ(run.findings[0].mechanism, "plan-run:window_left");
+  EXPECT_EQ(run.findings[0].layer, 0);
+  EXPECT_TRUE(run_backend(ctx, *find_backend("fa")).findings.empty());
+}
+
 TEST(Contract, AMissingArrayOrWrongTypeNamesIt) {
   const CaseContext ctx(generate(3, Profile::small));
   const Backend& fa = *find_backend("fa");

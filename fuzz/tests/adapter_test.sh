@@ -41,6 +41,16 @@ for v in "drop_last_key cache-extent" "segfault crash" "next_page in-bounds" "ls
 done
 expect 1 "^stride-divide/numpy_pt_planner:fa" broken_planner -- \
   campaign token_table 120 "KVFUZZ_EXAMPLE_BREAK=token_table $PLANNER" numpy_pt_planner --shrink-seconds 5
+# A disagreement the planner reports between its plan and run steps is a plan-run finding named by
+# the argument, on a case with a sliding-window layer (and none without the break); a malformed one
+# is a contract finding.
+"$K" gen --seed 6 --profile tiny >"$WORK/swa.json"  # a decode batch, one sliding-window layer (window 3)
+expect 0 "" plan_run_clean -- "$K" check "$WORK/swa.json" --adapter "$PLANNER"
+expect 1 "plan-run: .*window_left is -1 at the plan step, 3 at the run step" plan_run_found -- \
+  "$K" check "$WORK/swa.json" --adapter "KVFUZZ_EXAMPLE_BREAK=plan_run $PLANNER"
+expect 0 '"mechanism":"plan-run:window_left"' plan_run_fingerprint -- \
+  "$K" fingerprint "$WORK/swa.json" --backend numpy_pt_planner:fa --adapter "KVFUZZ_EXAMPLE_BREAK=plan_run $PLANNER"
+expect 1 "contract.*plan_run" plan_run_malformed -- "$K" check "$WORK/swa.json" --adapter "KVFUZZ_EXAMPLE_BREAK=bad_plan_run $PLANNER"
 
 # A kernel that loads unowned slots and masks them with weight 0 is right: a clean campaign, and
 # the masked reads show as a note (the NaN-poison run) on a case that has a partly filled page.
