@@ -81,6 +81,7 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without
 rows="fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0
+      fa:corpus/vllm/fa_aot_num_splits.json:25490:0.10.2:0.11.0
       fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
 
 case "$1" in

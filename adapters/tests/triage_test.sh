@@ -90,6 +90,23 @@ line "$WORK/replay1.jsonl" replay flashinfer_paged:flashinfer_paged_csr extend c
 sed -i 's/"variant": ""/"variant": "replay"/' "$WORK/replay1.jsonl"
 run replay1 1 $GPU
 
+# vLLM: the AoT schedule's split count against the call's (vllm#25490) is known in 0.10.2; another
+# plan-run argument on full layers is NEW. A sliding layer reading past its window with the hybrid
+# manager off is #51756 (the group's window) in 0.27.1 and a regression in 0.28.0; with it on, NEW.
+VLLM="--issues $SRC/adapters/vllm/known_issues.json"
+line "$WORK/splits.jsonl" plan-run vllm_fa_0_10_2:fa extend full 0 "plan-run:num_splits" '{"graph": true}'
+run splits 0 $VLLM
+grep -q "^known *vllm#25490" "$WORK/splits.out" || fail "the AoT split count is not vllm#25490"
+line "$WORK/table.jsonl" plan-run vllm_fa_0_10_2:fa extend full 0 "plan-run:page_table" '{"graph": true}'
+run table 1 $VLLM
+line "$WORK/group.jsonl" cache-extent vllm_fa_0_27_1:fa decode sliding_window 16 extra-before
+run group 0 $VLLM --version vllm=0.27.1
+line "$WORK/group28.jsonl" cache-extent vllm_fa_0_28_0:fa decode sliding_window 16 extra-before
+run group28 1 $VLLM --version vllm=0.28.0
+grep -q "^regression *vllm#51756" "$WORK/group28.out" || fail "#51756's sliding side in 0.28.0 is not a regression"
+line "$WORK/grouph.jsonl" cache-extent vllm_fa_0_27_1:fa decode sliding_window 16 extra-before '{"hybrid": true}'
+run grouph 1 $VLLM --version vllm=0.27.1
+
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG
