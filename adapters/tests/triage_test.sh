@@ -133,7 +133,7 @@ grep -q "never match a known issue" "$WORK/bad.out" || fail "the bad issue is no
 # Every entry of both lists: its own mechanism known, another at the same configuration NEW,
 # its fixed release a regression. And that check can fail: an entry keyed on configuration alone.
 python3 "$SRC/adapters/tests/known_issues_test.py" "$SRC/adapters/sglang/known_issues.json" \
-  "$SRC/adapters/gpu/known_issues.json" >"$WORK/entries.out" 2>&1 || fail "known_issues_test: $(tail -3 "$WORK/entries.out")"
+  "$SRC/adapters/gpu/known_issues.json" "$SRC/adapters/vllm/known_issues.json" >"$WORK/entries.out" 2>&1 || fail "known_issues_test: $(tail -3 "$WORK/entries.out")"
 echo '{"issues": [{"id": "config-only", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "sglang", "first": "0.5.10.post1", "fixed": null}, "match": {"property": "oracle", "backend": "sglang_fa", "mechanism_contains": [""]}}]}' >"$WORK/config_only.json"
 python3 "$SRC/adapters/tests/known_issues_test.py" "$WORK/config_only.json" >"$WORK/config_only.out" 2>&1 &&
   fail "an entry that matches every mechanism passed known_issues_test"
