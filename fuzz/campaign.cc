@@ -44,7 +44,8 @@ struct Shared {
   std::set<uint64_t> shapes_used;
   std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 
-  explicit Shared(const CampaignOptions& o) : options(o), index(o.out_dir), shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends) {}
+  explicit Shared(const CampaignOptions& o)
+      : options(o), index(o.out_dir), shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends) {}
 };
 
 // Short and stable (FNV-1a, the same on every machine and compiler): tells apart the saved

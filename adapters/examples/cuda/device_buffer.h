@@ -51,7 +51,8 @@ class DeviceBuffer {
     check(DevicePool::process().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
     check(cudaMemsetAsync(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemsetAsync of the guards of " + name_);
     if (host && bytes_ > 0)
-      check(cudaMemcpyAsync(data(), host, bytes_, cudaMemcpyHostToDevice), "cudaMemcpyAsync of " + name_ + " to the device");
+      check(cudaMemcpyAsync(data(), host, bytes_, cudaMemcpyHostToDevice),
+            "cudaMemcpyAsync of " + name_ + " to the device");
   }
   // Readback room the guards of one buffer take.
   static constexpr size_t kGuardRoom = 2 * kGuardBytes;

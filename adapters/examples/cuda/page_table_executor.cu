@@ -303,15 +303,16 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
   kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::process();
   const size_t out_bytes = static_cast<size_t>(o_layer) * 4, lse_bytes = static_cast<size_t>(m.tokens * m.q_heads) * 4;
   kvfuzz_cuda::check(r.begin(keep.size() * DeviceBuffer::kGuardRoom + kvfuzz_cuda::Readback::room(error_bytes) +
-                                 kvfuzz_cuda::Readback::room(out_bytes) + kvfuzz_cuda::Readback::room(lse_bytes)),
+                             kvfuzz_cuda::Readback::room(out_bytes) + kvfuzz_cuda::Readback::room(lse_bytes)),
                      "cudaMallocHost of the read-back buffer");
   std::vector<size_t> guards;
   for (const DeviceBuffer& buffer : keep) guards.push_back(buffer.queue_guards(r));
-  const size_t errors_at = r.queue(a.error, error_bytes), out_at = r.queue(a.out, out_bytes), lse_at = r.queue(a.lse, lse_bytes);
+  const size_t errors_at = r.queue(a.error, error_bytes), out_at = r.queue(a.out, out_bytes),
+               lse_at = r.queue(a.lse, lse_bytes);
   kvfuzz_cuda::check(r.wait(), "cudaDeviceSynchronize after layer " + l);
   for (size_t p = 0; p < parts.size(); ++p)  // the first part's error first, as the parts ran
-    throw_key_error(reinterpret_cast<const int64_t*>(r.at(errors_at)) + 4 * p, name + ".parts." + std::to_string(p) + ".",
-                    parts[p].at("width").get<int64_t>(), slots);
+    throw_key_error(reinterpret_cast<const int64_t*>(r.at(errors_at)) + 4 * p,
+                    name + ".parts." + std::to_string(p) + ".", parts[p].at("width").get<int64_t>(), slots);
   for (size_t b = 0; b < keep.size(); ++b) keep[b].check_guards(r.at(guards[b]));
   std::memcpy(call->out + layer * o_layer, r.at(out_at), out_bytes);
   std::memcpy(call->lse + layer * m.tokens * m.q_heads, r.at(lse_at), lse_bytes);

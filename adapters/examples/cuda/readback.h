@@ -51,7 +51,8 @@ class Readback {
       error_ = cudaErrorInvalidValue;
       return at;
     }
-    if (const cudaError_t e = cudaMemcpyAsync(static_cast<unsigned char*>(base_) + at, device, bytes, cudaMemcpyDeviceToHost);
+    if (const cudaError_t e =
+            cudaMemcpyAsync(static_cast<unsigned char*>(base_) + at, device, bytes, cudaMemcpyDeviceToHost);
         e != cudaSuccess && error_ == cudaSuccess)
       error_ = e;
     used_ += (bytes + 15) / 16 * 16;
