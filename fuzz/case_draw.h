@@ -1,7 +1,7 @@
 // How a campaign draws its case i: within the backends' declared support, on a reused shape.
 //
 // Where it sits: between the campaign (campaign.cc) and the generator (reference/generate.h).
-// Case i stays a pure function of (seed, i, profile, the backends' declarations), so any case of a
+// Case i stays a pure function of (seed, shape seed, i, profile, the backends' declarations), so any case of a
 // campaign replays from its printed `kvfuzz gen` line:
 // - Within support: a draw that no backend supports (Backend::supports: what each declares, dtype,
 //   page size, head dims, layer kinds, mode, ...) is drawn again, so a campaign of one real
