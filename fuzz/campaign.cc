@@ -42,7 +42,7 @@ struct Shared {
   FindingIndex index;                    // every finding, never capped
   ShapePool shapes;                      // the campaign's shapes (case_draw.h)
   std::set<uint64_t> shapes_used;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  Clock::time_point start = Clock::now();  // the campaign's start (run_campaign reads it too)
 
   explicit Shared(const CampaignOptions& o)
       : options(o), index(o.out_dir), shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends) {}
@@ -245,7 +245,7 @@ void run_case(Shared& sh, int64_t index) {
 CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   std::filesystem::create_directories(o.out_dir);
   Shared sh(o);
-  const auto start = Clock::now();
+  const auto start = sh.start;  // one clock for the progress, the summary and the first-100 time
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto should_stop = [&] {
     if (o.stop && o.stop->load()) return true;

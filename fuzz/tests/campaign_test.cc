@@ -102,6 +102,13 @@ TEST(Campaign, ACleanBackendHasNoFindings) {
   EXPECT_EQ(s.cases, 200);
   EXPECT_GT(s.coverage.cells(), 20);
   EXPECT_NE(progress.str().find("cases"), std::string::npos);
+  // Drawn within Toy's declaration, every case is checked; the 100th finished inside the campaign.
+  EXPECT_EQ(s.checked, 200);
+  EXPECT_GE(s.first_100_checked_seconds, 0.0);
+  EXPECT_LE(s.first_100_checked_seconds, s.seconds);
+  std::ostringstream table;
+  print_summary(s, table);
+  EXPECT_NE(table.str().find("first 100 checked cases: "), std::string::npos) << table.str();
 }
 
 // Case i of a campaign is generate(hash_words(seed, i, 0x6b76667a)): a report's case number and
