@@ -255,7 +255,10 @@ CaseSize case_size(const Scenario& s) {
   for (const Op& op : s.history) {
     int32_t& l = len[op.request];
     switch (op.kind) {
-      case OpKind::extend: l += op.len; break;
+      case OpKind::extend:
+      case OpKind::share:
+        l += op.len;
+        break;
       case OpKind::decode: l += 1; break;
       case OpKind::draft: peak[op.request] = std::max(peak[op.request], l + static_cast<int32_t>(op.parents.size())); break;
       case OpKind::accept: l += static_cast<int32_t>(op.path.size()); break;

@@ -77,7 +77,9 @@ Resolved resolve(const CaseContext& ctx, const Read& r, int32_t row) {
   if (r.index < 0 || r.index >= static_cast<int64_t>(content.size())) return {-1, where + " (outside the pool)", "outside-pool"};
   const SlotContent& c = content[static_cast<size_t>(r.index)];
   if (!c.live()) return {-1, where + " (no live token: free, the dummy page, or past the end of a page)", "unowned-slot"};
-  if (c.request != request)
+  // A shared prefix slot names one holder; the row's request holds the same K/V there when the
+  // two columns have one owner (shared_prefix.h).
+  if (c.request != request && ctx.values().owner(c.request, c.column) != ctx.values().owner(request, c.column))
     return {-1, where + " (request " + std::to_string(c.request) + ", column " + std::to_string(c.column) + ")", "other-request"};
   if (!c.written || c.column < 0) return {-1, where + " (allocated to this request but not written yet)", "unwritten-slot"};
   return {c.column, {}, {}};
@@ -103,6 +105,13 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
                        bool lenient) {
   BackendRun run;
   run.support = backend.supports(ctx.scenario());
+  if (!run.support.ok) return run;
+  const auto& ops = ctx.scenario().history;
+  if (!backend.records_reads() &&
+      std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::share; }))
+    run.support = Support::no(
+        "shared prefixes (share ops) need an executor whose reads are recorded: the probe sets "
+        "that recover an opaque kernel's reads (opaque_extent.h) name one request per slot");
   if (!run.support.ok) return run;
   const Scenario& s = ctx.scenario();
   const Prepared& p = ctx.prepared();

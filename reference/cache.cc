@@ -96,6 +96,14 @@ void CacheModel::drop(int32_t request, std::span<const int32_t> columns) {
   std::vector<int32_t> full_freed, swa_freed;
   for (int32_t c : columns) {
     const int64_t slot = state_.r2t(row, c);
+    if (auto held = holders_.find(slot); held != holders_.end()) {  // a shared prefix slot
+      std::erase(held->second, request);
+      SlotContent& content = state_.full_content[static_cast<size_t>(slot)];
+      if (content.request == request) content.request = held->second.front();  // same K/V (shared_prefix.h)
+      if (held->second.size() == 1) holders_.erase(held);
+      --full_refs_[static_cast<size_t>(slot / ps)];  // another holder keeps the page
+      continue;
+    }
     state_.full_content[static_cast<size_t>(slot)] = {};
     if (--full_refs_[static_cast<size_t>(slot / ps)] == 0) add_freed(full_freed, static_cast<int32_t>(slot / ps));
     if (!state_.hybrid) continue;
@@ -119,6 +127,31 @@ void CacheModel::set_content(int64_t slot, SlotContent content) {
 void CacheModel::remap(int32_t request, int32_t column, int32_t slot) {
   state_.r2t(state_.requests.at(request).row, column) = slot;
   set_content(slot, {request, column, true});
+}
+
+void CacheModel::share(const Op& op, size_t index) {
+  const CacheConfig& cfg = state_.config;
+  const std::string who = "request " + std::to_string(op.request);
+  if (state_.hybrid) fail_op(index, "share needs a cache without an SWA pool (cache.swa_pages = 0)");
+  RequestState& r = request(op.request, index);
+  const RequestState& source = request(op.from, index);
+  if (op.from == op.request) fail_op(index, who + " cannot share its own prefix");
+  if (r.seq_len != 0 || !r.draft_parents.empty())
+    fail_op(index, who + " must be just admitted (no tokens) to share a prefix");
+  if (!source.draft_parents.empty()) fail_op(index, "request " + std::to_string(op.from) + " has pending drafts");
+  if (op.len < 1 || op.len % cfg.page_size != 0 || op.len > source.seq_len)
+    fail_op(index, "len = " + std::to_string(op.len) +
+                       " must be whole pages (a multiple of cache.page_size = " + std::to_string(cfg.page_size) +
+                       ") of request " + std::to_string(op.from) + "'s " + std::to_string(source.seq_len) + " tokens");
+  for (int32_t c = 0; c < op.len; ++c) {
+    const int64_t slot = state_.r2t(source.row, c);
+    std::vector<int32_t>& held = holders_[slot];
+    if (held.empty()) held.push_back(op.from);
+    held.push_back(op.request);
+    state_.r2t(r.row, c) = static_cast<int32_t>(slot);
+    ++full_refs_[static_cast<size_t>(slot / cfg.page_size)];
+  }
+  r.seq_len = op.len;
 }
 
 void CacheModel::apply(const Op& op, int32_t window, size_t index) {
@@ -165,6 +198,9 @@ void CacheModel::apply(const Op& op, int32_t window, size_t index) {
       state_.requests.erase(op.request);
       break;
     }
+    case OpKind::share:
+      share(op, index);
+      break;
     case OpKind::swa_evict: {
       if (!state_.hybrid) fail_op(index, "swa_evict needs an SWA pool (cache.swa_pages > 0)");
       RequestState& r = request(op.request, index);

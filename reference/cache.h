@@ -12,8 +12,11 @@
 //     to SWA slot 0; full_to_swa has one extra last entry, -1;
 //   - req_to_token rows come from a FIFO of rows 1..max_requests; row 0 stays zero for padding;
 //     a freed row keeps its stale entries.
+//   - a `share` op points a new request's first columns at another's prefix slots (whole pages),
+//     which stay allocated while any holder lives (sglang's radix cache, vLLM's prefix caching);
 // It records the logical content of each slot (request, column) so that pools can be filled from
-// the value source and reads can be attributed.
+// the value source and reads can be attributed; a shared slot names one of its holders, whose
+// column holds the same K/V (shared_prefix.h).
 //
 //   CacheModel cache(scenario.cache, has_swa_pool);
 //   for (const Op& op : scenario.history) cache.apply(op, window);
@@ -24,6 +27,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "reference/allocator.h"
@@ -118,7 +122,12 @@ class CacheModel {
 
   CacheState state_;
   PageAllocator full_alloc_, swa_alloc_;
+  void share(const Op& op, size_t index);
+
   std::vector<int32_t> full_refs_, swa_refs_;  // live tokens per page
+  // Full-pool slots that several live requests hold (share ops): their holders, the slot's content
+  // naming the first; a slot leaves the map when one holder is left.
+  std::unordered_map<int64_t, std::vector<int32_t>> holders_;
   std::vector<int32_t> free_rows_;             // FIFO
   size_t row_head_ = 0;
 };

@@ -144,6 +144,30 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
   const int32_t max_prefix = std::max(1, c.max_context_len - step_columns - 2 * ps - 1);
   int32_t next_background = batch_size;
   int32_t admitted = 0;
+  // Prefix caching: a quarter of the full-pool histories admit the batch's requests onto request
+  // 0's first pages (share ops), the shape radix caches and cascade attention serve. Its draws come
+  // from a stream of their own, so the other histories are as before.
+  Rng share_rng = rng.fork("share");
+  int32_t shared_len = 0;
+  if (c.swa_pages == 0 && batch_size >= 2 && max_prefix >= ps && share_rng.chance(1, 4)) {
+    const int32_t shared_pages =
+        static_cast<int32_t>(share_rng.range(1, std::max(1, std::min(max_prefix, b.max_extend) / ps)));
+    if (h.emit({OpKind::admit, 0, 0, {}, {}}) && h.emit({OpKind::extend, 0, shared_pages * ps, {}, {}}))
+      shared_len = shared_pages * ps;
+    admitted = 1;
+  }
+  // Admits batch request `id`, onto request 0's prefix when the history shares (mostly all of it).
+  auto admit_batch = [&](int32_t id) {
+    if (!h.emit({OpKind::admit, id, 0, {}, {}})) return false;
+    if (shared_len > 0) {
+      const int32_t len =
+          share_rng.chance(3, 4) ? shared_len : ps * static_cast<int32_t>(share_rng.range(1, shared_len / ps));
+      Op share{OpKind::share, id, len, {}, {}};
+      share.from = 0;
+      h.emit(share);
+    }
+    return true;
+  };
   // Half the histories open with churn: background requests fill pages and some finish, so the
   // batch's requests grow into reused pages.
   if (rng.chance(1, 2)) {
@@ -153,7 +177,7 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
       if (h.emit({OpKind::admit, id, 0, {}, {}}))
         h.emit({OpKind::extend, id, corner_length(rng, ps, std::min(max_prefix, b.max_extend)), {}, {}});
     }
-    if (admitted < batch_size && h.emit({OpKind::admit, admitted, 0, {}, {}})) {
+    if (admitted < batch_size && admit_batch(admitted)) {
       h.emit({OpKind::extend, admitted, corner_length(rng, ps, std::min(max_prefix, b.max_extend)), {}, {}});
       ++admitted;
     }
@@ -167,7 +191,7 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
     const std::vector<int32_t>& live = h.live();
     const int32_t pick = live.empty() ? -1 : live[rng.below(live.size())];
     if (action <= 2 && admitted < batch_size) {
-      h.emit({OpKind::admit, admitted++, 0, {}, {}});
+      admit_batch(admitted++);
     } else if (action <= 5 && static_cast<int32_t>(live.size()) < c.max_requests) {
       h.emit({OpKind::admit, next_background++, 0, {}, {}});
     } else if (pick < 0) {
@@ -189,7 +213,7 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
     }
   }
   while (admitted < batch_size) {
-    if (!h.emit({OpKind::admit, admitted++, 0, {}, {}})) return false;
+    if (!admit_batch(admitted++)) return false;
   }
   // Requests that a decode, verify or drafting step needs to have a prefix.
   for (int32_t id = 0; id < batch_size; ++id) {

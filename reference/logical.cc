@@ -65,7 +65,10 @@ std::vector<std::pair<int32_t, int32_t>> committed_lengths(const Scenario& s) {
   for (const Op& op : s.history) {
     switch (op.kind) {
       case OpKind::admit: len[op.request] = 0; break;
-      case OpKind::extend: len[op.request] += op.len; break;
+      case OpKind::extend:
+      case OpKind::share:
+        len[op.request] += op.len;
+        break;
       case OpKind::decode: len[op.request] += 1; break;
       case OpKind::accept: len[op.request] += static_cast<int32_t>(op.path.size()); break;
       case OpKind::free: len.erase(op.request); break;

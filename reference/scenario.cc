@@ -20,6 +20,8 @@ std::string to_string(OpKind k) {
     case OpKind::swa_evict: return "swa_evict";
     case OpKind::draft: return "draft";
     case OpKind::accept: return "accept";
+    case OpKind::share:
+      return "share";
   }
   return "?";
 }

@@ -21,8 +21,11 @@
 namespace kvfuzz {
 
 // Case files: version 2 added batch.device_sms. Version 1 files still read, with device_sms 0
-// (static KV splits, what every version 1 case ran with).
-inline constexpr int kScenarioVersion = 2;
+// (static KV splits, what every version 1 case ran with). Version 3 added the `share` op (a
+// request admitted onto another's cached prefix pages); a case without one is still written as
+// version 2, so every older file and tool reads it.
+inline constexpr int kScenarioVersion = 3;
+inline constexpr int kShareScenarioVersion = 3;
 inline constexpr int kOldestScenarioVersion = 1;
 
 // ---------------------------------------------------------------------------------- model --
@@ -82,6 +85,9 @@ enum class OpKind : uint8_t {
   swa_evict,  // request: releases SWA pages whose tokens every sliding window has left
   draft,      // request, parents: writes a spec-decode tree of parents.size() draft tokens
   accept,     // request, path: keeps the drafts on `path` (starts at the root 0), frees the rest
+  share,      // request, from, len: a just-admitted request takes request `from`'s first len tokens
+              // (whole pages) as its own prefix: the same slots, the same content (prefix caching);
+              // full-pool caches only (no SWA pool)
 };
 
 struct Op {
@@ -90,6 +96,7 @@ struct Op {
   int32_t len = 0;               // extend
   std::vector<int32_t> parents;  // draft: parents[0] = -1, 0 <= parents[i] < i
   std::vector<int32_t> path;     // accept: root-to-leaf draft indices, path[0] = 0
+  int32_t from = -1;             // share: the request whose prefix pages are shared
 
   bool operator==(const Op&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "reference/scenario_json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -25,7 +26,8 @@ json layer_json(const Layer& l) {
 
 json op_json(const Op& op) {
   json j = {{"op", to_string(op.kind)}, {"request", op.request}};
-  if (op.kind == OpKind::extend) j["len"] = op.len;
+  if (op.kind == OpKind::extend || op.kind == OpKind::share) j["len"] = op.len;
+  if (op.kind == OpKind::share) j["from"] = op.from;
   if (op.kind == OpKind::draft) j["parents"] = op.parents;
   if (op.kind == OpKind::accept) j["path"] = op.path;
   return j;
@@ -56,13 +58,18 @@ json batch_json(const Batch& b) {
   return j;
 }
 
+// A case with a share op needs version 3; others are written as version 2, which older tools read.
+bool uses_share(const std::vector<Op>& history) {
+  return std::any_of(history.begin(), history.end(), [](const Op& op) { return op.kind == OpKind::share; });
+}
+
 json scenario_json(const Scenario& s) {
   json layers = json::array();
   for (const Layer& l : s.model.layers) layers.push_back(layer_json(l));
   json history = json::array();
   for (const Op& op : s.history) history.push_back(op_json(op));
   return {
-      {"version", kScenarioVersion},
+      {"version", uses_share(s.history) ? kShareScenarioVersion : 2},
       {"model",
        {{"q_heads", s.model.q_heads},
         {"kv_heads", s.model.kv_heads},
@@ -267,17 +274,21 @@ CacheConfig read_cache(const json& j) {
   return c;
 }
 
-std::vector<Op> read_history(const json& history) {
+std::vector<Op> read_history(const json& history, int32_t version) {
   std::vector<Op> ops;
   ops.reserve(history.size());
   for (size_t i = 0; i < history.size(); ++i) {
     Fields f(history[i], index_path("history", i));
     Op op;
     op.kind = parse_enum<OpKind>(f.string("op"), f.sub("op"),
-                                 {OpKind::admit, OpKind::extend, OpKind::decode, OpKind::free,
-                                  OpKind::swa_evict, OpKind::draft, OpKind::accept});
+                                 {OpKind::admit, OpKind::extend, OpKind::decode, OpKind::free, OpKind::swa_evict,
+                                  OpKind::draft, OpKind::accept, OpKind::share});
+    if (op.kind == OpKind::share && version < kShareScenarioVersion)
+      Fields::fail(f.sub("op"), "share needs case version " + std::to_string(kShareScenarioVersion) + " (is " +
+                                    std::to_string(version) + ")");
     op.request = f.int32("request");
-    if (op.kind == OpKind::extend) op.len = f.int32("len");
+    if (op.kind == OpKind::extend || op.kind == OpKind::share) op.len = f.int32("len");
+    if (op.kind == OpKind::share) op.from = f.int32("from");
     if (op.kind == OpKind::draft) op.parents = f.int_list("parents");
     if (op.kind == OpKind::accept) op.path = f.int_list("path");
     f.finish();
@@ -384,7 +395,7 @@ Scenario scenario_from_json(std::string_view text) {
   s.cache = read_cache(f.take("cache"));
   const json& history = f.take("history");
   if (!history.is_array()) Fields::fail("history", "expected an array");
-  s.history = read_history(history);
+  s.history = read_history(history, version);
   s.batch = read_batch(f.take("batch"), version);
   s.values = read_values(f.take("values"));
   f.finish();

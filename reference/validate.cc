@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 
 #include "reference/forward_batch.h"
@@ -93,14 +95,36 @@ void check_tree(const std::string& field, const std::vector<int32_t>& parents, i
   if (!is_tree(parents, topk, &why)) fail(field, why);
 }
 
+// A shared prefix is a property of the history (shared_prefix.h): a request shares at most once,
+// and every request a share names is admitted once, so its id means one request all along.
+void validate_shares(const std::vector<Op>& history) {
+  std::map<int32_t, int32_t> admits;
+  for (const Op& op : history) admits[op.request] += op.kind == OpKind::admit;
+  std::set<int32_t> sharers;
+  for (size_t i = 0; i < history.size(); ++i) {
+    const Op& op = history[i];
+    if (op.kind != OpKind::share) continue;
+    if (!sharers.insert(op.request).second)
+      fail(at("history", i), "request " + str(op.request) + " shares a prefix twice");
+    for (int32_t id : {op.request, op.from}) {
+      if (admits[id] > 1)
+        fail(at("history", i), "request " + str(id) + " takes part in a share and is admitted " + str(admits[id]) +
+                                   " times (a shared request is admitted once)");
+    }
+  }
+}
+
 void validate_history_shape(const Scenario& s) {
   check_range("history (length)", static_cast<int64_t>(s.history.size()), 0, limits::kMaxHistoryOps);
   for (size_t i = 0; i < s.history.size(); ++i) {
     const Op& op = s.history[i];
     const std::string f = at("history", i);
     check_range(f + ".request", op.request, 0, limits::kMaxRequestId);
-    if (op.kind == OpKind::extend) check_range(f + ".len", op.len, 1, s.cache.max_context_len);
+    if (op.kind == OpKind::extend || op.kind == OpKind::share)
+      check_range(f + ".len", op.len, 1, s.cache.max_context_len);
     else check_zero(f + ".len", op.len, "for " + to_string(op.kind));
+    if (op.kind == OpKind::share) check_range(f + ".from", op.from, 0, limits::kMaxRequestId);
+    else if (op.from != -1) fail(f + ".from", "only a share op names a request to share from");
     if (op.kind == OpKind::draft) {
       check_range(f + ".parents (length)", static_cast<int64_t>(op.parents.size()), 1, limits::kMaxDraftTokens);
       check_tree(f + ".parents", op.parents, 0);
@@ -113,6 +137,7 @@ void validate_history_shape(const Scenario& s) {
       fail(f + ".path", "only an accept op has a path");
     }
   }
+  validate_shares(s.history);
 }
 
 bool uses_extend_len(Mode m) { return m == Mode::extend || m == Mode::mixed || m == Mode::draft_extend_v2; }

@@ -42,7 +42,8 @@ KVFUZZ_VALUES_CLONES void fill_random(uint64_t key, int32_t p, float scale, size
 }  // namespace
 
 ValueSource::ValueSource(const Scenario& s)
-    : cfg_(s.values),
+    : shared_(s.history),
+      cfg_(s.values),
       head_dim_(s.model.head_dim),
       v_head_dim_(s.model.v_head_dim),
       mla_(s.model.mla),
@@ -78,6 +79,7 @@ void ValueSource::fill_signature(Tensor t, int32_t request, int32_t column, size
 void ValueSource::fill(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t head,
                        std::span<float> out) const {
   if (mla_ && t == Tensor::v) t = Tensor::k;  // the latent: V is a prefix of K
+  if (t != Tensor::q) request = shared_.owner(request, column);
   const auto n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), width(t)));
   if (cfg_.fill == Fill::signature) return fill_signature(t, request, column, n, out.data());
   const uint64_t stream = stream_key(layer, t, request, head);
@@ -89,11 +91,17 @@ void ValueSource::fill_columns(int32_t layer, Tensor t, int32_t request, int32_t
                                int32_t head, float* out, int32_t stride) const {
   const auto n = static_cast<size_t>(width(t));
   if (mla_ && t == Tensor::v) t = Tensor::k;
-  const uint64_t stream = stream_key(layer, t, request, head);
+  const bool shared = t != Tensor::q && !shared_.empty();
+  int32_t owner = shared ? shared_.owner(request, column) : request;
+  uint64_t stream = stream_key(layer, t, owner, head);
   for (int32_t i = 0; i < count; ++i) {
     float* o = out + static_cast<size_t>(i) * static_cast<size_t>(stride);
     const int32_t c = column + i;
-    if (cfg_.fill == Fill::signature) fill_signature(t, request, c, n, o);
+    if (shared && shared_.owner(request, c) != owner) {  // past a shared prefix: the next owner's stream
+      owner = shared_.owner(request, c);
+      stream = stream_key(layer, t, owner, head);
+    }
+    if (cfg_.fill == Fill::signature) fill_signature(t, owner, c, n, o);
     else fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(c) + 1ULL) * kColumnStep),
                      significand_, scale_, n, o);
     std::fill(o + n, o + stride, 0.0f);

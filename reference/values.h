@@ -12,7 +12,8 @@
 // x = lowbias32(((lo + d * 0x9e3779b9) mod 2^32) xor hi), with lo, hi the halves of the column key.
 // The top p + 1 bits of x (p = the dtype's significand bits) read as a signed integer t in
 // [-2^p, 2^p - 1]; m = t + 1 when t < 0, else t; the value is m * 2^-(p-1): |value| < 2, exact in
-// the dtype.
+// the dtype. K and V of a column in a shared prefix (a `share` op) are its owner's
+// (shared_prefix.h): the request that wrote them.
 //
 //   ValueSource src(scenario);
 //   std::vector<float> k(model.head_dim);
@@ -24,6 +25,7 @@
 #include <span>
 
 #include "reference/scenario.h"
+#include "reference/shared_prefix.h"
 
 namespace kvfuzz {
 
@@ -55,6 +57,9 @@ class ValueSource {
   void fill_columns(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t count, int32_t head,
                     float* out, int32_t stride) const;
 
+  // The request whose K/V (request, column) holds (itself, or the owner of a shared prefix).
+  int32_t owner(int32_t request, int32_t column) const { return shared_.owner(request, column); }
+
   // The radix of signature digits: the largest power of two whose digits the dtype holds exactly.
   int32_t signature_radix() const;
 
@@ -62,6 +67,7 @@ class ValueSource {
   uint64_t stream_key(int32_t layer, Tensor t, int32_t request, int32_t head) const;
   void fill_signature(Tensor t, int32_t request, int32_t column, size_t n, float* out) const;
 
+  SharedPrefixes shared_;
   ValueConfig cfg_;
   int32_t head_dim_, v_head_dim_;
   bool mla_;

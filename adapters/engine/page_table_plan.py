@@ -15,7 +15,7 @@ from engine.tensors import int32
 
 def _same(a, b):
     keys = ("pool", "view_page_size", "max_seqlen_q", "causal")  # the window is per layer (plan layers)
-    if any(a[k] != b[k] for k in keys):
+    if any(a[k] != b[k] for k in keys) or a.get("common_prefix_len", 0) != b.get("common_prefix_len", 0):
         return False
     return all(torch.equal(a[k], b[k]) for k in ("page_table", "cache_seqlens", "cu_seqlens_q"))
 
@@ -23,8 +23,9 @@ def _same(a, b):
 def to_plan(case, mode, calls_by_layer, engine):
     """The page_table plan of recorded flash_attn calls: calls_by_layer {layer: [call]}, each call
     {pool, view_page_size, page_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, causal, window_left,
-    window_right} (torch tensors on the host), optionally max_seqlen_k (else the rows' maximum) and
-    vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound (FAMILIES.md); engine names
+    window_right} (torch tensors on the host), optionally max_seqlen_k (else the rows' maximum),
+    vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound and its cascade's
+    common_prefix_len (FAMILIES.md); engine names
     the parts ("sglang", "vllm")."""
     layers, groups, routes = [], {"full": None, "sliding": None}, []
     local = {}
@@ -77,7 +78,11 @@ def to_plan(case, mode, calls_by_layer, engine):
             for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
                            ("page_table", table)):
                 arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")
-        return {"kind": kind, "chunk": chunk, "parts": parts}
+        group = {"kind": kind, "chunk": chunk, "parts": parts}
+        prefix = calls[0].get("common_prefix_len", 0) if calls else 0
+        if prefix:  # vLLM's cascade attention (FAMILIES.md)
+            group["common_prefix_len"] = prefix
+        return group
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
     meta = {

@@ -5,6 +5,8 @@
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
 #    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
 #    own) and an FA3 schedule made for another batch;
+#  - requests sharing prefix blocks (corpus/vllm/fa_cascade_shared_prefix.json): clean on the newest
+#    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -39,8 +41,9 @@ text = open(path).read()
 assert old in text, f"{old!r} not in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
-  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
-    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend fa" 2>&1)
+  local release=${MUTANT_RELEASE:-$NEWEST}  # MUTANT_ARGS: more planner flags
+  out=$("$K" check "$case" --backend "vllm_fa_${release//./_}:fa" \
+    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$release --backend fa ${MUTANT_ARGS:-}" 2>&1)
   if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
@@ -56,4 +59,18 @@ mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(t
   '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
 mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
+# Shared prefix blocks (share ops): clean on the newest release (no cascade attention there) and on
+# 0.11.0 running vLLM's cascade_attention over them (--cascade always); a cascade one block past what
+# every row shares, and a cascade plan that does not say its prefix, must be caught.
+seed=corpus/vllm/fa_cascade_shared_prefix.json
+for r in $NEWEST 0.11.0; do
+  out=$("$K" check $seed --backend "vllm_fa_${r//./_}:fa" \
+    --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/$r --backend fa --cascade always" 2>&1)
+  if echo "$out" | grep -q "ok (every property)"; then echo "ok: $(basename $seed) is clean on $r"; else fail "$seed on $r"; echo "$out" | tail -3; fi
+done
+MUTANT_RELEASE=0.11.0 MUTANT_ARGS="--cascade always" mutant cascade-one-block-too-many cascade.py \
+  '    prefix = common_prefix_blocks(g.table_rows) * block_size' \
+  '    prefix = (common_prefix_blocks(g.table_rows) + 1) * block_size' $seed "stride-divide"
+MUTANT_RELEASE=0.11.0 MUTANT_ARGS="--cascade always" mutant cascade-prefix-unsaid flash_attn_page_table.py \
+  '            c["common_prefix_len"] = prefix' '            c["common_prefix_len"] = 0' $seed "metadata"
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

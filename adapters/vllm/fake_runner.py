@@ -66,6 +66,7 @@ class Setup:
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
+        self.cascade = "heuristic"  # cascade attention over shared prefix blocks (cascade.py MODES)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model

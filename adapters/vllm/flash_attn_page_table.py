@@ -5,7 +5,9 @@ chunked group, the ChunkedLocalAttention builder vLLM derives from it, which spl
 virtual batches (make_local_attention_virtual_batches) — builds the metadata from the group's
 CommonAttentionMetadata; every layer's FlashAttentionImpl.forward runs on it with the kernel
 recorded (recorder.py). The recorded calls are the plan (engine/page_table_plan.py, shared with
-sglang's FlashAttention adapter).
+sglang's FlashAttention adapter). Where the batch's rows share prefix blocks, the runner's cascade
+decision (cascade.py) hands the builder a common_prefix_len and the layers run cascade attention:
+two calls merged, a group of the plan with common_prefix_len.
 
     meta, arrays = plan(vl, setup)
 """
@@ -13,7 +15,9 @@ import types
 
 import torch
 
+from cascade import cascade_prefix_len
 from engine import page_table_plan
+from fake_runner import UnsupportedCase
 from recorder import Recorder
 
 
@@ -39,7 +43,12 @@ def plan(vl, setup):
     full_graphs = setup.graph and _resolve_cudagraph_mode(vl, setup, classes)
     builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
                 for g in setup.groups}
-    full_graph = full_graphs and setup.mode == "decode"
+    prefix = {g.gid: cascade_prefix_len(vl, setup, g, builders[g.gid], setup.cascade) for g in setup.groups}
+    if any(prefix.values()) and setup.total_tokens != setup.num_tokens:
+        raise UnsupportedCase("cascade attention in a padded CUDA-graph batch: the adapter's num_actual_tokens "
+                              "counts the padded tokens, vLLM's does not")
+    # a cascade step runs no FULL graph (the runner's CudagraphDispatcher takes use_cascade_attn)
+    full_graph = full_graphs and setup.mode == "decode" and not any(prefix.values())
     setup.padded_rows = setup.padded_bs if full_graph else setup.bs
     setup.buffers()
     if full_graph:  # capture with the dummy batch, then the replay's metadata build over the same buffers
@@ -56,8 +65,9 @@ def plan(vl, setup):
         _replay_agreement(setup, rec, impls, replays, fa)
     else:
         for g in setup.groups:
-            metadata = builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+            metadata = builders[g.gid].build(common_prefix_len=prefix[g.gid], common_attn_metadata=setup.common_metadata(g))
             _layers(setup, rec, impls, g, metadata)
+            _tag_cascade(rec, g, metadata)
     rec.agree.report(setup.case)
     calls = rec.as_plan_calls()
     if setup.graph:  # vLLM's padding: empty padded rows, padded tokens in no row; capture's max_seqlen_k
@@ -66,6 +76,17 @@ def plan(vl, setup):
                 c["empty_padded_rows"] = True
                 c["max_seqlen_k_upper_bound"] = full_graph
     return page_table_plan.to_plan(setup.case, setup.mode, calls, "vllm")
+
+
+def _tag_cascade(rec, g, metadata):
+    """A cascade's layers made two calls each, merged: the plan's group says over which prefix
+    (FaGroup.common_prefix_len, FAMILIES.md)."""
+    prefix = int(getattr(metadata, "common_prefix_len", 0) or 0) if getattr(metadata, "use_cascade", False) else 0
+    for l in g.layer_ids:
+        if prefix and rec.merges.get(l, 0) != 1:
+            raise RuntimeError(f"layer {l}: a cascade step merged {rec.merges.get(l, 0)} times")
+        for c in rec.calls.get(l, []):
+            c["common_prefix_len"] = prefix
 
 
 def _replay_agreement(setup, rec, impls, replays, fa):

@@ -4,7 +4,8 @@ FlashAttentionImpl.forward runs unchanged up to the kernel call (flash_attn_varl
 directly up to about 0.2x and through FA4DenseAttentionKernel's launcher later; both look the module
 global up at call time), so what is recorded is exactly what production hands the kernel: the block
 table as laid out, seqused_k, cu_seqlens_q, the window as the kernel counts it, the K/V view's page
-size, which layer's cache. FA3's ahead-of-time scheduler (get_scheduler_metadata) is recorded too:
+size, which layer's cache. Cascade attention's two calls return outputs naming them, and its merge_attn_states checks it
+merges the layer's last two, prefix first. FA3's ahead-of-time scheduler (get_scheduler_metadata) is recorded too:
 its arguments are what the plan step fixed, and each kernel call handed that schedule is checked
 against them (batch, max_seqlen_q/k, causal, window, page size, splits; engine/plan_run.py): the
 schedule it returns holds its own index, so the call finds it through vLLM's persistent
@@ -34,6 +35,7 @@ class Recorder:
         self.capturing = False
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
+        self.merges = {}     # layer -> merge_attn_states calls (cascade attention)
         self.agree = PlanRun()  # the plan steps' arguments against the run steps'
 
     def install(self, fa):
@@ -42,11 +44,12 @@ class Recorder:
         fa.get_scheduler_metadata = self.get_scheduler_metadata
         fa.reshape_and_cache_flash = lambda *args, **kwargs: None  # the cache write: kvfuzz writes K/V itself
         if hasattr(fa, "merge_attn_states"):
-            fa.merge_attn_states = self.unexpected("merge_attn_states (cascade attention)")
+            fa.merge_attn_states = self.merge_attn_states
 
     def flash_attn_varlen_func(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None,
                                softmax_scale=None, causal=False, window_size=None, block_table=None, softcap=0.0,
-                               out=None, scheduler_metadata=None, num_splits=0, fa_version=None, **others):
+                               out=None, scheduler_metadata=None, num_splits=0, fa_version=None,
+                               return_softmax_lse=False, **others):
         for name, inert in _INERT.items():
             if others.get(name) is not inert and name in others:
                 raise NotImplementedError(f"flash_attn_varlen_func({name}=...) is not modelled by kvfuzz")
@@ -72,7 +75,24 @@ class Recorder:
             "num_splits": int(num_splits or 0),
             "scheduled": scheduler_metadata is not None,
         })
-        return out
+        if not return_softmax_lse:
+            return out
+        # cascade_attention's two calls: an output and its LSE, each naming the call it came from
+        # (merge_attn_states checks what it merges)
+        index = len(self.calls[self.layer]) - 1
+        result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
+        return result, result.clone()
+
+    def merge_attn_states(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, *args, **kwargs):
+        """cascade_attention's merge: the layer's calls must be merged in order, the prefix's first
+        (engine/page_table_plan.py merges a layer's parts by LSE in call order); a merge of anything
+        else is not modelled."""
+        calls = self.calls.get(self.layer, [])
+        got = [int(t.flatten()[0]) if t.numel() else -1 for t in (prefix_output, prefix_lse, suffix_output, suffix_lse)]
+        if len(calls) < 2 or got != [len(calls) - 2] * 2 + [len(calls) - 1] * 2:
+            raise NotImplementedError(f"merge_attn_states of {got}: only a cascade's last two calls, prefix first, are modelled")
+        self.merges.setdefault(self.layer, 0)
+        self.merges[self.layer] += 1
 
     def replayed(self):
         """The calls as the graph replays them: the captured tensors' contents now."""
@@ -118,8 +138,3 @@ class Recorder:
         self.agree.check("window_size", list(s["window"]), window, layer, where)
         self.agree.check("page_size", s["page_size"], page_size, layer, where)
         self.agree.check("num_splits", s["num_splits"], num_splits, layer, where)
-
-    def unexpected(self, name):
-        def fail(*args, **kwargs):
-            raise NotImplementedError(f"{name} was called: this path is not modelled by kvfuzz")
-        return fail

@@ -26,6 +26,9 @@ def parse_args():
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
     p.add_argument("--backend", choices=["fa"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
+    p.add_argument("--cascade", choices=["heuristic", "always", "never"], default="heuristic",
+                   help="cascade attention over shared prefix blocks: vLLM's decision, its support conditions "
+                        "without the cost model, or off (cascade.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -60,6 +63,7 @@ def plan(case):
 
     try:
         setup = Setup(VL, case, torch.device(ARGS.device))
+        setup.cascade = ARGS.cascade
         return PLAN(VL, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))

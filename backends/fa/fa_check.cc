@@ -2,7 +2,7 @@
 // (fa_expected.h) — query ranges, cache_seqlens == written extent, cu_seqlens_k prefix sums,
 // maxima, the view page size, and key by key through the stride/divide invariant (drafting-layout
 // keys at the req_to_token columns that hold them); padded CUDA-graph rows must stay in the dummy
-// page 0.
+// page 0; a cascade's prefix row must hold, for every batch row, that row's first columns.
 #include <algorithm>
 #include <optional>
 
@@ -73,6 +73,26 @@ struct CallChecker {
                            key.r2t_column);
   }
 
+  // A cascade's prefix part: one kernel row of every real query reading the common prefix, whose
+  // keys must be each batch row's own first columns (stride/divide row by row): a prefix that is
+  // not shared, or longer than what is shared, reads another request's keys for some row.
+  void shared_row(const ExpectedPart& part) {
+    if (call.rows != 1) {
+      fail(call.name + ": a cascade's prefix runs as one kernel row, not " + std::to_string(call.rows));
+      return;
+    }
+    const int32_t k_len = part.rows.empty() ? 0 : part.rows.front().run;
+    equal(call.cache_seqlens.name() + "[0] (the common prefix)", call.cache_seqlens[0], k_len);
+    if (k_len == 0) return;
+    if ((k_len - 1) / call.view_page_size >= call.page_table.capacity() || call.width <= 0) {
+      fail(call.name + ": the common prefix of " + std::to_string(k_len) + " keys is past the end of " +
+           call.page_table.name() + " (capacity " + std::to_string(call.page_table.capacity()) + ")");
+      return;
+    }
+    for (const ExpectedRow& r : part.rows)
+      check.page_table_row(call.page_table, 0, call.view_page_size, layer, r.batch_row, r.first_column, r.run);
+  }
+
   void run(const ExpectedPart& part) {
     const ForwardBatch& fb = check.batch();
     if (call.view_page_size != part.view_page_size)
@@ -105,6 +125,7 @@ struct CallChecker {
       fail(call.name + ".max_seqlen_k is " + std::to_string(call.max_seqlen_k) + ", below its rows' " +
                  std::to_string(max_k) + " keys (declared an upper bound)");
 
+    if (part.shared_row) return shared_row(part);
     // Kernel rows belong to batch rows by their query tokens; real rows must match, in order.
     std::vector<std::vector<const ExpectedRow*>> pending(static_cast<size_t>(fb.bs));
     for (const ExpectedRow& r : part.rows) pending[static_cast<size_t>(r.batch_row)].push_back(&r);
@@ -157,7 +178,17 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
   const std::vector<int32_t> rows_of_tokens = token_rows(fb);
   for (int32_t layer = 0; layer < static_cast<int32_t>(layers.size()); ++layer) {
     const FaGroup& group = group_of(layer);
-    const std::vector<ExpectedPart> want = expected_parts(fb, group.kind, group.chunk);
+    const std::vector<ExpectedPart> want = expected_parts(fb, group.kind, group.chunk, group.common_prefix_len);
+    for (int32_t b = 0; b < fb.bs && group.common_prefix_len > 0; ++b) {
+      if (group.common_prefix_len > fb.prefix_lens[static_cast<size_t>(b)]) {
+        check.fail("layer " + std::to_string(layer) + ": common_prefix_len " + std::to_string(group.common_prefix_len) +
+                       " reaches past batch row " + std::to_string(b) + "'s cached prefix of " +
+                       std::to_string(fb.prefix_lens[static_cast<size_t>(b)]) +
+                       " (its queries would see the prefix's later keys)",
+                   layer);
+        break;
+      }
+    }
     // A batch of no query tokens may launch no kernel (sglang's forward_idle with no rows).
     if (fb.num_tokens() == 0 && group.parts.empty()) continue;
     if (want.size() != group.parts.size()) {

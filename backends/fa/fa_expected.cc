@@ -121,10 +121,23 @@ ExpectedPart local_part(const std::vector<ExpectedRow>& base, int32_t chunk, int
   return out;
 }
 
+// vLLM's cascade attention: the common prefix once for the whole batch (one row, not causal: every
+// query lies past it), then each row's keys after it, causal; merged by LSE.
+std::vector<ExpectedPart> cascade_parts(const ForwardBatch& fb, int32_t common_prefix_len) {
+  ExpectedPart prefix{fb.page_size, false, {}, true}, suffix{fb.page_size, true, {}, false};
+  for (const ExpectedRow& r : paged_rows(fb)) {
+    prefix.rows.push_back({r.batch_row, r.q_len, 0, common_prefix_len, {}});
+    suffix.rows.push_back({r.batch_row, r.q_len, common_prefix_len, r.run - common_prefix_len, {}});
+  }
+  return {prefix, suffix};
+}
+
 }  // namespace
 
-std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk) {
+std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk,
+                                         int32_t common_prefix_len) {
   const bool tree = tree_mode(fb);
+  if (common_prefix_len > 0 && !tree && kind != GroupKind::local) return cascade_parts(fb, common_prefix_len);
   if (kind == GroupKind::local) {
     const std::vector<ExpectedPart> base = tree ? (fb.mode == Mode::target_verify ? verify_parts(fb, GroupKind::sliding)
                                                                                   : draft_parts(fb, GroupKind::sliding))

@@ -39,9 +39,14 @@ struct ExpectedPart {
   int32_t view_page_size = 1;  // 1 for token-slot tables, ps for page tables
   bool causal = true;
   std::vector<ExpectedRow> rows;  // real rows, in kernel-row order
+  // A cascade's prefix part: one kernel row holds every real query token and reads keys that
+  // every batch row holds; `rows` then says, per batch row, which columns those keys are.
+  bool shared_row = false;
 };
 
-// The parts of the group a layer of `kind` (and chunk size) reads in this batch.
-std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk);
+// The parts of the group a layer of `kind` (and chunk size) reads in this batch; a cascade over
+// a common prefix of `common_prefix_len` keys (FaGroup) for full and sliding groups.
+std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk,
+                                         int32_t common_prefix_len = 0);
 
 }  // namespace kvfuzz::fa

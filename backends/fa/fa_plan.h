@@ -57,6 +57,11 @@ struct FaGroup {
   GroupKind kind = GroupKind::full;
   int32_t chunk = 0;          // local only
   std::vector<FaCall> parts;  // merged by LSE in this order
+  // > 0: the group runs as a cascade over the batch's common prefix (vLLM's cascade attention):
+  // parts[0] is one kernel row holding every real query token, not causal, reading keys
+  // [0, common_prefix_len) that every request shares; parts[1] one row per request, causal, reading
+  // its keys from common_prefix_len on (its table row starts at that key).
+  int32_t common_prefix_len = 0;
 };
 
 struct FaPlan : Plan {

@@ -30,6 +30,7 @@ void io_group(PlanIo& io, FaGroup& g) {
   io.enumeration("kind", g.kind, kGroupKindNames);
   io.field("chunk", g.chunk);
   io.list("parts", g.parts, io_call);
+  io.optional_field("common_prefix_len", g.common_prefix_len);
 }
 
 void io_plan(PlanIo& io, FaPlan& p) {

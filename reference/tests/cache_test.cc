@@ -9,6 +9,7 @@
 #include "reference/forward_batch.h"
 #include "reference/generate.h"
 #include "reference/logical.h"
+#include "reference/shared_prefix.h"
 
 namespace kvfuzz {
 namespace {
@@ -127,25 +128,33 @@ TEST(CacheModel, DraftDecodeDuplicatesThePartialPagePerBranch) {
   EXPECT_EQ(p.batch.token_columns, (std::vector<int32_t>{7, 10}));
 }
 
+// Whether a slot's content is (request, column)'s: the same column, written, by the same owner (a
+// shared prefix slot names one of its holders; shared_prefix.h).
+bool holds(const SlotContent& c, const SharedPrefixes& shared, int32_t request, int32_t column) {
+  return c.column == column && c.written && c.live() &&
+         shared.owner(c.request, column) == shared.owner(request, column);
+}
+
 // The invariants of SEMANTICS.md §1 on every generated history.
 RC_GTEST_PROP(CacheModel, KeepsTheProductionLayoutInvariants, ()) {
   const Scenario s = generate(*rc::gen::arbitrary<uint64_t>(), *rc::gen::element(Profile::tiny, Profile::small));
   const Prepared p = prepare(s);
   const CacheState& c = p.cache;
+  const SharedPrefixes shared(s.history);
   const int32_t ps = s.cache.page_size;
   std::map<int64_t, int32_t> page_owner;
   for (int64_t slot = 0; slot < c.full_slots; ++slot) {
     const SlotContent& sc = c.full_content[static_cast<size_t>(slot)];
     if (!sc.live()) continue;
     RC_ASSERT(slot >= ps);  // no live slot in page 0
-    auto [it, fresh] = page_owner.emplace(slot / ps, sc.request);
-    RC_ASSERT(it->second == sc.request);  // live pages are disjoint across requests
+    auto [it, fresh] = page_owner.emplace(slot / ps, shared.owner(sc.request, sc.column));
+    RC_ASSERT(it->second == shared.owner(sc.request, sc.column));  // live pages are disjoint across owners
   }
   for (const auto& [id, r] : c.requests) {
     for (int32_t col = 0; col < r.seq_len; ++col) {
       const int32_t slot = c.r2t(r.row, col);
       RC_ASSERT(slot % ps == col % ps);
-      RC_ASSERT(c.full_content[static_cast<size_t>(slot)] == (SlotContent{id, col, true}));
+      RC_ASSERT(holds(c.full_content[static_cast<size_t>(slot)], shared, id, col));
       if (!c.hybrid) continue;
       const int64_t swa = c.full_to_swa[static_cast<size_t>(slot)];
       if (col < r.swa_evicted) {
@@ -171,6 +180,7 @@ RC_GTEST_PROP(CacheModel, KeepsTheProductionLayoutInvariants, ()) {
 RC_GTEST_PROP(CacheModel, AgreesWithTheLogicalView, ()) {
   const Scenario s = generate(*rc::gen::arbitrary<uint64_t>(), *rc::gen::element(Profile::tiny, Profile::small));
   const Prepared p = prepare(s);
+  const SharedPrefixes shared(s.history);
   const LogicalBatch lb = derive_logical(s);
   const ForwardBatch& fb = p.batch;
   RC_ASSERT(static_cast<int32_t>(lb.rows.size()) == fb.bs);
@@ -185,10 +195,10 @@ RC_GTEST_PROP(CacheModel, AgreesWithTheLogicalView, ()) {
       RC_ASSERT(fb.positions[token] == q.position);
       ++token;
     }
-    // Every committed column of the prefix holds its own content, written.
+    // Every committed column of the prefix holds its own content (or its shared prefix's), written.
     const int32_t r2t_row = fb.req_pool_indices[static_cast<size_t>(i)];
     for (int32_t col = 0; col < row.prefix_len; ++col)
-      RC_ASSERT(p.cache.full_content[static_cast<size_t>(p.cache.r2t(r2t_row, col))] == (SlotContent{row.request, col, true}));
+      RC_ASSERT(holds(p.cache.full_content[static_cast<size_t>(p.cache.r2t(r2t_row, col))], shared, row.request, col));
   }
 }
 
