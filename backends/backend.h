@@ -76,6 +76,10 @@ class Plan {
   virtual void check_metadata(MetadataChecker& check) const = 0;
   // Throws Violation if any buffer's guard zone was overwritten.
   virtual void check_guards() const = 0;
+  // Whether partial results are merged where the batch says so (vLLM's cascade over the batch's
+  // common prefix): a request's output then differs by rounding with the other requests, so
+  // metamorphic variants that change the batch compare it within tolerance, not bitwise.
+  virtual bool merges_by_batch() const { return false; }
 };
 
 struct RunInput {

@@ -10,10 +10,11 @@ request over the rest (causal), merged by merge_attn_states.
   equals the number of running requests). The running requests here are the batch's, so that is the
   leading blocks every batch row of the group's table holds (kvfuzz's `share` ops make them).
 - gpu_model_runner._compute_cascade_attn_prefix_len (re-expressed: importing the runner needs the
-  whole engine) caps it at the fewest computed tokens, rounds it down to whole blocks and asks the
+  whole engine), on the attention group's spec, caps it at the fewest computed tokens, rounds it down to whole blocks and asks the
   builder's use_cascade_attention (the release's own function).
-- mode "heuristic" is vLLM's decision, whose cost model wants at least 256 shared keys and 8
-  requests; "always" keeps its support conditions (no ALiBi, sliding window, local attention or
+- mode "heuristic" is vLLM's decision with cascade attention enabled (ModelConfig.disable_cascade_attn
+  False: the default of 0.10.2 and 0.11.0; 0.27.1 and 0.28.0 default to True, users opt in), whose
+  cost model wants at least 256 shared keys and 8 requests; "always" keeps its support conditions (no ALiBi, sliding window, local attention or
   decode context parallelism) without the cost model, so small cases reach the cascade; "never"
   turns it off. Releases without cascade_attention (it was removed before 0.33) always answer 0.
 
@@ -41,6 +42,8 @@ def cascade_prefix_len(vl, setup, g, builder, mode):
     decide = getattr(vl.flash_attn, "use_cascade_attention", None)
     if mode == "never" or decide is None or not hasattr(vl.flash_attn, "cascade_attention"):
         return 0
+    # the attention group's spec, as the runner passes it: the KV-cache group's (merged: with the hybrid
+    # manager off a group of full and sliding layers records the window) or its layers' own
     spec, it = g.spec, vl.kv_cache_interface
     block_size = spec.block_size
     prefix = common_prefix_blocks(g.table_rows) * block_size

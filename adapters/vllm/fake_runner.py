@@ -120,15 +120,17 @@ class Setup:
             if len(pools) != 1:
                 raise UnsupportedCase(f"vLLM groups layers of both pools ({sorted(pools)}) into one KV-cache group")
             pool = pools.pop()
+            # attention groups as initialize_attn_backend keys them: by backend and by the layer's
+            # spec, which is the group's unless it holds one per layer (UniformTypeKVCacheSpecs)
+            per_layer = getattr(kv_group.kv_cache_spec, "kv_cache_specs", None)
             by_backend = {}
             for l in layer_ids:
                 x = self.layers_spec[l]
-                by_backend.setdefault(x["chunk"] if x["kind"] == "chunked" else 0, []).append(l)
-            for chunk, ids in by_backend.items():
+                spec = per_layer[f"layers.{l}"] if per_layer is not None else kv_group.kv_cache_spec
+                by_backend.setdefault((x["chunk"] if x["kind"] == "chunked" else 0, spec), []).append(l)
+            for (chunk, spec), ids in by_backend.items():
                 g = Group(len(self.groups), "chunked" if chunk else "attention", chunk, pool, ids)
-                g.kv_gid, g.spec = kv_gid, kv_group.kv_cache_spec
-                if hasattr(g.spec, "kv_cache_specs"):  # UniformTypeKVCacheSpecs: the builder gets its layers' spec
-                    g.spec = g.spec.kv_cache_specs[f"layers.{ids[0]}"]
+                g.kv_gid, g.spec = kv_gid, spec
                 g.table_rows = [self._blocks(pool, i) for i in range(self.bs)]
                 self.groups.append(g)
 

@@ -36,4 +36,10 @@ void FaPlan::check_guards() const {
     for (const FaCall& c : g.parts) c.check_guards();
 }
 
+bool FaPlan::merges_by_batch() const {
+  bool cascade = full.common_prefix_len > 0 || sliding.common_prefix_len > 0;
+  for (const FaGroup& g : local) cascade |= g.common_prefix_len > 0;
+  return cascade;
+}
+
 }  // namespace kvfuzz::fa

@@ -74,6 +74,7 @@ struct FaPlan : Plan {
   const FaGroup& group_of(int32_t layer) const;
   void check_metadata(MetadataChecker& check) const override;
   void check_guards() const override;
+  bool merges_by_batch() const override;  // a group runs as a cascade (common_prefix_len > 0)
 };
 
 }  // namespace kvfuzz::fa
