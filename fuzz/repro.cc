@@ -167,6 +167,12 @@ std::string repro_target(const std::string& backend) {
 }
 
 nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const nlohmann::json& finding) {
+  // The templates read each row's keys by (request, column) and make their values from that pair:
+  // a shared prefix's columns are another request's (reference/shared_prefix.h), which they do not know.
+  for (const Op& op : s.history)
+    if (op.kind == OpKind::share)
+      throw InvalidCase("the case shares prefix pages (a share op): the reproducer templates do not model shared "
+                        "prefixes yet; replay it with kvfuzz check");
   const BackendName n = split(backend);
   const Prepared p = prepare(s);
   const LogicalBatch lb = derive_logical(s);
