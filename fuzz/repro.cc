@@ -171,8 +171,9 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
   // a shared prefix's columns are another request's (reference/shared_prefix.h), which they do not know.
   for (const Op& op : s.history)
     if (op.kind == OpKind::share)
-      throw InvalidCase("the case shares prefix pages (a share op): the reproducer templates do not model shared "
-                        "prefixes yet; replay it with kvfuzz check");
+      throw InvalidCase(
+          "the case shares prefix pages (a share op): the reproducer templates do not model shared "
+          "prefixes yet; replay it with kvfuzz check");
   const BackendName n = split(backend);
   const Prepared p = prepare(s);
   const LogicalBatch lb = derive_logical(s);
