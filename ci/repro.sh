@@ -92,12 +92,12 @@ $FULL_RUNS}"}
 REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|gpu/repro/flashinfer_page_mask_indptr
 triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|gpu/repro/triton_sm90_extend_narrow_v
 kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sglang_flashinfer_0_5_23:flashinfer_paged|flashinfer
-kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_mixed_local
 kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
-kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_swa_cascade
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_local
+kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_verify_local
+kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_extend_local
 kvfuzz-triton-draft-swa-short|corpus/sglang/triton_draft_swa.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_draft_swa"
 
 usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
