@@ -5,8 +5,8 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <regex>
+#include <sstream>
 #include <utility>
 
 #include <unistd.h>
@@ -235,7 +235,8 @@ std::string repro_embed(const std::string& template_text, const std::string& ada
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
       throw InvalidCase("reproducer template: '" + spec + "' in its EMBEDDED line is not NAME=PATH");
-    const std::string name = spec.substr(0, eq), path = (std::filesystem::path(adapters_dir) / spec.substr(eq + 1)).string();
+    const std::string name = spec.substr(0, eq),
+                      path = (std::filesystem::path(adapters_dir) / spec.substr(eq + 1)).string();
     if (!std::filesystem::is_regular_file(path))
       throw InvalidCase("reproducer template embeds " + path + ", which does not exist");
     const std::string text = read_input(path, kMaxCaseBytes);

@@ -6,7 +6,8 @@
 //       --run-output "sglang 0.5.23: exit 1=out.txt" -o report.md       (one command line)
 //
 // The script is adapters/repro/common.py, then the target's template (fuzz/repro.h picks it), with
-// the case's data and the kvfuzz modules the template names embedded; docs/repro.md describes both and the exit codes of the script.
+// the case's data and the kvfuzz modules the template names embedded; docs/repro.md describes both
+// and the exit codes of the script.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
