@@ -3,7 +3,8 @@
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
 go away, while every other case stays clean (one entry, 26512, is an upstream change that was
 reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
-description (cited), as the smallest change to the release's own functions; where a later release
+description (cited), as the smallest change to the release's own functions (one, fa-extend-local,
+is the fix kvfuzz proposes in a report draft, with no upstream PR yet); where a later release
 with the fix is installable, run that release instead.
 """
 import contextlib
@@ -167,6 +168,31 @@ def fix_31501(sg):
     updater.update_sliding_window = patched
 
 
+def fix_fa_extend_local(sg):
+    """kvfuzz's proposed fix for kvfuzz-fa-mixed-local and kvfuzz-fa-draft-extend-local (no upstream
+    PR; adapters/repro/reports.json): FA3's eager init_forward_metadata builds the local-attention
+    metadata of the extend branch only when forward_mode == EXTEND; the fix builds it for every mode
+    of that branch (MIXED, DRAFT_EXTEND, DRAFT_EXTEND_V2), as
+    is_extend_or_draft_extend_or_mixed(include_draft_extend_v2=True) would test it. Re-expressed as:
+    after the release's own init_forward_metadata, the same _maybe_init_local_attn_metadata call on
+    the metadata it built, for those modes."""
+    fa = _fa()
+    cls = fa.FlashAttentionBackend
+    original = cls.init_forward_metadata
+    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.13
+
+    @functools.wraps(original)
+    def patched(self, forward_batch):
+        result = original(self, forward_batch)
+        mode = forward_batch.forward_mode
+        if mode.name in ("MIXED", "DRAFT_EXTEND", "DRAFT_EXTEND_V2"):
+            args = (forward_batch,) if takes_batch else ()
+            self._maybe_init_local_attn_metadata(*args, self.forward_metadata, forward_batch.seq_lens.device)
+        return result
+
+    cls.init_forward_metadata = patched
+
+
 @contextlib.contextmanager
 def _swapped(module, name, value):
     saved = getattr(module, name)
@@ -177,7 +203,8 @@ def _swapped(module, name, value):
         setattr(module, name, saved)
 
 
-FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902}
+FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902,
+         "fa-extend-local": fix_fa_extend_local}
 
 
 def apply(sg, number):
