@@ -26,7 +26,7 @@ def record(vl, setup, module):
     rec = Recorder(setup)
     rec.install(module)
     config = setup.vllm_config
-    impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
+    impls = {l: _impl(vl, setup, l, module) for l in range(len(setup.layers_spec))}
     _publish(vl, module, config, impls)
     classes = {}
     for g in setup.groups:
@@ -105,13 +105,16 @@ def _layers(setup, rec, impls, g, metadata):
         _forward(setup, impls[l], l, metadata)
 
 
-def _impl(vl, setup, l):
+def _impl(vl, setup, l, module):
     m, x = setup.model, setup.layers_spec[l]
     window = x["window"] + 1 if x["kind"] == "sliding_window" else None
-    return setup.backend.get_impl_cls()(
+    impl = setup.backend.get_impl_cls()(
         num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
         alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
         attn_type=vl.AttentionType.DECODER)
+    if "unified_attention" in vars(impl):  # 0.10's Triton impl binds its kernel at construction: the module's, recorded
+        impl.unified_attention = lambda *args, **kwargs: module.unified_attention(*args, **kwargs)
+    return impl
 
 
 def _publish(vl, module, config, impls):

@@ -51,10 +51,12 @@ class Recorder:
                    "unified_attention": self.unified_attention,
                    "reshape_and_cache_flash": lambda *args, **kwargs: None,
                    "triton_reshape_and_cache_flash": lambda *args, **kwargs: None,
-                   "merge_attn_states": self.unexpected("merge_attn_states (cascade attention)")}
-        # FlashAttention's are looked up at call time, where the release imported them or not
-        always = ("flash_attn_varlen_func", "get_scheduler_metadata", "reshape_and_cache_flash") \
-            if module.__name__.endswith(".flash_attn") else ()
+                   "merge_attn_states": self.unexpected("merge_attn_states (cascade attention)"),
+                   "chunked_prefill_paged_decode": self.unexpected("chunked_prefill_paged_decode (Triton's prefill-decode split)")}
+        # FlashAttention's are looked up at call time, where the release imported them or not; 0.10's
+        # Triton impl calls the module's unified_attention (attention_run.py binds it so)
+        always = {"flash_attn": ("flash_attn_varlen_func", "get_scheduler_metadata", "reshape_and_cache_flash"),
+                  "triton_attn": ("unified_attention",)}.get(module.__name__.rsplit(".", 1)[-1], ())
         for name, kernel in kernels.items():
             if hasattr(module, name) or name in always:
                 setattr(module, name, kernel)
