@@ -24,9 +24,9 @@ from engine.tensors import host
 # values that keep the modelled behaviour.
 _INERT = {"alibi_slopes": None, "s_aux": None, "mask_mod": None, "aux_tensors": None, "dynamic_causal": None,
           "q_v": None, "cu_seqlens_k": None, "rotary_cos": None}
-# unified_attention's: ALiBi, sinks, the tree bias, multimodal prefix ranges, R-SWA, chunk lookback,
-# quantized KV-cache modes (kv_quant_mode is compared by name: NONE).
-_TRITON_INERT = {"alibi_slopes": None, "sinks": None, "qq_bias": None, "mm_prefix_range": None,
+# unified_attention's: ALiBi, sinks, multimodal prefix ranges, R-SWA, chunk lookback, quantized
+# KV-cache modes (kv_quant_mode is compared by name: NONE). The tree bias (qq_bias) is recorded.
+_TRITON_INERT = {"alibi_slopes": None, "sinks": None, "mm_prefix_range": None,
                  "rswa_prefix_lens": None, "rswa_window": None, "k_scale_cache": None, "v_scale_cache": None,
                  "output_scale": None, "q_descale": None}
 
@@ -93,9 +93,11 @@ class Recorder:
 
     def unified_attention(self, q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k, softmax_scale,
                           causal, window_size, block_table, softcap, q_descale=None, k_descale=None, v_descale=None,
-                          chunk_lookback=-1, kv_quant_mode=None, **others):
+                          chunk_lookback=-1, kv_quant_mode=None, qq_bias=None, **others):
         """Triton's kernel entry (vllm/v1/attention/ops/triton_unified_attention.py): k is the key cache
-        viewed [blocks, block_size, kv_heads, head_size]; causal a bool or (0.3x) a per-request tensor."""
+        viewed [blocks, block_size, kv_heads, head_size]; causal a bool or (0.3x) a per-request tensor;
+        qq_bias TreeAttention's [tree_len, tree_len] additive bias over each row's new tokens (kept with
+        its row pitch, which the kernel also takes as the row length)."""
         for name, inert in _TRITON_INERT.items():
             if others.get(name, inert) is not inert:
                 raise NotImplementedError(f"unified_attention({name}=...) is not modelled by kvfuzz")
@@ -123,6 +125,7 @@ class Recorder:
             "causal": bool(causal),
             "window_left": window[0],
             "window_right": window[1],
+            "qq_bias": None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))),
         })
         return out
 

@@ -188,11 +188,22 @@ class Vllm:
         """vllm.v1.attention.backends.triton_attn (imported at first use)."""
         return importlib.import_module("vllm.v1.attention.backends.triton_attn")
 
+    @property
+    def tree_attn(self):
+        """vllm.v1.attention.backends.tree_attn (0.10.x, 0.11.x; imported at first use)."""
+        return importlib.import_module("vllm.v1.attention.backends.tree_attn")
+
     def attention_backend(self, name):
         """The AttentionBackend class of the planner's --backend whose layers this adapter builds
-        (KV-cache layout, head and block sizes): fa and triton; None (FlashAttention's layout) else."""
+        (KV-cache layout, head and block sizes): fa, triton and tree (TREE_ATTN, 0.10 and 0.11 only:
+        None where the release has none); None (FlashAttention's layout) for others."""
         if name == "triton":
             return self.triton_attn.TritonAttentionBackend
+        if name == "tree":
+            try:
+                return self.tree_attn.TreeAttentionBackend
+            except ModuleNotFoundError:
+                return None
         return self.flash_attn.FlashAttentionBackend if name == "fa" else None
 
     def supports_block_size(self, block_size, backend=None):
