@@ -73,9 +73,16 @@ class Recorder:
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
+        self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
+                     causal, window, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None)
+        return out
+
+    def _record(self, kernel, k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
+                **extra):
+        """One page-table kernel call of this layer; k is the key cache viewed [blocks, block_size, ...]."""
         keep = (lambda t, name: t) if self.capturing else host
         self.calls.setdefault(self.layer, []).append({
-            "kernel": "flash_attn_varlen_func",
+            "kernel": kernel,
             "pool": self.setup.pool_of(k),
             "view_page_size": int(k.shape[1]),
             "page_table": keep(block_table, "block_table"),
@@ -86,10 +93,8 @@ class Recorder:
             "causal": bool(causal),
             "window_left": int(window[0]),
             "window_right": int(window[1]),
-            "num_splits": int(num_splits or 0),
-            "scheduled": scheduler_metadata is not None,
+            **extra,
         })
-        return out
 
     def unified_attention(self, q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k, softmax_scale,
                           causal, window_size, block_table, softcap, q_descale=None, k_descale=None, v_descale=None,
@@ -111,22 +116,9 @@ class Recorder:
                 raise NotImplementedError("unified_attention with non-causal requests is not modelled by kvfuzz")
             causal = True
         self._scalars("unified_attention", softmax_scale, softcap)
-        window = [int(w) for w in window_size] if window_size is not None else [-1, -1]
-        keep = (lambda t, name: t) if self.capturing else host
-        self.calls.setdefault(self.layer, []).append({
-            "kernel": "unified_attention",
-            "pool": self.setup.pool_of(k),
-            "view_page_size": int(k.shape[1]),
-            "page_table": keep(block_table, "block_table"),
-            "cache_seqlens": keep(seqused_k, "seqused_k"),
-            "cu_seqlens_q": keep(cu_seqlens_q, "cu_seqlens_q"),
-            "max_seqlen_q": int(max_seqlen_q),
-            "max_seqlen_k": int(max_seqlen_k),
-            "causal": bool(causal),
-            "window_left": window[0],
-            "window_right": window[1],
-            "qq_bias": None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))),
-        })
+        window = list(window_size) if window_size is not None else [-1, -1]
+        self._record("unified_attention", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal,
+                     window, qq_bias=None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))))
         return out
 
     def _scalars(self, kernel, softmax_scale, softcap):
