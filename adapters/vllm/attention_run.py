@@ -20,8 +20,8 @@ from recorder import Recorder
 def record(vl, setup, module):
     """CUDA-graph batches as vLLM runs them: a FULL graph (capture with _dummy_run's batch, then the
     replay's metadata build over the same persistent buffers, the kernel reading what it was handed
-    at capture) for a uniform decode batch where every builder supports one, else eager with padded
-    tokens. Returns the recorder (its calls, plan-run disagreements reported on the case) and whether
+    at capture) for a uniform decode batch (one token per request, or 1 + k in a verify step) where
+    every builder supports one, else eager with padded tokens. Returns the recorder (its calls, plan-run disagreements reported on the case) and whether
     the batch ran in a FULL graph."""
     rec = Recorder(setup)
     rec.install(module)
@@ -37,7 +37,7 @@ def record(vl, setup, module):
     full_graphs = setup.graph and _resolve_cudagraph_mode(vl, setup, classes)
     builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
                 for g in setup.groups}
-    full_graph = full_graphs and setup.mode == "decode"
+    full_graph = full_graphs and setup.mode in ("decode", "target_verify")  # uniform batches
     setup.padded_rows = setup.padded_bs if full_graph else setup.bs
     setup.buffers()
     if full_graph:  # capture with the dummy batch, then the replay's metadata build over the same buffers
@@ -90,11 +90,13 @@ def _resolve_cudagraph_mode(vl, setup, classes):
     """The CUDA-graph mode vLLM settles on before it builds the builders (_check_and_update_cudagraph_mode):
     FULL_AND_PIECEWISE, the default, while every builder class supports some FULL graph;
     PIECEWISE (attention outside the graphs: eager, padded tokens) where one answers NEVER, as
-    ChunkedLocalAttention's does. FULL graphs then run uniform single-token decode batches only.
+    ChunkedLocalAttention's does, or, with spec decode (uniform_decode_query_len 1 + k > 1), where
+    one supports less than UNIFORM_BATCH. FULL graphs then run uniform decode batches only.
     Returns whether FULL graphs stay on."""
     groups = {g.gid: g for g in setup.groups}
     least = min(vl.cudagraph_support(cls, setup.vllm_config, groups[gid].spec).value for gid, cls in classes.items())
-    full = least >= vl.AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE.value
+    cg = vl.AttentionCGSupport
+    full = least >= (cg.UNIFORM_BATCH if setup.uniform_query_len > 1 else cg.UNIFORM_SINGLE_TOKEN_DECODE).value
     setup.vllm_config.compilation_config.cudagraph_mode = vl.cudagraph_mode("FULL_AND_PIECEWISE" if full else "PIECEWISE")
     return full
 

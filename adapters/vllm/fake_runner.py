@@ -78,9 +78,8 @@ class Setup:
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
-        if self.mode == "target_verify" and self.graph:
-            raise UnsupportedCase("a CUDA-graph verify batch: vLLM's FULL graphs of uniform batches of query length k + 1 "
-                                  "(_dummy_run's uniform_decode capture) are not modelled yet")
+        # vLLM's uniform_decode_query_len: the query length of the batches FULL decode graphs serve (1 + k)
+        self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
@@ -203,7 +202,7 @@ class Setup:
             get_sliding_window=lambda: None, hf_config=ns(model_type="llama", architectures=["LlamaForCausalLM"]),
             hf_text_config=ns(attn_logit_softcapping=m["softcap"] or None, model_type="llama"),
             is_encoder_decoder=False, uses_mrope=False, is_hybrid=False, is_multimodal_model=False)
-        graph_sizes = [self.padded_bs] if self.graph else []
+        graph_sizes = [self.padded_bs * self.uniform_query_len] if self.graph else []  # in tokens
         mode = self.vl.cudagraph_mode("FULL_AND_PIECEWISE" if self.graph else "NONE")
         compilation_config = ns(
             cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
@@ -258,16 +257,17 @@ class Setup:
         BlockTable filled with the batch's rows, the slot mapping computed by it (checked against
         kvfuzz's writes), padded rows as _build_attention_metadata pads a CUDA-graph batch (null
         block, seq_len 0, no tokens). capture: the dummy batch a FULL graph is captured with
-        (_dummy_run: one token and seq_len 1 per row, max_seq_len = max_model_len)."""
+        (_dummy_run(uniform_decode=True): uniform_decode_query_len tokens and seq_len as many per row
+        (1 for decode, 1 + k for verify), max_seq_len = max_model_len)."""
         n = self.bs
         npad = self.padded_rows
-        query_lens = np.ones(npad, np.int64) if capture else self.query_lens
+        query_lens = np.full(npad, self.uniform_query_len, np.int64) if capture else self.query_lens
         rows = npad if capture else n
         qsl = np.zeros(npad + 1, np.int32)
         qsl[1:rows + 1] = np.cumsum(query_lens[:rows])
         qsl[rows + 1:] = qsl[rows]
         seq_lens = np.zeros(npad, np.int32)
-        seq_lens[:rows] = 1 if capture else self.seq_lens
+        seq_lens[:rows] = self.uniform_query_len if capture else self.seq_lens
         self.qsl_buffer.copy_(torch.from_numpy(qsl))
         self.seq_lens_buffer.copy_(torch.from_numpy(seq_lens))
         table = g.block_table
