@@ -13,7 +13,8 @@
 #                                      # triaged as that issue (adapters/vllm/known_issues.json)
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
-#                                      # backend (BACKENDS, default "fa triton"), each finding triaged against
+#                                      # backend (BACKENDS, default "fa triton"; "tree" on 0.10.x and
+#                                      # 0.11.x, TreeAttention), each finding triaged against
 #                                      # adapters/vllm/known_issues.json
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
@@ -52,7 +53,7 @@ install() {
 }
 install "$VERSION"
 BACKENDS=${BACKENDS:-fa triton}
-family_executor() { case $1 in fa|triton) echo fa ;; esac; }
+family_executor() { case $1 in fa|triton) echo fa ;; tree) echo flashinfer_paged ;; esac; }
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
 # found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
 # the adapter answers so, which the verdicts count as not found)
