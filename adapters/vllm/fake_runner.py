@@ -70,7 +70,7 @@ class Setup:
         if self.mode not in MODES:
             raise UnsupportedCase(f"mode {self.mode}: vLLM's drafter paths (draft decode, draft extend) are not modelled yet")
         self.draft_tokens = int(b.get("draft_tokens") or 0)
-        if self.mode == "target_verify" and int(b.get("topk") or 1) != 1 and self.backend.get_name() != "TREE_ATTN":
+        if self.mode == "target_verify" and int(b.get("topk") or 1) != 1 and self.backend.__name__ != "TreeAttentionBackend":
             raise UnsupportedCase(f"a spec tree (topk {b['topk']}): vLLM's FlashAttention and Triton backends verify "
                                   "chains only (a tree needs TREE_ATTN, not modelled)")
         if case.model["mla"]:
