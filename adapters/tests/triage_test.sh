@@ -106,6 +106,18 @@ run group28 1 $VLLM --version vllm=0.28.0
 grep -q "^regression *vllm#51756" "$WORK/group28.out" || fail "#51756's sliding side in 0.28.0 is not a regression"
 line "$WORK/grouph.jsonl" cache-extent vllm_fa_0_27_1:fa decode sliding_window 16 extra-before '{"hybrid": true}'
 run grouph 1 $VLLM --version vllm=0.27.1
+# The Triton backend reaches vllm#26034 too (local layers' FULL-graph replay in 0.10.2); the same on
+# full layers is NEW, at 0.11.0 a regression; #51756 (FlashAttention's group window) stays FA-only.
+line "$WORK/tlocal.jsonl" plan-run vllm_triton_0_10_2:fa decode chunked 0 "plan-run:cu_seqlens_q"
+run tlocal 0 $VLLM
+grep -q "^known *vllm#26034" "$WORK/tlocal.out" || fail "Triton's local-layer replay in 0.10.2 is not vllm#26034"
+line "$WORK/tfull.jsonl" plan-run vllm_triton_0_10_2:fa decode full 0 "plan-run:cu_seqlens_q"
+run tfull 1 $VLLM
+line "$WORK/tlocal11.jsonl" plan-run vllm_triton_0_11_0:fa decode chunked 0 "plan-run:cu_seqlens_q"
+run tlocal11 1 $VLLM
+grep -q "^regression *vllm#26034" "$WORK/tlocal11.out" || fail "Triton's local-layer replay in 0.11.0 is not a regression"
+line "$WORK/tgroup.jsonl" cache-extent vllm_triton_0_27_1:fa decode sliding_window 16 extra-before
+run tgroup 1 $VLLM --version vllm=0.27.1
 
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest

@@ -1,14 +1,15 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
-    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa [--device cpu|cuda]
+    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree [--device cpu|cuda]
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
 group unchanged (FlashAttentionMetadataBuilder.build from CommonAttentionMetadata; the
 ChunkedLocalAttention builder for chunked layers) and every layer's forward with the kernel
 recorded (recorder.py). The recorded kernel arguments are the plan of the backend's family
-(fa: page_table, flash_attn_page_table.py); kvfuzz's checked executor runs it and every property
-applies. On CPU the Triton metadata kernels (the slot mapping, 0.2x on) run in Triton's interpreter.
+(fa: page_table, flash_attn_page_table.py; triton: page_table, triton_page_table.py; tree:
+paged_csr, tree_attn_paged_csr.py, spec-decode verify trees on 0.10/0.11); kvfuzz's checked
+executor runs it and every property applies. On CPU the Triton metadata kernels (the slot mapping, 0.2x on) run in Triton's interpreter.
 """
 import argparse
 import os
@@ -24,7 +25,7 @@ sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
-    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton", "tree"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
@@ -45,21 +46,31 @@ VL = Vllm(ARGS.site)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
+import tree_attn_paged_csr  # noqa: E402
+import triton_page_table  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan)}
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan),
+            "triton": ("page_table", triton_page_table.plan),
+            "tree": ("paged_csr", tree_attn_paged_csr.plan)}
 FAMILY, PLAN = BACKENDS[ARGS.backend]
+SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify"], "layer_kinds": "all",
+            "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
+if ARGS.backend == "tree":  # spec-decode verify trees, full layers, eager (tree_attn_paged_csr.py)
+    if VL.attention_backend("tree") is None:
+        print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
+              "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
+        sys.exit(2)
+    SUPPORTS.update(modes=["target_verify"], layer_kinds=["full"], cuda_graph=False)
 
 
 @kv.planner(name=NAME, family=FAMILY,
-            supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
-                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
-                      "hybrid_swa": True, "cuda_graph": True},
+            supports=SUPPORTS,
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):
     import torch
 
     try:
-        setup = Setup(VL, case, torch.device(ARGS.device))
+        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend))
         return PLAN(VL, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))

@@ -130,12 +130,13 @@ class Vllm:
         extra = [block_size] if len(inspect.signature(create).parameters) > 2 else []
         return create(underlying, chunk, *extra)
 
-    def kv_cache_layout(self):
-        """The KV-cache layout the engine core resolves for a FlashAttention model (0.33 on: the first
-        layout the backend supports, get_supported_kv_cache_layouts); None before layouts existed."""
+    def kv_cache_layout(self, backend=None):
+        """The KV-cache layout the engine core resolves for a model on `backend` (default FlashAttention;
+        0.33 on: the first layout the backend supports, get_supported_kv_cache_layouts); None before
+        layouts existed."""
         if not hasattr(self.utils, "get_supported_kv_cache_layouts"):
             return None
-        return self.utils.get_supported_kv_cache_layouts([self.flash_attn.FlashAttentionBackend])[0]
+        return self.utils.get_supported_kv_cache_layouts([backend or self.flash_attn.FlashAttentionBackend])[0]
 
     def kv_cache_groups(self, config, specs):
         """The release's KV-cache groups of per-layer specs {name: spec} (get_kv_cache_groups: the
@@ -148,11 +149,12 @@ class Vllm:
             return utils.get_kv_cache_config(config, dict(specs), 1 << 40).kv_cache_groups
         return module.get_kv_cache_groups(config, dict(specs))
 
-    def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
-        """A layer's KV cache tensor as the release allocates it for FlashAttention: the backend's
-        get_kv_cache_shape where it has one (up to about 0.3x: [2, blocks, block_size, heads, dim]),
-        else the unified page layout FlashAttentionImpl.forward documents ([blocks, heads, block_size, 2 * dim])."""
-        backend = self.flash_attn.FlashAttentionBackend
+    def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size, backend=None):
+        """A layer's KV cache tensor as the release allocates it for `backend` (default FlashAttention):
+        the backend's get_kv_cache_shape where it has one (up to about 0.3x: FlashAttention's
+        [2, blocks, block_size, heads, dim], Triton's [blocks, 2, block_size, heads, dim]), else the
+        unified page layout the impls' forward documents ([blocks, heads, block_size, 2 * dim])."""
+        backend = backend or self.flash_attn.FlashAttentionBackend
         if hasattr(backend, "get_kv_cache_shape"):
             return tuple(backend.get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size))
         return (num_blocks, num_kv_heads, block_size, 2 * head_size)
@@ -166,19 +168,49 @@ class Vllm:
             if module is not None and hasattr(module, "_current_vllm_config"):
                 module._current_vllm_config = config
 
-    def head_size(self, head_dim):
-        """The head size vLLM's layers are built with: the case's where FlashAttention takes it, else 64.
-        No metadata builder reads it (FA3's scheduler sizes tiles with it, not which keys are read);
-        the executor attends with the case's own head dim."""
-        backend = self.flash_attn.FlashAttentionBackend
+    def head_size(self, head_dim, backend=None):
+        """The head size vLLM's layers are built with: the case's where `backend` (default
+        FlashAttention) takes it, else 64. No metadata builder reads it (FA3's scheduler sizes tiles
+        with it, not which keys are read); the executor attends with the case's own head dim."""
+        backend = backend or self.flash_attn.FlashAttentionBackend
         if hasattr(backend, "supports_head_size"):
             return head_dim if backend.supports_head_size(head_dim) else 64
-        return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+        if hasattr(backend, "get_supported_head_sizes"):
+            return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+        try:  # Triton up to about 0.1x: validate_head_size raises below 32
+            backend.validate_head_size(head_dim)
+        except ValueError:
+            return 64
+        return head_dim
 
-    def supports_block_size(self, block_size):
-        """Whether the release runs FlashAttention at this block size (a multiple of 16 in every release:
-        supports_block_size from 0.1x on, get_kv_cache_shape's check before)."""
-        backend = self.flash_attn.FlashAttentionBackend
+    @property
+    def triton_attn(self):
+        """vllm.v1.attention.backends.triton_attn (imported at first use)."""
+        return importlib.import_module("vllm.v1.attention.backends.triton_attn")
+
+    @property
+    def tree_attn(self):
+        """vllm.v1.attention.backends.tree_attn (0.10.x, 0.11.x; imported at first use)."""
+        return importlib.import_module("vllm.v1.attention.backends.tree_attn")
+
+    def attention_backend(self, name):
+        """The AttentionBackend class of the planner's --backend whose layers this adapter builds
+        (KV-cache layout, head and block sizes): fa, triton and tree (TREE_ATTN, 0.10 and 0.11 only:
+        None where the release has none); None (FlashAttention's layout) for others."""
+        if name == "triton":
+            return self.triton_attn.TritonAttentionBackend
+        if name == "tree":
+            try:
+                return self.tree_attn.TreeAttentionBackend
+            except ModuleNotFoundError:
+                return None
+        return self.flash_attn.FlashAttentionBackend if name == "fa" else None
+
+    def supports_block_size(self, block_size, backend=None):
+        """Whether the release runs `backend` (default FlashAttention) at this block size (a multiple
+        of 16 in every release, FlashAttention and Triton alike: supports_block_size from 0.1x on,
+        get_kv_cache_shape's check before)."""
+        backend = backend or self.flash_attn.FlashAttentionBackend
         if hasattr(backend, "supports_block_size"):
             return bool(backend.supports_block_size(block_size))
         try:
