@@ -70,7 +70,10 @@ fipair_runs="$(pair FlashInfer kvfuzz_flashinfer_ragged_window 0.5.23 1)
 $(pair FlashInfer sglang_39287_flashinfer_backend 0.5.23 1)
 $(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.13 1 ' (deterministic)')
 $(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.10.post1 0 ' (deterministic) with fix 31501' '--fix 31501')
-$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; the fixed release)')"
+$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; the fixed release)')
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 1)
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix 39287')
+$(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
 # GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
 parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair} "

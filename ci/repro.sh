@@ -36,7 +36,9 @@ corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/t
 corpus/sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/kvfuzz_flashinfer_ragged_window.py:corpus/sglang/flashinfer_ragged_window.json:sglang_flashinfer_0_5_23:flashinfer_paged
 corpus/sglang/repro/sglang_39287_flashinfer_backend.py:corpus/sglang/flashinfer_verify_swa_start.json:sglang_flashinfer_0_5_23:flashinfer_paged
-corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged"
+corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged
+corpus/sglang/repro/sglang_39287_flashinfer_mask.py:corpus/sglang/flashinfer_verify_swa_mask.json:sglang_flashinfer_0_5_23:flashinfer_paged
+corpus/sglang/repro/kvfuzz_flashinfer_swa_full_prefix.py:corpus/sglang/flashinfer_swa_full_prefix.json:sglang_flashinfer_0_5_13:flashinfer_paged"
 
 # The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
 # (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
