@@ -74,7 +74,10 @@ $(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; 
 $(pair FlashInfer sglang_22679_flashinfer_verify_swa 0.5.13 1 ' (TypeError)')
 $(pair FlashInfer sglang_22679_flashinfer_verify_swa 0.5.23 1 ' (no TypeError; sglang#39287 reads the wrong keys)')
 $(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.12.post1 1)
-$(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.13 0 ' (the fixed release)')"
+$(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.13 0 ' (the fixed release)')
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 1)
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix 39287')
+$(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
 # GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
 parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair} "
