@@ -1252,6 +1252,73 @@ def fix_fa_extend_local(sg):
     cls.init_forward_metadata = patched
 
 
+def fix_39287(sg):
+    """sglang PR 39287 (open), FlashInfer half, for 0.5.23: EAGLE target verify on a sliding-window
+    layer trims the prefix to the window (update_sliding_window: paged_kernel_lens = min(seq_lens, W),
+    kv_start_idx = seq_lens - W), but EagleVerifyInput.generate_attn_arg_prefill is not handed
+    kv_start_idx (call_begin_forward passes it for DFLASH only), so it gathers from column 0, and it
+    returns the custom mask laid out for the full prefix (seq_len + D columns a row) while FlashInfer
+    reads it with the trimmed width. The fix, as the PR describes it: gather from kv_start_idx and
+    compact each request's mask to the kept columns, masking every key (prefix or draft ancestor)
+    before each draft's own window (a draft sits at seq_len + depth, the depth read off the tree mask)."""
+    fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
+    eagle = importlib.import_module("sglang.srt.speculative.eagle_info")
+    import torch
+
+    updater = fi.FlashInferIndicesUpdaterPrefill
+    begin = updater.call_begin_forward
+    generate = eagle.EagleVerifyInput.generate_attn_arg_prefill
+
+    @functools.wraps(begin)
+    def patched_begin(self, wrapper_ragged, wrapper_paged, req_pool_indices, paged_kernel_lens, paged_kernel_lens_sum,
+                      seq_lens, prefix_lens, kv_start_idx, *args, **kwargs):
+        spec = args[3] if len(args) > 3 else kwargs.get("spec_info")
+        window = getattr(self, "sliding_window_size", None)
+        if isinstance(spec, eagle.EagleVerifyInput) and kv_start_idx is not None and window is not None:
+            is_window_wrapper = wrapper_paged is self.attn_backend.prefill_wrappers_verify[0]
+            spec._kvfuzz_trim = (kv_start_idx, seq_lens, window if is_window_wrapper else None)
+        try:
+            return begin(self, wrapper_ragged, wrapper_paged, req_pool_indices, paged_kernel_lens,
+                         paged_kernel_lens_sum, seq_lens, prefix_lens, kv_start_idx, *args, **kwargs)
+        finally:
+            if isinstance(spec, eagle.EagleVerifyInput):
+                spec._kvfuzz_trim = None
+
+    @functools.wraps(generate)
+    def patched_generate(self, *, req_pool_indices, paged_kernel_lens, paged_kernel_lens_sum, translator, plan,
+                         kind=eagle.IdSpaceKind.FULL):
+        trim = getattr(self, "_kvfuzz_trim", None)
+        if trim is None:
+            return generate(self, req_pool_indices=req_pool_indices, paged_kernel_lens=paged_kernel_lens,
+                            paged_kernel_lens_sum=paged_kernel_lens_sum, translator=translator, plan=plan, kind=kind)
+        start, seq_lens, window = trim
+        d = self.draft_token_num
+        bs = req_pool_indices.numel()
+        device = req_pool_indices.device
+        qo_indptr = torch.arange(0, (1 + bs) * d, step=d, dtype=torch.int32, device=device)
+        lens = paged_kernel_lens + d
+        indptr = torch.zeros((bs + 1,), dtype=torch.int32, device=device)
+        indptr[1:] = torch.cumsum(lens, dim=0)
+        kv_indices = torch.empty(paged_kernel_lens_sum + d * bs, dtype=torch.int32, device=device)
+        translator.pack_read_stream(plan, req_pool_indices=req_pool_indices, seq_lens=lens, indptr=indptr,
+                                    out=kv_indices, kv_start_idx=start, kind=kind)
+        full, rows, at = self.custom_mask, [], 0
+        for i in range(bs):
+            seq, s0 = int(seq_lens[i]), int(start[i])
+            block = full[at:at + d * (seq + d)].view(d, seq + d)
+            at += d * (seq + d)
+            kept = block[:, s0:].clone()
+            if window is not None:  # key positions: the kept prefix, then each draft at seq + depth
+                depth = block[:, seq:].sum(dim=1) - 1
+                keys = torch.cat([torch.arange(s0, seq, device=device), seq + depth])
+                kept &= keys[None, :] >= (seq + depth - window)[:, None]
+            rows.append(kept.reshape(-1))
+        return kv_indices, indptr, qo_indptr, torch.cat(rows)
+
+    updater.call_begin_forward = patched_begin
+    eagle.EagleVerifyInput.generate_attn_arg_prefill = patched_generate
+
+
 @contextlib.contextmanager
 def _swapped(module, name, value):
     saved = getattr(module, name)
@@ -1263,7 +1330,7 @@ def _swapped(module, name, value):
 
 
 FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902,
-         "fa-extend-local": fix_fa_extend_local}
+         "39287": fix_39287, "fa-extend-local": fix_fa_extend_local}
 
 
 def apply(sg, number):
