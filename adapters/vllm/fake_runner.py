@@ -75,7 +75,7 @@ class Setup:
         self.vllm_config = self._config()
         vl.publish(self.vllm_config)
         if not vl.supports_block_size(self.page_size):
-            raise UnsupportedCase(f"vLLM {vl.version}'s FlashAttention backend does not run block size {self.page_size}")
+            raise UnsupportedCase(f"vLLM {vl.version}'s {vl.backend_cls.__name__} does not run block size {self.page_size}")
         self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
         self.layers_spec = case.layers
@@ -202,11 +202,15 @@ class Setup:
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
         attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
-                              use_cudnn_prefill=False, use_trtllm_attention=None, disable_flashinfer_prefill=False,
-                              use_prefill_decode_attention=False, hisparse_config=None)
+                              use_cudnn_prefill=False, disable_flashinfer_prefill=False,
+                              use_prefill_decode_attention=False, hisparse_config=None,
+                              # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)
+                              use_trtllm_attention=False if self.vl.backend == "flashinfer" else None,
+                              disable_flashinfer_q_quantization=False, use_non_causal=False)
         return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
                   scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
-                  kernel_config=ns(enable_jit_warmup=False), speculative_config=None, kv_transfer_config=None,
+                  kernel_config=ns(enable_jit_warmup=False), speculative_config=None, num_speculative_tokens=0, use_v2_model_runner=False,
+                  kv_transfer_config=None,
                   lora_config=None, additional_config={})
 
     # -- per-group common metadata -------------------------------------------------------------

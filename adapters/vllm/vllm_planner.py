@@ -1,13 +1,14 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
-    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa [--device cpu|cuda]
+    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|flashinfer [--device cpu|cuda]
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
 group unchanged (FlashAttentionMetadataBuilder.build from CommonAttentionMetadata; the
 ChunkedLocalAttention builder for chunked layers) and every layer's forward with the kernel
 recorded (recorder.py). The recorded kernel arguments are the plan of the backend's family
-(fa: page_table, flash_attn_page_table.py); kvfuzz's checked executor runs it and every property
+(fa: page_table, flash_attn_page_table.py; flashinfer: the FlashInferMetadataBuilder's wrapper
+plans as paged_csr, flashinfer_paged_csr.py); kvfuzz's checked executor runs it and every property
 applies. On CPU the Triton metadata kernels (the slot mapping, 0.2x on) run in Triton's interpreter.
 """
 import argparse
@@ -24,7 +25,7 @@ sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
-    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--backend", choices=["fa", "flashinfer"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
@@ -41,19 +42,23 @@ import kvfuzz_adapter as kv  # noqa: E402
 from fake_runner import Setup, UnsupportedCase  # noqa: E402
 from vllm_release import Vllm  # noqa: E402
 
-VL = Vllm(ARGS.site)
+VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
+import flashinfer_paged_csr  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan)}
-FAMILY, PLAN = BACKENDS[ARGS.backend]
+SUPPORTS = {"modes": ["decode", "extend", "mixed"], "layer_kinds": "all", "page_sizes": [16, 32, 64, 128, 256],
+            "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
+            # FlashInfer: eager batches, full and sliding layers, vLLM's kernel block sizes on sm90
+            "flashinfer": ("paged_csr", flashinfer_paged_csr.plan,
+                           dict(SUPPORTS, layer_kinds=["full", "sliding_window"], page_sizes=[16, 32, 64],
+                                cuda_graph=False))}
+FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
 
 
-@kv.planner(name=NAME, family=FAMILY,
-            supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
-                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
-                      "hybrid_swa": True, "cuda_graph": True},
+@kv.planner(name=NAME, family=FAMILY, supports=SUPPORTED,
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):
     import torch

@@ -1,0 +1,143 @@
+"""vLLM v1's FlashInfer backend as a kvfuzz `paged_csr` planner (FAMILIES.md).
+
+Per KV-cache group (fake_runner.py) the release's own FlashInferMetadataBuilder.build plans
+FlashInfer's wrappers from the group's CommonAttentionMetadata, and every layer's
+FlashInferImpl.forward runs them, recorded (flashinfer_recorder.py). The path modelled is
+FlashInfer's native one on an sm90 device: BatchDecodeWithPagedKVCacheWrapper (tensor cores) for
+the leading single-token rows, BatchPrefillWithPagedKVCacheWrapper (paged, causal, over the whole
+seq_len: the step's K/V is in the cache before attention) for the rest, both at the block size.
+vLLM would pick TRT-LLM's kernels (trtllm-gen prefill and decode: Blackwell only; XQA decode on
+sm90 from about 0.2x where NVIDIA's cubin artifactory is reachable); the runner is configured as
+`--attention-config.use_trtllm_attention=0` so the builder plans FlashInfer's own wrappers, whose
+plan()/run() split is what kvfuzz checks. Eager batches only: FULL CUDA graphs (fast_decode_plan on
+persistent buffers) and cascade attention are not modelled, nor chunked layers (ChunkedLocalAttention
+splits rows into virtual batches).
+
+The paged_csr family has one kernel row per batch row in every call, so the decode run (rows
+[0, num_decodes)) and the prefill run (the rest) of a layer become one call: each row keeps the
+pages, last-page length and queries its own wrapper read; a decode row is an extend of one token,
+so the joined call is `full_extend` (`decode` in a decode batch). The family lays window rows
+out from the page holding the first query's oldest visible key; vLLM hands FlashInfer every page
+from position 0 and masks with window_left, so the head pages every query of the row has masked
+out (under the plan's own window_left) are dropped after checking they lie in the layer's pool.
+
+    meta, arrays = plan(vl, setup)
+"""
+import types
+
+import torch
+
+from engine import paged_csr_plan
+from fake_runner import UnsupportedCase
+from flashinfer_recorder import Recorder
+
+
+def plan(vl, setup):
+    if setup.graph:
+        raise UnsupportedCase("FlashInfer under CUDA graphs (fast_decode_plan on persistent buffers) is not modelled")
+    if any(g.kind == "chunked" for g in setup.groups):
+        raise UnsupportedCase("chunked layers: ChunkedLocalAttention's virtual batches are not one row per request")
+    q_lens = setup.query_lens.tolist()
+    if any(a > 1 >= b for a, b in zip(q_lens, q_lens[1:])):
+        raise UnsupportedCase("a decode row after an extend row: vLLM's runner reorders decodes to the front for "
+                              "FlashInfer (reorder_batch_threshold 1), kvfuzz keeps its batch order")
+    fi = vl.flashinfer
+    rec = Recorder(setup)
+    rec.install(fi)
+    config = setup.vllm_config
+    impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
+    _publish(vl, config, impls)
+    setup.buffers()
+    for g in setup.groups:
+        builder_cls = fi.FlashInferBackend.get_builder_cls()
+        try:
+            builder = builder_cls(g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
+            metadata = builder.build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+        except ValueError as e:  # vLLM refuses the model's layers for this backend (its first batch fails)
+            if "Window left is not the same" in str(e) or "Head size" in str(e):
+                raise UnsupportedCase(f"vLLM {vl.version}'s FlashInfer builder refuses {g}: {e}") from e
+            raise
+        for l in g.layer_ids:
+            rec.layer, rec.impl = l, impls[l]
+            _forward(setup, rec, impls[l], l, metadata)
+    rec.agree.report(setup.case)
+    calls = {l: [_joined(setup, l, c)] for l, c in rec.calls.items()}
+    role = "decode" if setup.mode == "decode" else "full_extend"
+    return paged_csr_plan.to_plan(setup.case.layers, calls, page_size=setup.page_size, role_of=lambda c: role)
+
+
+def _joined(setup, l, runs):
+    """One call of a layer's runs (decode rows, then prefill rows): per row its own wrapper's pages."""
+    runs = sorted(runs, key=lambda c: int(c["qo_indptr"][0]))  # forward runs the prefill wrapper first
+    first = runs[0]
+    for c in runs[1:]:
+        for name in ("pool", "page_size", "window_left"):  # causal: a decode row's one query sees every key
+            if c[name] != first[name]:
+                raise NotImplementedError(f"layer {l}: the decode and prefill wrappers differ in {name}")
+    qo, kv_indptr, indices, last = [torch.zeros(1, dtype=torch.int64)], [0], [], []
+    ps, window = first["page_size"], first["window_left"]
+    pool_pages = _pool_pages(setup, l)
+    for c in runs:
+        for r in range(int(c["kv_indptr"].numel()) - 1):
+            q0, q1 = int(c["qo_indptr"][r]), int(c["qo_indptr"][r + 1])
+            pages = c["kv_indices"][int(c["kv_indptr"][r]):int(c["kv_indptr"][r + 1])]
+            k_len = (len(pages) - 1) * ps + int(c["kv_last_page_len"][r]) if len(pages) else 0
+            drop = max(0, (k_len - (q1 - q0) - window) // ps) if window >= 0 and len(pages) else 0
+            drop = min(drop, len(pages) - 1) if len(pages) else 0
+            outside = [int(p) for p in pages[:drop] if not 0 <= int(p) < pool_pages]
+            if outside:
+                raise IndexError(f"layer {l}: masked head page {outside[0]} of row {r} lies outside the "
+                                 f"{setup.layers_spec[l]['pool']} pool's {pool_pages} pages")
+            if r == 0 and q0 != int(qo[-1][-1]):
+                raise NotImplementedError(f"layer {l}: the wrappers' queries are not contiguous (token {q0})")
+            qo.append(torch.tensor([q1]))
+            indices.append(pages[drop:])
+            kv_indptr.append(kv_indptr[-1] + len(pages) - drop)
+            last.append(int(c["kv_last_page_len"][r]))
+    return {"role": first["role"], "pool": first["pool"], "page_size": ps, "causal": True, "window_left": window,
+            "qo_indptr": torch.cat(qo), "kv_indptr": torch.tensor(kv_indptr, dtype=torch.int64),
+            "kv_indices": torch.cat(indices) if indices else torch.zeros(0, dtype=torch.int64),
+            "kv_last_page_len": torch.tensor(last, dtype=torch.int64), "custom_mask": None}
+
+
+def _pool_pages(setup, l):
+    info = setup.case.info["pools"]
+    slots = info["swa_slots"] if setup.layers_spec[l]["pool"] == "swa" else info["full_slots"]
+    return max(1, slots // setup.page_size)
+
+
+def _impl(vl, setup, l):
+    m, x = setup.model, setup.layers_spec[l]
+    window = x["window"] + 1 if x["kind"] == "sliding_window" else None
+    return vl.flashinfer.FlashInferImpl(
+        num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
+        alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
+        attn_type=vl.AttentionType.DECODER)
+
+
+def _publish(vl, config, impls):
+    """What the builders look up beyond their arguments: the current VllmConfig and its attention
+    layers (get_per_layer_parameters reads every layer's window, soft cap and scale)."""
+    layers = {f"layers.{l}": types.SimpleNamespace(impl=impl, num_heads=impl.num_heads) for l, impl in impls.items()}
+    for impl in impls.values():
+        if not hasattr(impl, "get_impl_variants"):
+            impl.get_impl_variants = (lambda i: lambda: [i])(impl)
+    vl.utils.get_layers_from_vllm_config = lambda cfg, cls, names=None: {
+        k: v for k, v in layers.items() if names is None or k in names}
+    for module in (vl.flashinfer, vl.utils):
+        if hasattr(module, "get_current_vllm_config_or_none"):
+            module.get_current_vllm_config_or_none = lambda: config
+
+
+def _forward(setup, rec, impl, l, metadata):
+    m, dt, dev, h = setup.model, setup.dtype, setup.device, setup.head_size
+    tokens = setup.total_tokens
+    one = torch.ones(1, dtype=torch.float32, device=dev)
+    layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
+                                  _v_scale_float=1.0, _o_scale_float=None, layer_name=f"layers.{l}")
+    q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
+    v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
+    out = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    rec.query = q
+    impl.forward(layer, q, k, v, setup.kv_caches[l], metadata, out)
