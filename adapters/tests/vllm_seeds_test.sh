@@ -4,7 +4,9 @@
 #    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
 #    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
-#    own) and an FA3 schedule made for another batch;
+#    own) and an FA3 schedule made for another batch; FlashInfer's seeds (decode and mixed batches,
+#    a sliding layer in the SWA pool) catch a window one key short, untranslated SWA block tables,
+#    and a decode plan made for another head dim (plan-run:head_dim);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -29,8 +31,8 @@ KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
 
 # Mutants of the adapter, in a copy: each must make its seed fail.
 cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
-mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold]
-  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)}
+mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold]; BACKEND (fa)
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)} backend=${BACKEND:-fa}
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -39,8 +41,8 @@ text = open(path).read()
 assert old in text, f"{old!r} not in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
-  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
-    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend fa" 2>&1)
+  out=$("$K" check "$case" --backend "vllm_${backend}_${NEWEST//./_}:$([ "$backend" = fa ] && echo fa || echo flashinfer_paged)" \
+    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend $backend" 2>&1)
   if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
@@ -56,4 +58,12 @@ mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(t
   '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
 mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
+BACKEND=flashinfer mutant flashinfer-window-short flashinfer_paged_csr.py \
+  '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
+  '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent"
+BACKEND=flashinfer mutant flashinfer-no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
+  corpus/vllm/flashinfer_mixed_swa.json
+BACKEND=flashinfer mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
+  '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
+  corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim"
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }
