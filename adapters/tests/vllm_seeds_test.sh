@@ -5,8 +5,8 @@
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
 #    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
 #    own) and an FA3 schedule made for another batch; FlashInfer's seeds (decode and mixed batches,
-#    a sliding layer in the SWA pool) catch a window one key short, untranslated SWA block tables,
-#    and a decode plan made for another head dim (plan-run:head_dim);
+#    a sliding layer in the SWA pool) catch a window one key short and a decode plan made for
+#    another head dim (plan-run:head_dim);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -61,8 +61,6 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
 BACKEND=flashinfer mutant flashinfer-window-short flashinfer_paged_csr.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent"
-BACKEND=flashinfer mutant flashinfer-no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
-  corpus/vllm/flashinfer_mixed_swa.json
 BACKEND=flashinfer mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
   '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
   corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim"
