@@ -9,11 +9,11 @@ sglang's FlashAttention adapter).
 
     meta, arrays = plan(vl, setup)
 """
-import types
 
 import torch
 
 from engine import page_table_plan
+from layer_inputs import forward_inputs, publish_layers
 from recorder import Recorder
 
 
@@ -28,8 +28,7 @@ def plan(vl, setup):
     rec = Recorder(setup)
     rec.install(fa)
     config = setup.vllm_config
-    impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
-    _publish(vl, config, impls)
+    impls = publish_layers(vl, setup, fa.FlashAttentionImpl, [fa])
     classes = {}
     for g in setup.groups:
         backend = fa.FlashAttentionBackend
@@ -113,38 +112,6 @@ def _layers(setup, rec, impls, g, metadata):
         _forward(setup, impls[l], l, metadata)
 
 
-def _impl(vl, setup, l):
-    m, x = setup.model, setup.layers_spec[l]
-    window = x["window"] + 1 if x["kind"] == "sliding_window" else None
-    return vl.flash_attn.FlashAttentionImpl(
-        num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
-        alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
-        attn_type=vl.AttentionType.DECODER)
-
-
-def _publish(vl, config, impls):
-    """What the builders look up beyond their arguments: the current VllmConfig and its attention
-    layers (FA3's ahead-of-time scheduler reads every layer's window on the first build)."""
-    fa = vl.flash_attn
-    layers = {f"layers.{l}": types.SimpleNamespace(impl=impl) for l, impl in impls.items()}
-    for impl in impls.values():
-        if not hasattr(impl, "get_impl_variants"):
-            impl.get_impl_variants = (lambda i: lambda: [i])(impl)
-    fa.get_layers_from_vllm_config = lambda cfg, cls, names=None: layers
-    fa.get_current_vllm_config_or_none = lambda: config
-    if hasattr(fa, "get_current_vllm_config"):
-        fa.get_current_vllm_config = lambda: config
-
-
 def _forward(setup, impl, l, metadata):
-    m, dt, dev = setup.model, setup.dtype, setup.device
-    tokens = setup.total_tokens
-    one = torch.ones(1, dtype=torch.float32, device=dev)
-    layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
-                                  _v_scale_float=1.0, layer_name=f"layers.{l}")
-    h = setup.head_size
-    q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
-    k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    out = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    layer, q, k, v, out = forward_inputs(setup, l)
     impl.forward(layer, q, k, v, setup.kv_caches[l], metadata, out)

@@ -23,13 +23,13 @@ out (under the plan's own window_left) are dropped after checking they lie in th
 
     meta, arrays = plan(vl, setup)
 """
-import types
 
 import torch
 
 from engine import paged_csr_plan
 from fake_runner import UnsupportedCase
 from flashinfer_recorder import Recorder
+from layer_inputs import forward_inputs, publish_layers
 
 
 def plan(vl, setup):
@@ -45,8 +45,7 @@ def plan(vl, setup):
     rec = Recorder(setup)
     rec.install(fi)
     config = setup.vllm_config
-    impls = {l: _impl(vl, setup, l) for l in range(len(setup.layers_spec))}
-    _publish(vl, config, impls)
+    impls = publish_layers(vl, setup, fi.FlashInferImpl, [fi, vl.utils])
     setup.buffers()
     for g in setup.groups:
         builder_cls = fi.FlashInferBackend.get_builder_cls()
@@ -106,38 +105,7 @@ def _pool_pages(setup, l):
     return max(1, slots // setup.page_size)
 
 
-def _impl(vl, setup, l):
-    m, x = setup.model, setup.layers_spec[l]
-    window = x["window"] + 1 if x["kind"] == "sliding_window" else None
-    return vl.flashinfer.FlashInferImpl(
-        num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
-        alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
-        attn_type=vl.AttentionType.DECODER)
-
-
-def _publish(vl, config, impls):
-    """What the builders look up beyond their arguments: the current VllmConfig and its attention
-    layers (get_per_layer_parameters reads every layer's window, soft cap and scale)."""
-    layers = {f"layers.{l}": types.SimpleNamespace(impl=impl, num_heads=impl.num_heads) for l, impl in impls.items()}
-    for impl in impls.values():
-        if not hasattr(impl, "get_impl_variants"):
-            impl.get_impl_variants = (lambda i: lambda: [i])(impl)
-    vl.utils.get_layers_from_vllm_config = lambda cfg, cls, names=None: {
-        k: v for k, v in layers.items() if names is None or k in names}
-    for module in (vl.flashinfer, vl.utils):
-        if hasattr(module, "get_current_vllm_config_or_none"):
-            module.get_current_vllm_config_or_none = lambda: config
-
-
 def _forward(setup, rec, impl, l, metadata):
-    m, dt, dev, h = setup.model, setup.dtype, setup.device, setup.head_size
-    tokens = setup.total_tokens
-    one = torch.ones(1, dtype=torch.float32, device=dev)
-    layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
-                                  _v_scale_float=1.0, _o_scale_float=None, layer_name=f"layers.{l}")
-    q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
-    k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    out = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    layer, q, k, v, out = forward_inputs(setup, l)
     rec.query = q
     impl.forward(layer, q, k, v, setup.kv_caches[l], metadata, out)
