@@ -49,13 +49,16 @@ def plan(vl, setup):
     setup.buffers()
     for g in setup.groups:
         builder_cls = fi.FlashInferBackend.get_builder_cls()
-        try:
+        try:  # the builders are made at engine start-up: what they refuse, vLLM refuses to serve
             builder = builder_cls(g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
+        except (NotImplementedError, ValueError) as e:  # 0.2x on sm90: no sliding-window layers
+            raise UnsupportedCase(f"vLLM {vl.version}'s FlashInfer builder refuses {g} at start-up: {e}") from e
+        try:
             metadata = builder.build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
-        except ValueError as e:  # vLLM refuses the model's layers for this backend (its first batch fails)
-            if "Window left is not the same" in str(e) or "Head size" in str(e):
-                raise UnsupportedCase(f"vLLM {vl.version}'s FlashInfer builder refuses {g}: {e}") from e
-            raise
+        except ValueError as e:  # layers of one group with different windows: its first batch fails
+            if "Window left is not the same" not in str(e):
+                raise
+            raise UnsupportedCase(f"vLLM {vl.version}'s FlashInfer builder refuses {g}: {e}") from e
         for l in g.layer_ids:
             rec.layer, rec.impl = l, impls[l]
             _forward(setup, rec, impls[l], l, metadata)
