@@ -10,7 +10,8 @@ host arrays plan() copies to the device (indptr, last_page_len) and keep the dev
 buffer by reference, read at run() as FlashInfer's kernel reads it. Each run() is checked against
 its plan (engine/paged_csr_plan.py check_run): window_left, logits_soft_cap, sm_scale and causal
 against the layer's own (the impl's), head dim, head counts, q/kv dtypes and page size against the
-tensors the run is handed; each disagreement is a plan-run finding.
+tensors the run is handed; the seq_lens a plan() schedules against the lengths its CSR gives the
+kernel. Each disagreement is a plan-run finding.
 
     rec = Recorder(setup); rec.install(vl.flashinfer)
     rec.layer, rec.impl, rec.query = 0, impl, q; impl.forward(layer, q, k, v, kv_cache, metadata, out)
@@ -49,7 +50,7 @@ class _Wrapper:
         self._window_left, self._logits_soft_cap, self._sm_scale, self._causal = -1, 0.0, None, False
 
     def _plan(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
-              causal, window_left, logits_soft_cap, sm_scale, q_data_type, kv_data_type):
+              causal, window_left, logits_soft_cap, sm_scale, q_data_type, kv_data_type, seq_lens=None):
         self.planned = {"qo_indptr": qo_indptr, "kv_indptr": host(kv_indptr, "kv_indptr").to(torch.int64),
                         "kv_last_page_len": host(last_page_len, "last_page_len").to(torch.int64),
                         "kv_indices": kv_indices, "page_size": int(page_size), "causal": bool(causal),
@@ -57,6 +58,12 @@ class _Wrapper:
         self.fixed = paged_csr_plan.planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type,
                                             kv_data_type, sm_scale=sm_scale)
         self.fixed.update(num_qo_heads=int(num_qo_heads), num_kv_heads=int(num_kv_heads))
+        if seq_lens is not None:  # what FlashInfer schedules (kv_lens) against what its CSR gives the kernel
+            csr = _seq_lens(self.planned["kv_indptr"], self.planned["kv_last_page_len"], int(page_size))
+            scheduled = host(seq_lens, "seq_lens").to(torch.int64)
+            if not torch.equal(scheduled, csr):
+                self.rec.agree.note("seq_lens", scheduled.tolist(), csr.tolist(), -1,
+                                    f"{type(self).__name__.strip('_')} plan: seq_lens against the CSR's lengths")
         self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
         self._sm_scale, self._causal = sm_scale, bool(causal)
 
@@ -89,7 +96,8 @@ class _Decode(_Wrapper):
 
     def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
              pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             data_type=None, sm_scale=None, rope_scale=None, rope_theta=None, non_blocking=True, **others):
+             data_type=None, sm_scale=None, rope_scale=None, rope_theta=None, non_blocking=True, seq_lens=None,
+             **others):
         """FlashInfer's BatchDecodeWithPagedKVCacheWrapper.plan (0.3's positional order, which vLLM 0.11's
         fast_plan_decode follows; later releases pass keywords, o_data_type among them)."""
         _only_inert("BatchDecodeWithPagedKVCacheWrapper.plan", dict(others, pos_encoding_mode=pos_encoding_mode),
@@ -97,7 +105,7 @@ class _Decode(_Wrapper):
         rows = int(indptr.shape[0]) - 1
         self._plan(torch.arange(rows + 1, dtype=torch.int64), indptr, indices, last_page_len, num_qo_heads,
                    num_kv_heads, head_dim, page_size, False, window_left, logits_soft_cap, sm_scale,
-                   q_data_type or data_type, kv_data_type or data_type)
+                   q_data_type or data_type, kv_data_type or data_type, seq_lens)
 
 
 class _PagedPrefill(_Wrapper):
@@ -107,7 +115,7 @@ class _PagedPrefill(_Wrapper):
              head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None, causal=False,
              pos_encoding_mode="NONE", use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
              logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16", kv_data_type=None,
-             **others):
+             seq_lens=None, **others):
         """FlashInfer's BatchPrefillWithPagedKVCacheWrapper.plan (vLLM 0.11 passes the first eight
         positionally, later releases all by keyword)."""
         _only_inert("BatchPrefillWithPagedKVCacheWrapper.plan",
@@ -116,7 +124,7 @@ class _PagedPrefill(_Wrapper):
                     _PLAN_INERT)
         self._plan(host(qo_indptr, "qo_indptr").to(torch.int64), paged_kv_indptr, paged_kv_indices,
                    paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal, window_left,
-                   logits_soft_cap, sm_scale, q_data_type, kv_data_type)
+                   logits_soft_cap, sm_scale, q_data_type, kv_data_type, seq_lens)
 
 
 class Recorder:
@@ -142,12 +150,16 @@ class Recorder:
                      "trtllm_batch_context_with_kv_cache", "fast_decode_plan", "merge_attn_states"):
             if hasattr(fi, name):  # classes stay classes: vLLM's forward asks isinstance of them
                 setattr(fi, name, type(name, (_Unexpected,), {}) if "Wrapper" in name else _unexpected(name))
-        if hasattr(fi, "get_seq_lens"):  # FlashInfer's (pages - 1) * page_size + last_page_len, 0 without pages
-            fi.get_seq_lens = lambda indptr, last, ps: torch.where(
-                indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * ps + last, 0)
+        if hasattr(fi, "get_seq_lens"):
+            fi.get_seq_lens = _seq_lens
         if hasattr(fi, "_get_multi_ctas_kv_counter_buffer"):  # a buffer of TRT-LLM's kernels only (0.3x)
             fi._get_multi_ctas_kv_counter_buffer = lambda *a, **k: None
         _no_cache_write()
+
+
+def _seq_lens(indptr, last_page_len, page_size):
+    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
+    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
 
 
 class _Unexpected:
