@@ -100,6 +100,22 @@ class Setup:
         self.positions = c.array("positions")[: self.num_tokens].astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
 
+    def decodes_first(self):
+        """The input batch as vLLM's runner reorders it for a builder that splits decodes from prefills
+        (reorder_batch_threshold 1: FlashInfer): a stable partition, single-token rows first
+        (reorder_batch_to_split_decodes_and_prefills; its finer regions, which tell chunked-prefill
+        short extends and first chunks apart, need prompt lengths kvfuzz does not model). Call before
+        buffers(). Returns (order, token_of): vLLM's row j is kvfuzz's batch row order[j], vLLM's
+        token t kvfuzz's token token_of[t]."""
+        order = np.argsort(self.query_lens > 1, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(self.query_lens)]).astype(np.int64)
+        token_of = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in order] + [np.zeros(0, np.int64)])
+        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.positions, self.out_cache_loc = self.positions[token_of], self.out_cache_loc[token_of]
+        for g in self.groups:
+            g.table_rows = [g.table_rows[i] for i in order]
+        return order, token_of
+
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
         """vLLM's own grouping (get_kv_cache_groups) of the layers' KV-cache specs, the hybrid manager on
@@ -271,7 +287,8 @@ class Setup:
             max_query_len=int(query_lens[:rows].max()) if rows else 0,
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
-            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
+            positions=torch.from_numpy(np.concatenate([self.positions, self.case.array("positions")[self.num_tokens:]])
+                                       .astype(np.int64)),
             is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):

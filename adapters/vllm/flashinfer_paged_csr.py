@@ -37,15 +37,12 @@ def plan(vl, setup):
         raise UnsupportedCase("FlashInfer under CUDA graphs (fast_decode_plan on persistent buffers) is not modelled")
     if any(g.kind == "chunked" for g in setup.groups):
         raise UnsupportedCase("chunked layers: ChunkedLocalAttention's virtual batches are not one row per request")
-    q_lens = setup.query_lens.tolist()
-    if any(a > 1 >= b for a, b in zip(q_lens, q_lens[1:])):
-        raise UnsupportedCase("a decode row after an extend row: vLLM's runner reorders decodes to the front for "
-                              "FlashInfer (reorder_batch_threshold 1), kvfuzz keeps its batch order")
     fi = vl.flashinfer
     rec = Recorder(setup)
     rec.install(fi)
     config = setup.vllm_config
     impls = publish_layers(vl, setup, fi.FlashInferImpl, [fi, vl.utils])
+    order, token_of = setup.decodes_first()
     setup.buffers()
     for g in setup.groups:
         builder_cls = fi.FlashInferBackend.get_builder_cls()
@@ -63,25 +60,29 @@ def plan(vl, setup):
             rec.layer, rec.impl = l, impls[l]
             _forward(setup, rec, impls[l], l, metadata)
     rec.agree.report(setup.case)
-    calls = {l: [_joined(setup, l, c)] for l, c in rec.calls.items()}
+    calls = {l: [_joined(setup, l, c, order, token_of)] for l, c in rec.calls.items()}
     role = "decode" if setup.mode == "decode" else "full_extend"
     return paged_csr_plan.to_plan(setup.case.layers, calls, page_size=setup.page_size, role_of=lambda c: role)
 
 
-def _joined(setup, l, runs):
-    """One call of a layer's runs (decode rows, then prefill rows): per row its own wrapper's pages."""
+def _joined(setup, l, runs, order, token_of):
+    """One call of a layer's runs (decode rows, then prefill rows, in vLLM's batch order): per row its
+    own wrapper's pages, last-page length and queries, listed in kvfuzz's batch order (vLLM's row j is
+    kvfuzz's row order[j], its token t kvfuzz's token_of[t])."""
     runs = sorted(runs, key=lambda c: int(c["qo_indptr"][0]))  # forward runs the prefill wrapper first
     first = runs[0]
     for c in runs[1:]:
         for name in ("pool", "page_size", "window_left"):  # causal: a decode row's one query sees every key
             if c[name] != first[name]:
                 raise NotImplementedError(f"layer {l}: the decode and prefill wrappers differ in {name}")
-    qo, kv_indptr, indices, last = [torch.zeros(1, dtype=torch.int64)], [0], [], []
-    ps, window = first["page_size"], first["window_left"]
-    pool_pages = _pool_pages(setup, l)
+    ps, window, pool_pages = first["page_size"], first["window_left"], _pool_pages(setup, l)
+    rows = []  # in vLLM's order: (first kvfuzz token, tokens, pages, last_page_len)
     for c in runs:
         for r in range(int(c["kv_indptr"].numel()) - 1):
             q0, q1 = int(c["qo_indptr"][r]), int(c["qo_indptr"][r + 1])
+            tokens = token_of[q0:q1]
+            if len(tokens) and not (tokens == tokens[0] + torch.arange(len(tokens)).numpy()).all():
+                raise NotImplementedError(f"layer {l}: row {r}'s queries (tokens {q0}..{q1}) span requests")
             pages = c["kv_indices"][int(c["kv_indptr"][r]):int(c["kv_indptr"][r + 1])]
             k_len = (len(pages) - 1) * ps + int(c["kv_last_page_len"][r]) if len(pages) else 0
             drop = max(0, (k_len - (q1 - q0) - window) // ps) if window >= 0 and len(pages) else 0
@@ -90,16 +91,22 @@ def _joined(setup, l, runs):
             if outside:
                 raise IndexError(f"layer {l}: masked head page {outside[0]} of row {r} lies outside the "
                                  f"{setup.layers_spec[l]['pool']} pool's {pool_pages} pages")
-            if r == 0 and q0 != int(qo[-1][-1]):
-                raise NotImplementedError(f"layer {l}: the wrappers' queries are not contiguous (token {q0})")
-            qo.append(torch.tensor([q1]))
-            indices.append(pages[drop:])
-            kv_indptr.append(kv_indptr[-1] + len(pages) - drop)
-            last.append(int(c["kv_last_page_len"][r]))
+            rows.append((int(tokens[0]) if len(tokens) else -1, len(tokens), pages[drop:], int(c["kv_last_page_len"][r])))
+    if len(rows) != len(order):
+        raise NotImplementedError(f"layer {l}: the wrappers ran {len(rows)} rows for a batch of {len(order)}")
+    in_batch = [None] * len(rows)
+    for j, i in enumerate(order):
+        in_batch[int(i)] = rows[j]
+    qo, kv_indptr = [0], [0]
+    for i, (start, n, pages, _) in enumerate(in_batch):
+        if n and start != qo[-1]:
+            raise NotImplementedError(f"layer {l}: batch row {i}'s queries start at token {start}, not {qo[-1]}")
+        qo.append(qo[-1] + n)
+        kv_indptr.append(kv_indptr[-1] + len(pages))
     return {"role": first["role"], "pool": first["pool"], "page_size": ps, "causal": True, "window_left": window,
-            "qo_indptr": torch.cat(qo), "kv_indptr": torch.tensor(kv_indptr, dtype=torch.int64),
-            "kv_indices": torch.cat(indices) if indices else torch.zeros(0, dtype=torch.int64),
-            "kv_last_page_len": torch.tensor(last, dtype=torch.int64), "custom_mask": None}
+            "qo_indptr": torch.tensor(qo, dtype=torch.int64), "kv_indptr": torch.tensor(kv_indptr, dtype=torch.int64),
+            "kv_indices": torch.cat([x[2] for x in in_batch]) if in_batch else torch.zeros(0, dtype=torch.int64),
+            "kv_last_page_len": torch.tensor([x[3] for x in in_batch], dtype=torch.int64), "custom_mask": None}
 
 
 def _pool_pages(setup, l):
