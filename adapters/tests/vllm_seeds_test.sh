@@ -50,7 +50,7 @@ mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n          
   corpus/vllm/fa_hybrid_swa_null_blocks.json
 mutant no-virtual-batches flash_attn_page_table.py '        if g.kind == "chunked":' '        if False:' \
   corpus/vllm/fa_local_mixed.json
-mutant window-on-every-layer flash_attn_page_table.py \
+mutant window-on-every-layer layer_inputs.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = max([y["window"] + 1 for y in setup.layers_spec if y["kind"] == "sliding_window"] or [0]) or None' \
   corpus/vllm/fa_group_window_full_layer.json
@@ -58,7 +58,7 @@ mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(t
   '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
 mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
-BACKEND=flashinfer mutant flashinfer-window-short flashinfer_paged_csr.py \
+BACKEND=flashinfer mutant flashinfer-window-short layer_inputs.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent"
 BACKEND=flashinfer mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
