@@ -7,7 +7,9 @@
 #    own) and an FA3 schedule made for another batch; a Triton recorder that reads the KV-cache
 #    view's page size off the wrong dimension is caught on the verify seed; TreeAttention's verify
 #    tree (0.11.0, the last release with TREE_ATTN) is clean, and a plan that drops the kernel's
-#    tree bias from the mask is caught;
+#    tree bias from the mask is caught; FlashInfer's seeds (decode and mixed batches, a sliding
+#    layer in the SWA pool) catch a window one key short and a decode plan made for another head
+#    dim (plan-run:head_dim);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -35,7 +37,7 @@ cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
 mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold] [BACKEND, default fa] [RELEASE]
   local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)} backend=${7:-fa} release=${8:-$NEWEST}
   local executor=fa
-  [ "$backend" = tree ] && executor=flashinfer_paged
+  case $backend in tree|flashinfer) executor=flashinfer_paged ;; esac
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -53,7 +55,7 @@ mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n          
   corpus/vllm/fa_hybrid_swa_null_blocks.json
 mutant no-virtual-batches attention_run.py '        if g.kind == "chunked":' '        if False:' \
   corpus/vllm/fa_local_mixed.json
-mutant window-on-every-layer attention_run.py \
+mutant window-on-every-layer layer_inputs.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = max([y["window"] + 1 for y in setup.layers_spec if y["kind"] == "sliding_window"] or [0]) or None' \
   corpus/vllm/fa_group_window_full_layer.json
@@ -69,4 +71,11 @@ echo "$tree_out" | grep -q "^vllm_tree_0_11_0:flashinfer_paged: ok" && echo "ok:
   { fail "tree_verify on TreeAttention 0.11.0 is not clean"; echo "$tree_out" | tail -3; }
 mutant tree-bias-dropped tree_attn_paged_csr.py '            visible &= ~in_bias | np.isfinite(flat[at])' '            pass' \
   corpus/vllm/tree_verify.json "the tree mask says" tree 0.11.0
+mutant flashinfer-window-short layer_inputs.py \
+  '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
+  '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent" \
+  flashinfer
+mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
+  '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
+  corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim" flashinfer
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

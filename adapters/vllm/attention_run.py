@@ -10,10 +10,9 @@ class's (setup.backend); chunked groups run the ChunkedLocalAttention backend vL
     rec, full_graph = record(vl, setup, vl.flash_attn)
     rec.calls[0]       # layer 0's recorded kernel calls
 """
-import types
-
 import torch
 
+from layer_inputs import forward_inputs, publish_layers
 from recorder import Recorder
 
 
@@ -26,8 +25,9 @@ def record(vl, setup, module):
     rec = Recorder(setup)
     rec.install(module)
     config = setup.vllm_config
-    impls = {l: _impl(vl, setup, l, module) for l in range(len(setup.layers_spec))}
-    _publish(vl, module, config, impls)
+    impls = publish_layers(vl, setup, setup.backend.get_impl_cls(), [module, vl.utils])
+    for impl in impls.values():
+        _bind_kernel(impl, module)
     classes = {}
     for g in setup.groups:
         backend = setup.backend
@@ -107,43 +107,12 @@ def _layers(setup, rec, impls, g, metadata):
         _forward(setup, impls[l], l, metadata)
 
 
-def _impl(vl, setup, l, module):
-    m, x = setup.model, setup.layers_spec[l]
-    window = x["window"] + 1 if x["kind"] == "sliding_window" else None
-    impl = setup.backend.get_impl_cls()(
-        num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
-        alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
-        attn_type=vl.AttentionType.DECODER)
-    if "unified_attention" in vars(impl):  # 0.10's Triton impl binds its kernel at construction: the module's, recorded
+def _bind_kernel(impl, module):
+    """0.10's Triton impl binds its kernel at construction: point it at the module's, recorded."""
+    if "unified_attention" in vars(impl):
         impl.unified_attention = lambda *args, **kwargs: module.unified_attention(*args, **kwargs)
-    return impl
-
-
-def _publish(vl, module, config, impls):
-    """What the builders look up beyond their arguments: the current VllmConfig and its attention
-    layers (FA3's ahead-of-time scheduler reads every layer's window on the first build; Triton's
-    builder their head count)."""
-    layers = {f"layers.{l}": types.SimpleNamespace(impl=impl) for l, impl in impls.items()}
-    for impl in impls.values():
-        if not hasattr(impl, "get_impl_variants"):
-            impl.get_impl_variants = (lambda i: lambda: [i])(impl)
-    for m in (module, vl.utils):
-        if hasattr(m, "get_layers_from_vllm_config"):
-            m.get_layers_from_vllm_config = lambda cfg, cls, names=None: layers
-    module.get_current_vllm_config_or_none = lambda: config
-    if hasattr(module, "get_current_vllm_config"):
-        module.get_current_vllm_config = lambda: config
 
 
 def _forward(setup, impl, l, metadata):
-    m, dt, dev = setup.model, setup.dtype, setup.device
-    tokens = setup.total_tokens
-    one = torch.ones(1, dtype=torch.float32, device=dev)
-    layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
-                                  _v_scale_float=1.0, layer_name=f"layers.{l}")
-    h = setup.head_size
-    q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
-    k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
-    out = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
+    layer, q, k, v, out = forward_inputs(setup, l)
     impl.forward(layer, q, k, v, setup.kv_caches[l], metadata, out)

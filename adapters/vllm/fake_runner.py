@@ -119,6 +119,22 @@ class Setup:
             self.positions = np.concatenate([np.arange(p, s) for p, s in zip(computed, self.seq_lens)]).astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
 
+    def decodes_first(self):
+        """The input batch as vLLM's runner reorders it for a builder that splits decodes from prefills
+        (reorder_batch_threshold 1: FlashInfer): a stable partition, single-token rows first
+        (reorder_batch_to_split_decodes_and_prefills; its finer regions, which tell chunked-prefill
+        short extends and first chunks apart, need prompt lengths kvfuzz does not model). Call before
+        buffers(). Returns (order, token_of): vLLM's row j is kvfuzz's batch row order[j], vLLM's
+        token t kvfuzz's token token_of[t]."""
+        order = np.argsort(self.query_lens > 1, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(self.query_lens)]).astype(np.int64)
+        token_of = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in order] + [np.zeros(0, np.int64)])
+        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.positions, self.out_cache_loc = self.positions[token_of], self.out_cache_loc[token_of]
+        for g in self.groups:
+            g.table_rows = [g.table_rows[i] for i in order]
+        return order, token_of
+
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
         """vLLM's own grouping (get_kv_cache_groups) of the layers' KV-cache specs, the hybrid manager on
@@ -221,11 +237,15 @@ class Setup:
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
         attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
-                              use_cudnn_prefill=False, use_trtllm_attention=None, disable_flashinfer_prefill=False,
-                              use_prefill_decode_attention=False, hisparse_config=None)
+                              use_cudnn_prefill=False, disable_flashinfer_prefill=False,
+                              use_prefill_decode_attention=False, hisparse_config=None,
+                              # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)
+                              use_trtllm_attention=False if self.vl.backend == "flashinfer" else None,
+                              disable_flashinfer_q_quantization=False, use_non_causal=False)
         return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
                   scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
                   kernel_config=ns(enable_jit_warmup=False), speculative_config=self._speculative_config(),
+                  num_speculative_tokens=self.draft_tokens - 1 if self.mode == "target_verify" else 0,
                   kv_transfer_config=None, lora_config=None, additional_config={}, use_v2_model_runner=False)
 
     def _speculative_config(self):
@@ -294,7 +314,8 @@ class Setup:
             max_query_len=int(query_lens[:rows].max()) if rows else 0,
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
-            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
+            positions=torch.from_numpy(np.concatenate([self.positions, self.case.array("positions")[self.num_tokens:]])
+                                       .astype(np.int64)),
             is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):
