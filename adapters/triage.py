@@ -83,6 +83,8 @@ MATCHERS = {
     "topk_min": lambda v, fp: fp["context"]["topk"] >= v,
     "topk_max": lambda v, fp: fp["context"]["topk"] <= v,
     "hybrid": lambda v, fp: fp["context"]["hybrid"] == v,
+    # the model has a sliding-window layer; absent from fingerprints of kvfuzz before 2026-11-26: no match
+    "sliding_layers": lambda v, fp: fp["context"].get("sliding_layers") == v,
     "graph": lambda v, fp: fp["context"]["graph"] == v,
     "deterministic": lambda v, fp: fp["context"]["deterministic"] == v,
     "pool_elements_min": lambda v, fp: fp["context"]["pool_elements"] >= v,

@@ -6,11 +6,12 @@
 # memcheck campaign of kvfuzz's own CUDA executor.
 #   KVFUZZ_GPU_SECONDS    campaign length per executor (default 300)
 #   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
-#                         flex_page_table cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI,
+#                         flashmla flex_page_table cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI,
 #                         built here)
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
-#   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small")
+#   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small"; flashmla: KVFUZZ_GPU_FLASHMLA_PROFILES,
+#                         default "medium large", the first with FlashMLA's page size of 64)
 #   KVFUZZ_GPU_SEED       campaign seed (default 1; another seed continues a campaign with new cases)
 #   KVFUZZ_GPU_SHRINK_SECONDS  shrink budget per saved fingerprint (default 30; 0: no shrinking)
 #   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
@@ -56,7 +57,8 @@ if ls .gpu/debs/*.deb >/dev/null 2>&1; then  # an offline machine: the packages'
 else
   bash ci/setup.sh
 fi
-ls $wheels/flashinfer_python-*.whl $wheels/sglang_kernels-*.zip >/dev/null 2>&1 || python3 ci/gpu_wheels.py "$wheels"
+ls $wheels/flashinfer_python-*.whl $wheels/sglang_kernels-*.zip $wheels/sgl_flashmla-*.zip >/dev/null 2>&1 ||
+  python3 ci/gpu_wheels.py "$wheels"
 if [ ! -f "$site/flashinfer/__init__.py" ]; then
   mkdir -p "$site"
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
@@ -65,6 +67,8 @@ fi
 # the whole server).
 [ -d ".gpu/sglang/$sglang_release" ] ||
   python3 -m zipfile -e "$wheels/sglang_kernels-$sglang_release.zip" ".gpu/sglang/$sglang_release"
+# FlashMLA (flashmla.py): sgl-kernel's library and wrapper, under a package of their own.
+[ -d .gpu/flashmla/sgl_kernel ] || python3 -m zipfile -e "$(ls $wheels/sgl_flashmla-*.zip | head -1)" .gpu/flashmla
 
 # 2. Build (CUDA code when nvcc is found).
 targets="kvfuzz kvfuzz-worker"
@@ -78,13 +82,13 @@ adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
+       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
             "TORCHINDUCTOR_CACHE_DIR=$cache/inductor SGLANG_TRITON_RELEASE=$sglang_release python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 
 # 3. Campaigns.
-read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flex_page_table cuda_page_table}"
+read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flashmla flex_page_table cuda_page_table}"
 jobs=$(nproc)
 [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
 shrink_seconds=${KVFUZZ_GPU_SHRINK_SECONDS:-30}
@@ -92,11 +96,18 @@ shrink_args=(--shrink-seconds "$shrink_seconds")
 [ "$shrink_seconds" = 0 ] && shrink_args=(--no-shrink)
 profile_args=()
 for p in $profiles; do profile_args+=(--profile "$p"); done
+# profiles_of NAME: FlashMLA's pages hold 64 tokens, a page size the generator draws from medium up.
+profiles_of() {
+  local p list=$profiles
+  [ "$1" = flashmla ] && list=${KVFUZZ_GPU_FLASHMLA_PROFILES:-medium large}
+  for p in $list; do printf -- '--profile %s ' "$p"; done
+}
 mkdir -p "$out"
 campaign() {
   local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
   [ "$name" = cuda_page_table ] && reuse=0  # compiled ahead: no variant to wait for
-  ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" "${profile_args[@]}" --jobs "$jobs" \
+  # shellcheck disable=SC2046  # profiles_of prints whole words
+  ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
     "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?

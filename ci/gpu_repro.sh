@@ -54,7 +54,7 @@ gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(tor
 pair() {  # kernels reproducer release expected [label suffix] [extra arguments]
   local env="PYTHONPATH=$site"
   [ "$1" = FlashInfer ] && env=$fi_env
-  printf 'sglang/repro/%s|sglang %s%s, its %s backend and kernels, GPU|%s|%s|--site %s --adapters adapters/sglang %s|%s\n' \
+  printf 'sglang/repro/%s|sglang %s%s, its %s backend and kernels, GPU|%s|%s|--site %s %s|%s\n' \
     "$2" "$3" "${5:-}" "$1" "$src/$3" "$env" "$src/$3" "${6:-}" "$4"
 }
 pair_runs="$(pair Triton sglang_32087_triton_decode_window 0.5.10.post1 1)
@@ -70,7 +70,14 @@ fipair_runs="$(pair FlashInfer kvfuzz_flashinfer_ragged_window 0.5.23 1)
 $(pair FlashInfer sglang_39287_flashinfer_backend 0.5.23 1)
 $(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.13 1 ' (deterministic)')
 $(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.10.post1 0 ' (deterministic) with fix 31501' '--fix 31501')
-$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; the fixed release)')"
+$(pair FlashInfer sglang_31501_flashinfer_det_window 0.5.23 0 ' (deterministic; the fixed release)')
+$(pair FlashInfer sglang_22679_flashinfer_verify_swa 0.5.13 1 ' (TypeError)')
+$(pair FlashInfer sglang_22679_flashinfer_verify_swa 0.5.23 1 ' (no TypeError; sglang#39287 reads the wrong keys)')
+$(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.12.post1 1)
+$(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.13 0 ' (the fixed release)')
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 1)
+$(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix 39287')
+$(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
 # GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
 parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair} "

@@ -15,7 +15,9 @@ sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, w
 METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). sglang's own
 TritonAttnBackend (the production-pair reproducers, corpus/sglang/repro/) needs the release's Python
 source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_src.py; about 22 MB in
-all), and what a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
+all). FlashMLA (adapters/gpu/flashmla.py): sgl_flashmla-0.4.3.zip holds sgl-kernel's FlashMLA library
+and its Python wrapper from sglang-kernel 0.4.3 (the release sglang 0.5.13 pins, built for torch
+2.11 + CUDA 13; its wheel is 308 MB, fetched to a temporary folder), 3 MB. What a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
 pip fails, a release keeps its kernels where no layout below has them, or .gpu passes 60 MiB.
 """
 import pathlib
@@ -94,6 +96,28 @@ def sglang_kernels(release, folder):
                     out.writestr(src.getinfo(name), src.read(name), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
 
 
+FLASHMLA_RELEASE = "0.4.3"
+FLASHMLA_FILES = ["sgl_kernel/flash_mla.py", "sgl_kernel/flashmla_ops.abi3.so"]
+
+
+def sgl_flashmla(folder):
+    """folder/sgl_flashmla-RELEASE.zip: FlashMLA's library and wrapper under an empty sgl_kernel
+    package (the wheel's __init__ loads every other library sgl-kernel ships)."""
+    archive = folder / f"sgl_flashmla-{FLASHMLA_RELEASE}.zip"
+    if archive.exists():
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pip_download(["--python-version", "3.12", *PLATFORM, "--platform", "manylinux2014_x86_64", "-d", tmp,
+                      f"sglang-kernel=={FLASHMLA_RELEASE}"])
+        with zipfile.ZipFile(next(pathlib.Path(tmp).glob("sglang_kernel-*.whl"))) as src:
+            info = f"sglang_kernel-{FLASHMLA_RELEASE}.dist-info/"
+            licenses = [n for n in src.namelist() if n.startswith(info) and "LICENSE" in n]
+            with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+                out.writestr("sgl_kernel/__init__.py", "")
+                for name in FLASHMLA_FILES + [info + "METADATA"] + licenses:
+                    out.writestr(src.getinfo(name), src.read(name), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+
+
 def main():
     args = sys.argv[1:]
     target = []
@@ -116,6 +140,7 @@ def main():
             slim(wheel)
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
+    sgl_flashmla(folder)
     total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_*")])
     print(f"gpu_wheels: {len(PINS)} packages, sglang's kernels of {', '.join(SGLANG_RELEASES)} and the source of "
           f"{', '.join(SGLANG_SRC_RELEASES)} in {folder} ({total / 2**20:.1f} MiB)")

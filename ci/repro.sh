@@ -14,8 +14,9 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 100 s for check (18 runs, Triton's interpreter the slowest, and the packed 0.5.23 source against
-# the whole release), 3 min for reports.
+# About 140 s for check (26 runs, Triton's interpreter the slowest; the 8 FA runs about 40 s of CPU, the
+# FA3 stand-in's test 2 s; and the packed 0.5.23 source against the whole release), 4 min for reports
+# (REPRO_FULL=1: the 5 runs of FULL_RUNS too, about 25 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
@@ -36,7 +37,27 @@ corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/t
 corpus/sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton
 corpus/sglang/repro/kvfuzz_flashinfer_ragged_window.py:corpus/sglang/flashinfer_ragged_window.json:sglang_flashinfer_0_5_23:flashinfer_paged
 corpus/sglang/repro/sglang_39287_flashinfer_backend.py:corpus/sglang/flashinfer_verify_swa_start.json:sglang_flashinfer_0_5_23:flashinfer_paged
-corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged"
+corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged
+corpus/sglang/repro/sglang_22679_flashinfer_verify_swa.py:corpus/sglang/flashinfer_verify_swa.json:sglang_flashinfer_0_5_13:flashinfer_paged
+corpus/sglang/repro/sglang_26513_flashinfer_swa_ragged.py:corpus/sglang/flashinfer_swa_ragged.json:sglang_flashinfer_0_5_12_post1:flashinfer_paged
+corpus/sglang/repro/sglang_39287_flashinfer_mask.py:corpus/sglang/flashinfer_verify_swa_mask.json:sglang_flashinfer_0_5_23:flashinfer_paged
+corpus/sglang/repro/kvfuzz_flashinfer_swa_full_prefix.py:corpus/sglang/flashinfer_swa_full_prefix.json:sglang_flashinfer_0_5_13:flashinfer_paged
+corpus/sglang/repro/kvfuzz_fa_mixed_local.py:corpus/sglang/fa_mixed_local.json:sglang_fa_0_5_23:fa
+corpus/sglang/repro/kvfuzz_fa_draft_extend_local.py:corpus/sglang/fa_draft_extend_local.json:sglang_fa_0_5_23:fa
+corpus/sglang/repro/kvfuzz_fa_verify_local.py:corpus/sglang/fa_verify_local.json:sglang_fa_0_5_23:fa
+corpus/sglang/repro/kvfuzz_fa_draft_local.py:corpus/sglang/fa_draft_local.json:sglang_fa_0_5_23:fa
+corpus/sglang/repro/kvfuzz_fa_draft_swa_cascade.py:corpus/sglang/fa_draft_swa_cascade.json:sglang_fa_0_5_23:fa
+corpus/sglang/repro/sglang_32902_fa_local_token_table.py:corpus/regressions/fa__fa_local_token_table.json:sglang_fa_0_5_13:fa
+corpus/sglang/repro/sglang_24617_fa_swa_spec.py:corpus/regressions/fa__fa_swa_spec_untranslated.json:sglang_fa_0_5_11:fa"
+
+# sglang's own backends: msgspec (0.5.23's configuration classes), where ci/sglang.sh installed it
+SGENV=PYTHONPATH=.sglang/pyextra
+# Runs beyond CI's (REPRO_FULL=1 adds them; about 40 s more): the other fixes and fixed releases
+FULL_RUNS="sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23 with the proposed fix fa-extend-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-extend-local|0
+sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13 with fix 32902, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13 --fix 32902|0
+sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11|1
+sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11 with fix 24617, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11 --fix 24617|0
+sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.12.post1 (the fixed release), CPU|.sglang/0.5.12.post1|$SGENV|--site .sglang/0.5.12.post1|0"
 
 # The CPU runs: reproducer (its path under corpus/, no .py) | label | what it needs (a folder) | environment | arguments | expected exit status
 # (REPRO_RUNS replaces them: ci/gpu_repro.sh's GPU runs)
@@ -49,15 +70,24 @@ gpu/repro/sglang_triton_window0|sglang 0.5.10.post1, Triton interpreter|.sglang/
 gpu/repro/sglang_39287_triton|sglang 0.5.23, Triton interpreter|.sglang/0.5.23||--site .sglang/0.5.23|1
 gpu/repro/sglang_39287_triton|sglang 0.5.10.post1, Triton interpreter|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1|1
 gpu/repro/triton_sm90_extend_narrow_v|sglang 0.5.23, Triton interpreter (the source is right; the sm90 build is not)|.sglang/0.5.23||--site .sglang/0.5.23|0
-sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang|1
-sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1 with fix 32087, CPU|.sglang/0.5.10.post1||--site .sglang/0.5.10.post1 --adapters adapters/sglang --fix 32087|0
-sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1||--site .sglang/0.5.12.post1 --adapters adapters/sglang|1
-sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|0
-sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 (the window rail one key short), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.23||--site .sglang/0.5.23 --adapters adapters/sglang|1
-sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.13 (kv_indices=None), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.13||--site .sglang/0.5.13 --adapters adapters/sglang|1"}
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.10.post1|$SGENV|--site .sglang/0.5.10.post1|1
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.10.post1 with fix 32087, CPU|.sglang/0.5.10.post1|$SGENV|--site .sglang/0.5.10.post1 --fix 32087|0
+sglang/repro/sglang_32087_triton_decode_window|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_triton_no_local|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/sglang_39287_triton_backend|sglang 0.5.23, TritonAttnBackend and its kernels, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.12.post1, TritonAttnBackend and its kernels, CPU|.sglang/0.5.12.post1|$SGENV|--site .sglang/0.5.12.post1|1
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph|sglang 0.5.13 (the fixed release), CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|0
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 (the window rail one key short), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.13 (kv_indices=None), TritonMultiStepDraftBackend and its kernels, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|1
+sglang/repro/kvfuzz_fa_mixed_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_mixed_local|sglang 0.5.23 with the proposed fix fa-extend-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-extend-local|0
+sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_verify_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_draft_local|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|1
+sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.23 (the fixed release), CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|0${REPRO_FULL:+
+$FULL_RUNS}"}
 
 # The drafts: issue id | minimal case | planner:executor | reproducer (its path under corpus/, the runs
 # above quoted) or, for sglang's other metadata findings, the sglang backend kvfuzz explain runs
@@ -65,12 +95,12 @@ sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.13 (kv_indices=None), TritonMult
 REPORTS="flashinfer-page-mask-indptr|corpus/gpu/flashinfer_mask_indptr_empty_row.json|flashinfer_paged:flashinfer_paged_csr|gpu/repro/flashinfer_page_mask_indptr
 triton-sm90-extend-narrow-v|corpus/gpu/sglang_triton_extend_narrow_v.json|triton:sglang_triton|gpu/repro/triton_sm90_extend_narrow_v
 kvfuzz-flashinfer-ragged-window|corpus/sglang/flashinfer_ragged_window.json|sglang_flashinfer_0_5_23:flashinfer_paged|flashinfer
-kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-mixed-local|corpus/sglang/fa_mixed_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_mixed_local
 kvfuzz-triton-no-local|corpus/sglang/triton_no_local.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_no_local
-kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|fa
-kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|fa
+kvfuzz-fa-draft-swa-cascade|corpus/sglang/fa_draft_swa_cascade.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_swa_cascade
+kvfuzz-fa-draft-local|corpus/sglang/fa_draft_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_local
+kvfuzz-fa-verify-local|corpus/sglang/fa_verify_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_verify_local
+kvfuzz-fa-draft-extend-local|corpus/sglang/fa_draft_extend_local.json|sglang_fa_0_5_23:fa|sglang/repro/kvfuzz_fa_draft_extend_local
 kvfuzz-triton-draft-swa-short|corpus/sglang/triton_draft_swa.json|sglang_triton_0_5_23:triton|sglang/repro/kvfuzz_triton_draft_swa"
 
 usage() { echo "usage: bash ci/repro.sh install | check | reports | run DIR" >&2; exit 2; }
@@ -112,8 +142,10 @@ run_all() {
       continue
     fi
     ran=$((ran + 1))
+    # a copy outside the checkout runs: the script imports nothing of kvfuzz
+    cp "corpus/$path.py" "$dir/$file.py"
     # shellcheck disable=SC2086  # the environment and the arguments are words
-    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "corpus/$path.py" $args >"$dir/$file.$n.out" 2>&1 &&
+    env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "$dir/$file.py" $args >"$dir/$file.$n.out" 2>&1 &&
       rc=0 || rc=$?
     printf '%s: exit %s' "$label" "$rc" >"$dir/$file.$n.label"
     printf '%-34s %-70s exit %s (expected %s)\n' "$file" "$label" "$rc" "$expect"
@@ -147,6 +179,12 @@ case "$1" in
     done <<<"$REPROS"
     out=$(mktemp -d) skipped=""
     run_all "$out" || failures=$((failures + $?))
+    # The FA reproducers' one piece not from upstream, FA3's stand-in kernel, against float64 (about 2 s)
+    if [ -z "$skipped" ]; then
+      "$PY" adapters/tests/fa3_standin_test.py >"$out/fa3_standin.txt" 2>&1 && rc=0 || rc=$?
+      printf '%-34s %-70s exit %s (expected 0)\n' "fa3_standin_test.py" "the FA3 stand-in against a float64 oracle" "$rc"
+      [ $rc = 0 ] || { cat "$out/fa3_standin.txt"; failures=$((failures + 1)); }
+    fi
     # The template does not cry wolf: generated cases the kernel gets right (tiny seed 40: extend,
     # window 6, GQA; 235: target verify, window 11, GQA) exit 0 through sglang 0.5.23's Triton kernel.
     if [ -z "$skipped" ] && [ -d .sglang/0.5.23 ]; then
@@ -166,7 +204,7 @@ case "$1" in
         tar -xzf "$out/gpu/wheels/sglang_src-0.5.23.tgz" -C "$out/src"; then
         for repro in kvfuzz_triton_draft_swa sglang_39287_triton_backend; do
           for site in .sglang/0.5.23 "$out/src"; do
-            "$PY" "corpus/sglang/repro/$repro.py" --site "$site" --adapters adapters/sglang >"$out/$repro.${site//\//_}.txt" 2>&1 &&
+            env $SGENV "$PY" "corpus/sglang/repro/$repro.py" --site "$site" >"$out/$repro.${site//\//_}.txt" 2>&1 &&
               rc=0 || rc=$?
             echo "exit $rc" >>"$out/$repro.${site//\//_}.txt"
           done

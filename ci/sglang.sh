@@ -96,7 +96,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_swa_ragged.json:-
        flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
        flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
-       flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det"
+       flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
+       flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det"
 
 case "$1" in
   seeds)

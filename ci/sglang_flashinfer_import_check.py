@@ -25,7 +25,6 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("repro")
     ap.add_argument("--site", required=True)
-    ap.add_argument("--adapters", default="adapters/sglang")
     ap.add_argument("--fix", action="append", default=[])
     args = ap.parse_args()
     script = runpy.run_path(args.repro, run_name="import_check")  # defines, runs nothing
@@ -38,7 +37,7 @@ def main():
     torch.version.cuda = torch.version.cuda or "13.0"
     torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
     torch.cuda.get_device_name = lambda *a, **k: "none (import check)"
-    load = argparse.Namespace(site=args.site, adapters=args.adapters, fix=args.fix, deterministic=False)
+    load = argparse.Namespace(site=args.site, fix=args.fix, deterministic=False)
     try:
         sg, _ = script["load_sglang"](load, "cpu")  # exits 2 when FlashInfer does not import
         fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")

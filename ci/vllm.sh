@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # vLLM's real attention-metadata builders under kvfuzz (adapters/vllm/): the release's own
-# FlashAttentionMetadataBuilder (and the ChunkedLocalAttention builder over it), BlockTable and
-# KV-cache grouping build each case's metadata; kvfuzz's checked page_table executor runs it.
+# FlashAttentionMetadataBuilder or TritonAttentionMetadataBuilder (and the ChunkedLocalAttention
+# builder over it), FlashInferMetadataBuilder or TreeAttentionMetadataBuilder, BlockTable and
+# KV-cache grouping build each case's metadata; kvfuzz's checked page_table (fa, triton) or
+# paged_csr (flashinfer, tree: flashinfer_paged) executor runs it.
 #
 #   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest)
 #   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as expected
@@ -12,7 +14,8 @@
 #                                      # triaged as that issue (adapters/vllm/known_issues.json)
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
-#                                      # backend (BACKENDS, default "fa"), each finding triaged against
+#                                      # backend (BACKENDS, default "fa triton flashinfer"; "tree" on
+#                                      # 0.10.x and 0.11.x, TreeAttention), each finding triaged against
 #                                      # adapters/vllm/known_issues.json
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
@@ -50,8 +53,8 @@ install() {
     --platform manylinux_2_31_x86_64 --platform manylinux1_x86_64
 }
 install "$VERSION"
-BACKENDS=${BACKENDS:-fa}
-family_executor() { case $1 in fa) echo fa ;; esac; }
+BACKENDS=${BACKENDS:-fa triton flashinfer}
+family_executor() { case $1 in fa|triton) echo fa ;; flashinfer|tree) echo flashinfer_paged ;; esac; }
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
 # found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
 # the adapter answers so, which the verdicts count as not found)
@@ -76,7 +79,12 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
        fa:corpus/vllm/fa_local_graph_decode.json:clean
-       fa:corpus/vllm/fa_full_graph_decode.json:clean"
+       fa:corpus/vllm/fa_full_graph_decode.json:clean
+       fa:corpus/vllm/verify_chain_swa.json:clean
+       triton:corpus/vllm/verify_chain_swa.json:clean
+       triton:corpus/vllm/fa_full_graph_decode.json:clean
+       flashinfer:corpus/vllm/flashinfer_decode_swa.json:clean
+       flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without

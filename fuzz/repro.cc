@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <utility>
 
 #include <unistd.h>
@@ -157,10 +158,12 @@ std::string repro_target(const std::string& backend) {
   if (n.planner == "triton" && n.executor == "sglang_triton") return "sglang_triton_extend";
   if (n.executor == "flex_page_table") return "flex_int32";
   // sglang's own backend classes calling their real kernels: Triton's and FlashInfer's share one
-  // template (the backend class picked from the planner); FA3's kernel library is out of reach
+  // template (the backend class picked from the planner)
   for (const char* engine : {"sglang_triton_", "sglang_flashinfer_"})
     if (starts_with(n.planner, engine)) return "sglang_metadata";
-  if (starts_with(n.planner, "sglang_fa_")) return "sglang_fa_metadata";
+  // FA3's kernel (sgl-kernel's flash_attn_with_kvcache, an 852 MB library) is out of reach: the same
+  // template runs FlashAttentionBackend with a stand-in kernel of FA3's documented semantics
+  if (starts_with(n.planner, "sglang_fa_")) return "sglang_metadata";
   throw InvalidCase("--backend " + backend +
                     ": no reproducer template for this pair (adapters/repro/ has FlashInfer's masked paged "
                     "prefill, sglang's Triton extend kernel, flex attention and sglang's metadata code)");
@@ -226,6 +229,31 @@ std::string repro_script(const nlohmann::json& bundle, const std::string& templa
   for (size_t i = data.find('\''); i != std::string::npos; i = data.find('\'', i)) data.replace(i, 1, "\\u0027");
   return template_text.substr(0, at) + "BUNDLE = json.loads(r'''" + data + "''')" +
          template_text.substr(at + marker.size());
+}
+
+std::string repro_embed(const std::string& template_text, const std::string& adapters_dir) {
+  const std::string marker = "EMBEDDED = {}  # kvfuzz repro embeds:";
+  const size_t at = template_text.find(marker);
+  if (at == std::string::npos) return template_text;
+  const size_t eol = template_text.find('\n', at);
+  std::istringstream specs(template_text.substr(at + marker.size(), eol - at - marker.size()));
+  std::string out = "EMBEDDED = {}  # kvfuzz's own modules this script imports, each verbatim from the file named\n";
+  for (std::string spec; specs >> spec;) {
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size())
+      throw InvalidCase("reproducer template: '" + spec + "' in its EMBEDDED line is not NAME=PATH");
+    const std::string name = spec.substr(0, eq),
+                      path = (std::filesystem::path(adapters_dir) / spec.substr(eq + 1)).string();
+    if (!std::filesystem::is_regular_file(path))
+      throw InvalidCase("reproducer template embeds " + path + ", which does not exist");
+    const std::string text = read_input(path, kMaxCaseBytes);
+    if (text.find("\'\'\'") != std::string::npos || text.empty() || text.back() != '\n')
+      throw InvalidCase("reproducer template embeds " + path +
+                        ", which cannot sit in a raw string (it holds \'\'\' or does not end in a newline)");
+    out += "# ---- adapters/" + spec.substr(eq + 1) + " of kvfuzz, as module " + name + " ----\n";
+    out += "EMBEDDED[\"" + name + "\"] = r\'\'\'\n" + text + "\'\'\'\n";
+  }
+  return template_text.substr(0, at) + out + (eol == std::string::npos ? "" : template_text.substr(eol + 1));
 }
 
 }  // namespace kvfuzz

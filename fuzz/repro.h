@@ -35,4 +35,12 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
 // InvalidCase when the template has no such line.
 std::string repro_script(const nlohmann::json& bundle, const std::string& template_text);
 
+// The template with its `EMBEDDED = {}  # kvfuzz repro embeds: NAME=PATH ...` line (if any)
+// replaced by each file's source as `EMBEDDED["NAME"] = r'''...'''` (PATH relative to
+// `adapters_dir`, kvfuzz's adapters/): the script carries the few kvfuzz modules it imports, copied
+// from their one source at generation time, and so needs no kvfuzz checkout. Throws InvalidCase
+// naming a file that is missing or cannot sit in a raw string.
+//   std::string t = repro_embed(read_input("adapters/repro/sglang_metadata.py", kMaxCaseBytes), "adapters");
+std::string repro_embed(const std::string& template_text, const std::string& adapters_dir);
+
 }  // namespace kvfuzz

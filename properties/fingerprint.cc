@@ -1,5 +1,6 @@
 #include "properties/fingerprint.h"
 
+#include <algorithm>
 #include <regex>
 
 namespace kvfuzz {
@@ -101,6 +102,7 @@ nlohmann::json Fingerprint::to_json() const {
            {{"page_size", page_size},
             {"topk", topk},
             {"hybrid", hybrid},
+            {"sliding_layers", sliding_layers},
             {"graph", graph},
             {"deterministic", deterministic},
             {"pool_elements", pool_elements},
@@ -130,6 +132,8 @@ Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
   fp.page_size = s.cache.page_size;
   fp.topk = s.batch.topk;
   fp.hybrid = s.cache.swa_pages > 0;
+  fp.sliding_layers = std::any_of(s.model.layers.begin(), s.model.layers.end(),
+                                  [](const Layer& l) { return l.kind == LayerKind::sliding_window; });
   fp.graph = s.batch.graph_bs > 0;
   fp.deterministic = planner_full.size() >= 4 && planner_full.compare(planner_full.size() - 4, 4, "_det") == 0;
   fp.pool_elements = int64_t{s.cache.full_pages} * s.cache.page_size * s.model.kv_heads *

@@ -38,6 +38,7 @@ struct Fingerprint {
   int32_t page_size = 1;
   int32_t topk = 1;
   bool hybrid = false;
+  bool sliding_layers = false;  // the model has a sliding-window layer (a full-layer bug can need one)
   bool graph = false;
   bool deterministic = false;  // the planner serves as --enable-deterministic-inference (_det)
   int64_t pool_elements = 0;   // one layer's K pool: slots x kv_heads x max(head_dim, v_head_dim)

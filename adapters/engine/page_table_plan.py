@@ -38,6 +38,8 @@ def to_plan(case, mode, calls_by_layer, engine):
             raise NotImplementedError(f"layer {l}: calls with different windows {sorted(windows)}")
         window = windows.pop() if windows else -1
         for c in calls:
+            if c.get("qq_bias") is not None:
+                raise NotImplementedError(f"layer {l}: a kernel call with a tree bias (qq_bias): no page_table field carries it")
             if c["pool"] != spec["pool"]:
                 raise RuntimeError(f"layer {l} ({spec['pool']} pool) was handed the {c['pool']} pool's K/V buffer")
             if c["window_right"] not in (0, -1):

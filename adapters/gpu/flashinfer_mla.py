@@ -53,6 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
+from mla_latent import CKV, KPE, check_dims, decode_rows, latent, paged  # noqa: E402
 from numpy_attention import LOG2E, rows_of, take  # noqa: E402
 
 if os.environ.get("KVFLASHINFER_EMULATE") == "1":
@@ -60,47 +61,12 @@ if os.environ.get("KVFLASHINFER_EMULATE") == "1":
 else:
     import flashinfer_kernels as kernels  # noqa: E402
 
-CKV, KPE = 512, 64  # FlashInfer's latent widths for DeepSeek: head_dim_ckv, head_dim_kpe
-
-
-def latent(a, v_head_dim, rows):
-    """[n, H, d] (Q or K as kvfuzz holds them) -> [rows, H, CKV + KPE] float32: the first v_head_dim
-    values at 0 (ckv), the rest at CKV (kpe), zeros elsewhere (rows past n too)."""
-    out = np.zeros((rows,) + a.shape[1:-1] + (CKV + KPE,), np.float32)
-    out[:len(a), ..., :v_head_dim] = a[..., :v_head_dim]
-    out[:len(a), ..., CKV:CKV + a.shape[-1] - v_head_dim] = a[..., v_head_dim:]
-    return out
-
-
-def paged(keys, page_size, v_head_dim):
-    """Pool rows [n, 1, d] -> FlashInfer's packed paged cache [ceil(n / ps), ps, CKV + KPE]."""
-    if page_size <= 0:
-        raise ValueError(f"page size {page_size}")
-    return latent(keys, v_head_dim, len(keys) + (-len(keys) % page_size)).reshape(-1, page_size, CKV + KPE)
-
-
-def require_causal_chain(case, q_lens, kv_lens):
-    """Verify: the tree mask of every row must be FlashInfer's causal rule, the only one it has."""
-    mask, indptr = case.array("decode.custom_mask"), case.array("decode.mask_indptr")
-    for r, (q_len, k_len) in enumerate(zip(q_lens, kv_lens)):
-        block = take(mask, int(take(indptr, r)) + np.arange(q_len * k_len)).reshape(q_len, k_len) != 0
-        if not np.array_equal(block, np.arange(k_len)[None, :] <= k_len - q_len + np.arange(q_len)[:, None]):
-            raise kv.Unsupported(f"row {r}'s tree mask is not a causal chain (topk > 1): "
-                                 "BatchMLAPagedAttentionWrapper takes no custom mask")
-
 
 def decode_call(case):
     """(plan metadata, qo_indptr, page size, causal) of the latent decode path."""
-    m = case.plan["decode"]
-    rows, width, base = m["rows"], m["width"], m["step"] * m["row_capacity"]
-    cu_q = take(case.array("decode.cu_seqlens_q"), np.arange(rows + 1))
-    seq_lens = take(case.array("decode.cache_seqlens"), base + np.arange(rows))
-    table = take(case.array("decode.block_table"), base * width + np.arange(rows * width)).reshape(rows, width)
-    q_lens = np.diff(cu_q)
-    if m["tree_mask"]:
-        require_causal_chain(case, q_lens, seq_lens)
+    cu_q, seq_lens, table = decode_rows(case)
     metadata = dict(cum_seq_lens_q=cu_q, block_tables=table, seq_lens=seq_lens)
-    return metadata, cu_q, case.plan["page_size"], bool(rows and q_lens.max() > 1)
+    return metadata, cu_q, case.plan["page_size"], bool(len(seq_lens) and np.diff(cu_q).max() > 1)
 
 
 def prefill_call(case):
@@ -128,9 +94,8 @@ def layer_keys(case, layer):
                         "tile_keys": 16})
 def run(case):
     """FlashInfer's BatchMLAPagedAttentionWrapper (absorbed MLA, backend fa2) on the mla plan"""
-    vd, d, T = case.model["v_head_dim"], case.model["head_dim"], case.num_tokens
-    if vd > CKV or d - vd > KPE:
-        raise kv.Unsupported(f"head dims {d} / {vd}: the latent part past {CKV} or the rope part past {KPE}")
+    check_dims(case)
+    vd, T = case.model["v_head_dim"], case.num_tokens
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape, np.float32)
     lse = np.full(lse_shape, -np.inf, np.float32)

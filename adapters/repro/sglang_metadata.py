@@ -1,36 +1,69 @@
-# ---- target: sglang's own attention backend, its metadata code and its real kernels
+# ---- target: sglang's own attention backend, its metadata code and its kernels
 # (adapters/repro/sglang_metadata.py of kvfuzz) ----
-# The release's TritonAttnBackend or FlashInferAttnBackend (the finding's planner says which) is
-# built on a stand-in model runner (kvfuzz's adapters/sglang: fake_runner.py, the smallest runner,
-# pools and ForwardBatch sglang's backends accept; the release's own modules are imported with its
-# server's heavy imports stubbed), handed the batch below exactly as sglang's scheduler would
-# (req_to_token, seq_lens, prefix and extend lengths, positions, out_cache_loc, the verify tree
-# mask: BUNDLE["engine_request"]), initialises its metadata (eagerly, or by CUDA-graph capture then
-# replay) and runs each layer's forward with its REAL kernels on values from the seed: the
-# production pair. Triton: its decode / extend kernels; draft decode builds
+# The release's TritonAttnBackend, FlashInferAttnBackend or FlashAttentionBackend (the finding's
+# planner says which) is built on a stand-in model runner (the smallest runner, pools and
+# ForwardBatch sglang's backends accept: fake_runner below; the release's own modules are imported
+# with its server's heavy imports stubbed: stub_import, sglang_import), handed the batch below
+# exactly as sglang's scheduler would (req_to_token, seq_lens, prefix and extend lengths, positions,
+# out_cache_loc, the verify tree mask: BUNDLE["engine_request"]), initialises its metadata
+# (eagerly, or by CUDA-graph capture then replay: sglang_release) and runs each layer's forward on
+# values from the seed. Triton: its REAL decode / extend kernels; draft decode builds
 # TritonMultiStepDraftBackend, its metadata for every step as the EAGLE worker does, and runs the
-# case's step. FlashInfer: the installed FlashInfer package's wrappers (real, not stubbed; a CUDA
-# device needed), --deterministic serving as --enable-deterministic-inference does. Each query
-# against the float64 expectation from logical positions, with the probe of the keys it read.
-# Needs the sglang release (--site DIR, an unpacked wheel), torch, triton, numpy, for FlashInfer
-# flashinfer, and kvfuzz's adapters/sglang folder (--adapters DIR, default the checkout this file
-# is in; its Python files only, no kvfuzz build). Without a CUDA device Triton's kernels run in
-# Triton's interpreter, in fp16.
-#   python3 repro.py --site .sglang/0.5.23 --adapters adapters/sglang [--fix N] [--deterministic]
-# --fix N applies upstream fix N as kvfuzz's adapters/sglang/fixes.py re-expresses it.
+# case's step. FlashInfer: the installed FlashInfer package's REAL wrappers (a CUDA device needed),
+# --deterministic serving as --enable-deterministic-inference does. FlashAttention (fa3): FA3's
+# kernel library (sgl-kernel, 852 MB) is out of reach, so flash_attn_with_kvcache and merge_state_v2
+# are replaced by fa3_standin below, plain torch computing what the kernel's documentation says it
+# computes from the arguments sglang hands it (page_table, cache_seqlens, cu_seqlens_q,
+# max_seqlen_q, causal, window_size, softcap): THE ONE PIECE NOT FROM UPSTREAM; sglang's metadata
+# and forward code run unchanged. Each query against the float64 expectation from logical
+# positions, with the probe of the keys it read.
+# Needs the sglang release (--site DIR, an unpacked wheel, with its dependency msgspec importable),
+# torch, triton, numpy, for FlashInfer flashinfer; nothing of kvfuzz (its few modules this needs are
+# embedded below, copied verbatim by `kvfuzz repro` from their one source in kvfuzz's adapters/).
+# Without a CUDA device Triton's kernels run in Triton's interpreter, in fp16.
+#   python3 repro.py --site .sglang/0.5.23 [--fix N] [--deterministic]
+# --fix N applies upstream fix N as the embedded fixes module re-expresses it.
 import importlib
+import importlib.abc
+import importlib.machinery
+import linecache
+
+EMBEDDED = {}  # kvfuzz repro embeds: engine.release=engine/release.py engine.stub_import=engine/stub_import.py sglang_import=sglang/sglang_import.py fake_runner=sglang/fake_runner.py sglang_release=sglang/sglang_release.py fixes=sglang/fixes.py fa3_standin=repro/fa3_standin.py
+
+
+class EmbeddedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Serves the modules of EMBEDDED (and the packages their dotted names imply) to `import`."""
+
+    def find_spec(self, name, path, target=None):
+        if name in EMBEDDED or any(k.startswith(name + ".") for k in EMBEDDED):
+            return importlib.machinery.ModuleSpec(name, self, is_package=name not in EMBEDDED)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__spec__.name
+        if name not in EMBEDDED:
+            module.__path__ = []
+            return
+        file = f"<kvfuzz repro: {name}>"  # its lines in tracebacks
+        linecache.cache[file] = (len(EMBEDDED[name]), None, EMBEDDED[name].splitlines(True), file)
+        module.__file__ = file
+        exec(compile(EMBEDDED[name], file, "exec"), module.__dict__)
 
 
 def engine_backend():
-    """'triton' or 'flashinfer': the backend of the finding's planner (sglang_<backend>_<release>)."""
-    return "flashinfer" if BUNDLE["planner"].startswith("sglang_flashinfer_") else "triton"
+    """'triton', 'flashinfer' or 'fa': the backend of the finding's planner (sglang_<backend>_<release>)."""
+    for backend in ("flashinfer", "fa"):
+        if BUNDLE["planner"].startswith(f"sglang_{backend}_"):
+            return backend
+    return "triton"
 
 
-def real_flashinfer(folder):
-    """adapters/sglang stubs FlashInfer (its planner records the calls); here sglang imports the real
-    package, which must be installed (with a CUDA device: its wrappers compile their kernels)."""
-    sys.path[:0] = [os.path.abspath(folder), os.path.join(os.path.abspath(folder), "..")]  # and its `engine`
-    sglang_import = importlib.import_module("sglang_import")
+def real_flashinfer(sglang_import):
+    """sglang_import stubs FlashInfer (kvfuzz's planner records the calls); here sglang imports the
+    real package, which must be installed (with a CUDA device: its wrappers compile their kernels)."""
     sglang_import.STUBBED = tuple(p for p in sglang_import.STUBBED if p != "flashinfer")
     sglang_import.REAL = sglang_import.REAL + ("flashinfer",)
     try:
@@ -40,30 +73,25 @@ def real_flashinfer(folder):
 
 
 def load_sglang(args, device):
-    """kvfuzz's adapters/sglang with the release at --site: (its Sglang, fake_runner.Setup)."""
-    # default: the kvfuzz checkout this script is committed in (corpus/sglang/repro/)
-    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "adapters", "sglang")
-    folder = args.adapters or os.environ.get("KVFUZZ_SGLANG_ADAPTERS", "") or beside
-    if not folder or not os.path.isfile(os.path.join(folder, "fake_runner.py")):
-        cannot_run("pass --adapters DIR: kvfuzz's adapters/sglang folder (fake_runner.py, sglang_import.py)")
+    """The release at --site, its modules imported (sglang_release.Sglang), --fix applied: (sg, fake_runner)."""
     if not os.path.isdir(os.path.join(args.site, "sglang")):
-        cannot_run(f"--site {args.site}: no sglang/ folder there (an unpacked sglang wheel)")
+        cannot_run(f"--site {args.site!r}: no sglang/ folder there (pass an unpacked sglang wheel)")
     import warnings
     warnings.filterwarnings("ignore", category=UserWarning)  # quantization modules warn off CUDA at import
-    sys.path.insert(0, os.path.abspath(folder))
+    if device == "cpu":
+        os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton loads
+    os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
+    sys.meta_path.insert(0, EmbeddedModules())
+    sglang_import = importlib.import_module("sglang_import")
     if engine_backend() == "flashinfer":
-        STATS["flashinfer"] = real_flashinfer(folder)
-    argv = sys.argv
-    sys.argv = [argv[0], "--site", args.site, "--backend", engine_backend(), "--device", device]
+        STATS["flashinfer"] = real_flashinfer(sglang_import)
+    sg = importlib.import_module("sglang_release").Sglang(args.site)
+    fixes = importlib.import_module("fixes")
     for n in args.fix:
-        sys.argv += ["--fix", n]
-    if args.deterministic:
-        sys.argv += ["--deterministic"]
-    try:
-        planner = importlib.import_module("sglang_planner")  # parses the argv above, imports the release
-    finally:
-        sys.argv = argv
-    return planner.SG, importlib.import_module("fake_runner")
+        if n not in fixes.FIXES:
+            cannot_run(f"--fix {n}: not a fix this script knows ({', '.join(sorted(fixes.FIXES))})")
+        fixes.apply(sg, n)
+    return sg, importlib.import_module("fake_runner")
 
 
 class EngineCase:
@@ -96,7 +124,7 @@ def build_triton(sg, setup, case):
         multi = tb.TritonMultiStepDraftBackend(setup.runner, setup.topk, setup.num_steps)
         for b in multi.attn_backends:
             b.device_core_count = int(case.batch["device_sms"])
-        kernel_call(importlib.import_module("triton_token_csr").init_draft, multi, setup)
+        kernel_call(sg.init_draft_metadata, multi, setup)
         return multi.attn_backends[setup.draft_step], f"TritonMultiStepDraftBackend (draft step {setup.draft_step})"
     backend = tb.TritonAttnBackend(setup.runner)
     backend.device_core_count = int(case.batch["device_sms"])
@@ -126,6 +154,36 @@ def build_flashinfer(sg, setup, case):
     return backend, name
 
 
+def build_fa(sg, setup, case):
+    """FlashAttentionBackend with its metadata, FA3's kernel and merge replaced by fa3_standin (FA3's
+    library is out of reach): (backend, name). The draft step's backend is built as
+    FlashAttentionMultiStepBackend builds each of its steps."""
+    fa = importlib.import_module("sglang.srt.layers.attention.flashattention_backend")
+    if setup.graph and BUNDLE["mode"] == "draft_decode" and \
+            not hasattr(fa.FlashAttentionBackend, "init_forward_metadata_capture_cuda_graph"):
+        cannot_run("FA draft decode under a CUDA graph in 0.5.13 and later (per-step write slices) is not modelled")
+    standin = importlib.import_module("fa3_standin")
+
+    def unexpected(*args, **kwargs):
+        raise NotImplementedError("flash_attn_varlen_func was called: the FA3 stand-in models the paged kernel only")
+
+    backend = fa.FlashAttentionBackend(setup.runner, speculative_step_id=setup.draft_step, topk=setup.spec_topk,
+                                       speculative_num_steps=setup.num_steps)
+    # The backend calls the kernel as its attribute and (0.5.11 on, in some paths) as a module global.
+    backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = standin.flash_attn_with_kvcache
+    backend.flash_attn_varlen_func = fa.flash_attn_varlen_func = unexpected
+    fa.merge_state_v2 = standin.merge_state_v2
+    if hasattr(fa, "merge_state_v2_wrapper"):
+        fa.merge_state_v2_wrapper = standin.merge_state_v2
+    # 0.5.23: FA3's scheduler_metadata precompute (tile scheduling only, not which keys are read):
+    # off, as production runs it where sgl_kernel has no get_scheduler_metadata.
+    if hasattr(backend, "_get_scheduler_metadata"):
+        backend._get_scheduler_metadata = None
+    kernel_call(sg.init_metadata, backend, setup)
+    step = f" (draft step {setup.draft_step})" if BUNDLE["mode"] == "draft_decode" else ""
+    return backend, f"FlashAttentionBackend{step} with the FA3 stand-in kernel (fa3_standin: not from upstream)"
+
+
 def flashinfer_builds_sm90(fi):
     """Whether FlashInfer's sm90 (Hopper) kernels can be built here: not a Hopper card (they are
     not picked), or the wheel carries CUTLASS's cute headers."""
@@ -152,8 +210,7 @@ def widths(batch):
 def main():
     ap = argparse.ArgumentParser(description="sglang's own attention backend with its real kernels")
     ap.add_argument("--site", default=os.environ.get("SGLANG_SITE", ""), help="an unpacked sglang wheel's folder")
-    ap.add_argument("--adapters", default="", help="kvfuzz's adapters/sglang folder")
-    ap.add_argument("--fix", action="append", default=[], help="apply upstream fix N (adapters/sglang/fixes.py)")
+    ap.add_argument("--fix", action="append", default=[], help="apply upstream fix N (the embedded fixes module)")
     ap.add_argument("--deterministic", action="store_true", default=BUNDLE["planner"].endswith("_det"),
                     help="serve as --enable-deterministic-inference does (default: as the finding's planner did)")
     args = ap.parse_args()
@@ -169,14 +226,18 @@ def main():
     width, qw, vw = widths(batch)
     case = EngineCase(BUNDLE["engine_request"], width)
     dev = torch.device("cuda" if cuda else "cpu")
-    setup = fake_runner.Setup(sg, case, dev, deterministic=args.deterministic, attention_backend=engine_backend())
-    dtype = torch.bfloat16 if cuda and batch.dtype == "bf16" else torch.float16
-    batch.dtype = "bf16" if dtype == torch.bfloat16 else "fp16"
+    setup = fake_runner.Setup(sg, case, dev, deterministic=args.deterministic,
+                              attention_backend={"fa": "fa3"}.get(engine_backend(), engine_backend()))
+    # Triton's interpreter runs fp16 (bf16 on a GPU); the FA stand-in computes in float32 from any dtype
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+    dtype = dtypes.get(batch.dtype, torch.float16) if engine_backend() == "fa" else \
+        torch.bfloat16 if cuda and batch.dtype == "bf16" else torch.float16
+    batch.dtype = {v: k for k, v in dtypes.items()}[dtype]
     for pool in (setup.full, setup.swa):  # the stand-in pools in the dtype the kernels run in
         if pool is not None:
             pool.k, pool.v = [x.to(dtype) for x in pool.k], [x.to(dtype) for x in pool.v]
     setup.dtype = setup.runner.dtype = setup.runner.kv_cache_dtype = dtype
-    build = build_flashinfer if engine_backend() == "flashinfer" else build_triton
+    build = {"flashinfer": build_flashinfer, "fa": build_fa}.get(engine_backend(), build_triton)
     backend, name = build(sg, setup, case)
     fb = setup.layer_batch()
     loc = torch.from_numpy(np.asarray(BUNDLE["out_cache_loc"], np.int64)).to(dev)
@@ -185,8 +246,9 @@ def main():
     swa_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "swa"]
     fixes = "".join(f" with fix {n}" for n in args.fix)
     STATS.update(release=sg.version, fixes=args.fix)
-    print(f"sglang {sg.version}{fixes} {name} (its metadata code and kernels) on "
-          f"{torch.cuda.get_device_name() if cuda else 'the CPU (Triton interpreter)'}, {batch.dtype}, mode "
+    where = torch.cuda.get_device_name() if cuda else "the CPU" + ("" if engine_backend() == "fa" else " (Triton interpreter)")
+    print(f"sglang {sg.version}{fixes} {name} (its metadata code{'' if engine_backend() == 'fa' else ' and kernels'}) on "
+          f"{where}, {batch.dtype}, mode "
           f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
 
     def run(li, q, k, v):

@@ -3,7 +3,8 @@
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
 go away, while every other case stays clean (one entry, 26512, is an upstream change that was
 reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
-description (cited), as the smallest change to the release's own functions; where a later release
+description (cited), as the smallest change to the release's own functions (one, fa-extend-local,
+is the fix kvfuzz proposes in a report draft, with no upstream PR yet); where a later release
 with the fix is installable, run that release instead.
 """
 import contextlib
@@ -167,6 +168,98 @@ def fix_31501(sg):
     updater.update_sliding_window = patched
 
 
+def fix_fa_extend_local(sg):
+    """kvfuzz's proposed fix for kvfuzz-fa-mixed-local and kvfuzz-fa-draft-extend-local (no upstream
+    PR; adapters/repro/reports.json): FA3's eager init_forward_metadata builds the local-attention
+    metadata of the extend branch only when forward_mode == EXTEND; the fix builds it for every mode
+    of that branch (MIXED, DRAFT_EXTEND, DRAFT_EXTEND_V2), as
+    is_extend_or_draft_extend_or_mixed(include_draft_extend_v2=True) would test it. Re-expressed as:
+    after the release's own init_forward_metadata, the same _maybe_init_local_attn_metadata call on
+    the metadata it built, for those modes."""
+    fa = _fa()
+    cls = fa.FlashAttentionBackend
+    original = cls.init_forward_metadata
+    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.13
+
+    @functools.wraps(original)
+    def patched(self, forward_batch):
+        result = original(self, forward_batch)
+        mode = forward_batch.forward_mode
+        if mode.name in ("MIXED", "DRAFT_EXTEND", "DRAFT_EXTEND_V2"):
+            args = (forward_batch,) if takes_batch else ()
+            self._maybe_init_local_attn_metadata(*args, self.forward_metadata, forward_batch.seq_lens.device)
+        return result
+
+    cls.init_forward_metadata = patched
+
+
+def fix_39287(sg):
+    """sglang PR 39287 (open), FlashInfer half, for 0.5.23: EAGLE target verify on a sliding-window
+    layer trims the prefix to the window (update_sliding_window: paged_kernel_lens = min(seq_lens, W),
+    kv_start_idx = seq_lens - W), but EagleVerifyInput.generate_attn_arg_prefill is not handed
+    kv_start_idx (call_begin_forward passes it for DFLASH only), so it gathers from column 0, and it
+    returns the custom mask laid out for the full prefix (seq_len + D columns a row) while FlashInfer
+    reads it with the trimmed width. The fix, as the PR describes it: gather from kv_start_idx and
+    compact each request's mask to the kept columns, masking every key (prefix or draft ancestor)
+    before each draft's own window (a draft sits at seq_len + depth, the depth read off the tree mask)."""
+    fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_backend")
+    eagle = importlib.import_module("sglang.srt.speculative.eagle_info")
+    import torch
+
+    updater = fi.FlashInferIndicesUpdaterPrefill
+    begin = updater.call_begin_forward
+    generate = eagle.EagleVerifyInput.generate_attn_arg_prefill
+
+    @functools.wraps(begin)
+    def patched_begin(self, wrapper_ragged, wrapper_paged, req_pool_indices, paged_kernel_lens, paged_kernel_lens_sum,
+                      seq_lens, prefix_lens, kv_start_idx, *args, **kwargs):
+        spec = args[3] if len(args) > 3 else kwargs.get("spec_info")
+        window = getattr(self, "sliding_window_size", None)
+        if isinstance(spec, eagle.EagleVerifyInput) and kv_start_idx is not None and window is not None:
+            is_window_wrapper = wrapper_paged is self.attn_backend.prefill_wrappers_verify[0]
+            spec._kvfuzz_trim = (kv_start_idx, seq_lens, window if is_window_wrapper else None)
+        try:
+            return begin(self, wrapper_ragged, wrapper_paged, req_pool_indices, paged_kernel_lens,
+                         paged_kernel_lens_sum, seq_lens, prefix_lens, kv_start_idx, *args, **kwargs)
+        finally:
+            if isinstance(spec, eagle.EagleVerifyInput):
+                spec._kvfuzz_trim = None
+
+    @functools.wraps(generate)
+    def patched_generate(self, *, req_pool_indices, paged_kernel_lens, paged_kernel_lens_sum, translator, plan,
+                         kind=eagle.IdSpaceKind.FULL):
+        trim = getattr(self, "_kvfuzz_trim", None)
+        if trim is None:
+            return generate(self, req_pool_indices=req_pool_indices, paged_kernel_lens=paged_kernel_lens,
+                            paged_kernel_lens_sum=paged_kernel_lens_sum, translator=translator, plan=plan, kind=kind)
+        start, seq_lens, window = trim
+        d = self.draft_token_num
+        bs = req_pool_indices.numel()
+        device = req_pool_indices.device
+        qo_indptr = torch.arange(0, (1 + bs) * d, step=d, dtype=torch.int32, device=device)
+        lens = paged_kernel_lens + d
+        indptr = torch.zeros((bs + 1,), dtype=torch.int32, device=device)
+        indptr[1:] = torch.cumsum(lens, dim=0)
+        kv_indices = torch.empty(paged_kernel_lens_sum + d * bs, dtype=torch.int32, device=device)
+        translator.pack_read_stream(plan, req_pool_indices=req_pool_indices, seq_lens=lens, indptr=indptr,
+                                    out=kv_indices, kv_start_idx=start, kind=kind)
+        full, rows, at = self.custom_mask, [], 0
+        for i in range(bs):
+            seq, s0 = int(seq_lens[i]), int(start[i])
+            block = full[at:at + d * (seq + d)].view(d, seq + d)
+            at += d * (seq + d)
+            kept = block[:, s0:].clone()
+            if window is not None:  # key positions: the kept prefix, then each draft at seq + depth
+                depth = block[:, seq:].sum(dim=1) - 1
+                keys = torch.cat([torch.arange(s0, seq, device=device), seq + depth])
+                kept &= keys[None, :] >= (seq + depth - window)[:, None]
+            rows.append(kept.reshape(-1))
+        return kv_indices, indptr, qo_indptr, torch.cat(rows)
+
+    updater.call_begin_forward = patched_begin
+    eagle.EagleVerifyInput.generate_attn_arg_prefill = patched_generate
+
+
 @contextlib.contextmanager
 def _swapped(module, name, value):
     saved = getattr(module, name)
@@ -177,7 +270,8 @@ def _swapped(module, name, value):
         setattr(module, name, saved)
 
 
-FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902}
+FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902,
+         "39287": fix_39287, "fa-extend-local": fix_fa_extend_local}
 
 
 def apply(sg, number):

@@ -15,12 +15,12 @@ Eager metadata only: the CUDA-graph path swaps in FlashInfer's own fast_decode_p
 """
 import importlib
 
-import numpy as np
 import torch
 
+from engine import paged_csr_plan
 from engine.plan_run import PlanRun
 from fake_runner import UnsupportedCase
-from recorder import Recorder, host, int32, recorded_plan
+from recorder import Recorder, host, recorded_plan
 
 
 class _Wrapper:
@@ -34,13 +34,8 @@ class _Wrapper:
             raise NotImplementedError("FlashInfer CUDA-graph wrappers are not modelled")
 
     def _fix(self, head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type, kv_data_type):
-        """What FlashInfer's plan() fixes: the kernel module it picks (head dim, dtypes, sliding window
-        on or off, soft cap on or off) and the schedule (page size, causal: a causal plan schedules no
-        key past a query tile's diagonal)."""
-        q_dtype = _dtype(q_data_type) or torch.float16  # FlashInfer's default
-        self.planned = {"head_dim": int(head_dim), "page_size": int(page_size), "window_left": int(window_left),
-                        "logits_soft_cap": float(logits_soft_cap or 0.0), "causal": bool(causal),
-                        "q_data_type": q_dtype, "kv_data_type": _dtype(kv_data_type) or q_dtype}
+        self.planned = paged_csr_plan.planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type,
+                                              kv_data_type)
 
     def _call(self, role, causal, window_left, logits_soft_cap, q, kv_buffer, k=None):
         if self.plan is None:
@@ -55,19 +50,14 @@ class _Wrapper:
         its window_left and logits_soft_cap over the planned ones, but the kernel stays the one plan()
         picked: a window or cap given only at forward() does not mask (sglang#31501, #33915). A causal
         run over a non-causal plan reads within what was scheduled, so only the reverse disagrees."""
-        p, layer, where = self.planned, self.rec.layer, f"{type(self).__name__.strip('_')} {role} forward"
-        check = self.rec.agree.check
-        check("window_left", p["window_left"], int(window_left), layer, where)
-        check("logits_soft_cap", p["logits_soft_cap"], float(logits_soft_cap or 0.0), layer, where)
-        check("head_dim", p["head_dim"], int(q.shape[-1]), layer, where)
-        check("q_data_type", str(p["q_data_type"]), str(q.dtype), layer, where)
-        check("kv_data_type", str(p["kv_data_type"]), str(k.dtype), layer, where)
+        ran = {"window_left": int(window_left), "logits_soft_cap": logits_soft_cap, "head_dim": int(q.shape[-1]),
+               "q_data_type": q.dtype, "kv_data_type": k.dtype, "causal": bool(causal)}
         if k.dim() == 4:  # a paged K view [pages, page_size, heads, dim]; 3-D views are pages of one token
-            check("page_size", p["page_size"], int(k.shape[1]), layer, where)
+            ran["page_size"] = int(k.shape[1])
         elif self.plan["page_size"] != 1 and not isinstance(self, _RaggedPrefill):
-            check("page_size", p["page_size"], 1, layer, where)
-        if p["causal"] and not causal:
-            check("causal", True, False, layer, where)
+            ran["page_size"] = 1
+        paged_csr_plan.check_run(self.rec.agree, self.planned, ran, self.rec.layer,
+                                 f"{type(self).__name__.strip('_')} {role} forward")
 
 
 class _Decode(_Wrapper):
@@ -128,11 +118,6 @@ class _RaggedPrefill(_Wrapper):
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
 
 
-def _dtype(d):
-    """A FlashInfer plan dtype (a torch.dtype or its name) as a torch.dtype; None stays None."""
-    return getattr(torch, d) if isinstance(d, str) else d
-
-
 class _TorchOn:
     """The module's `torch`, with device="cuda" mapped to the run's device (CPU runs: sglang's
     FlashInfer updater allocates kv_indices on "cuda" by name)."""
@@ -183,58 +168,11 @@ def plan(sg, setup):
     return recorded_plan(sg, setup, build, to_plan)
 
 
-def _signature(call):
-    parts = [call["role"], call["causal"], call["window_left"], call["page_size"], call["pool"]]
-    for name in ("qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len", "custom_mask"):
-        t = call.get(name)
-        parts.append(None if t is None else tuple(t.tolist()))
-    return tuple(parts)
-
-
 def to_plan(setup, rec):
-    case = setup.case
-    rec.agree.report(case)
-    groups, group_of_layer, index, arrays = [], [], {}, {}
-    for l, spec in enumerate(case.layers):
-        calls = rec.calls.get(l, [])
-        for c in calls:
-            if c["pool"] is not None and c["pool"] != spec["pool"]:
-                raise RuntimeError(f"layer {l} ({spec['pool']} pool) was handed the {c['pool']} pool's K/V buffer")
-        layer = {"kind": spec["kind"], "window": spec["window"], "chunk": spec["chunk"]}
-        key = (tuple(sorted(layer.items())), tuple(_signature(c) for c in calls))
-        if key not in index:
-            index[key] = len(groups)
-            groups.append((layer, calls))
-        group_of_layer.append(index[key])
-    meta_groups = []
-    for g, (layer, calls) in enumerate(groups):
-        meta_calls = []
-        for j, c in enumerate(calls):
-            path = f"groups.{g}.calls.{j}"
-            rows = int(c["qo_indptr"].numel()) - 1
-            has_mask = c["custom_mask"] is not None
-            # A masked call is the verify tree's, but for 0.5.23's window mask over a ragged
-            # extend's paged prefix part (_build_swa_prefix_custom_mask): that stays a prefix call.
-            role = "verify" if has_mask and setup.mode == "target_verify" else c["role"]
-            meta_calls.append({"role": role, "page_size": c["page_size"],
-                               "rows": rows, "rows_per_batch_row": 1, "causal": c["causal"],
-                               "window_left": c["window_left"], "has_mask": has_mask})
-            arrays[f"{path}.qo_indptr"] = int32(c["qo_indptr"], "qo_indptr")
-            arrays[f"{path}.kv_indptr"] = int32(c["kv_indptr"], "kv_indptr")
-            arrays[f"{path}.kv_indices"] = int32(c["kv_indices"], "kv_indices")
-            arrays[f"{path}.kv_last_page_len"] = int32(c["kv_last_page_len"], "kv_last_page_len")
-            arrays[f"{path}.custom_mask"] = (c["custom_mask"].numpy().astype(np.uint8) if has_mask
-                                             else np.zeros(0, np.uint8))
-            arrays[f"{path}.mask_indptr"] = _mask_indptr(c) if has_mask else np.zeros(0, np.int32)
-        meta_groups.append({"layer": layer, "calls": meta_calls})
-    meta = {"page_size": 1, "merge": "flashinfer_base2", "groups": meta_groups, "group_of_layer": group_of_layer}
-    return meta, arrays
+    rec.agree.report(setup.case)
 
+    def role(c):  # a masked call is the verify tree's, but for 0.5.23's window mask over a ragged
+        # extend's paged prefix part (_build_swa_prefix_custom_mask): that stays a prefix call
+        return "verify" if c["custom_mask"] is not None and setup.mode == "target_verify" else c["role"]
 
-def _mask_indptr(call):
-    """FlashInfer's own mask offsets: row r's q_len x k_len block, rows concatenated (its plan())."""
-    qo, kv = call["qo_indptr"].numpy(), call["kv_indptr"].numpy()
-    last, ps = call["kv_last_page_len"].numpy(), call["page_size"]
-    lens = [(qo[r + 1] - qo[r]) * ((kv[r + 1] - kv[r] - 1) * ps + last[r] if kv[r + 1] > kv[r] else 0)
-            for r in range(len(qo) - 1)]
-    return np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    return paged_csr_plan.to_plan(setup.case.layers, rec.calls, page_size=1, role_of=role)

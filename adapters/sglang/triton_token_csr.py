@@ -8,7 +8,6 @@ split counts and MAX_KV_SPLITS, and the positions the extend kernel derives (que
 window offset + prefix length + m; it never reads the batch's positions).
 """
 import importlib
-import types
 
 import numpy as np
 import torch
@@ -39,28 +38,6 @@ def build(sg, setup):
     return multi, step, rec
 
 
-def init_draft(multi, setup):
-    # The EAGLE worker builds every step's metadata once, before step 0, when the batch's positions
-    # are the drafts' first positions (seq_len, per branch); generate_draft_decode_kv_indices sums them.
-    fb = types.SimpleNamespace(**vars(setup.fb))
-    fb.positions = fb.seq_lens.repeat_interleave(setup.topk)
-    if not setup.graph:
-        multi.init_forward_metadata(fb)
-        return
-    n = setup.padded_bs
-    multi.init_cuda_graph_state(n, n * setup.topk)
-    if hasattr(multi, "init_forward_metadata_capture_cuda_graph"):  # up to 0.5.12
-        multi.init_forward_metadata_capture_cuda_graph(fb)
-        multi.init_forward_metadata_replay_cuda_graph(fb, n)
-        return
-    # 0.5.13 on (eagle_draft_cuda_graph_runner): out_graph(in_capture=True) and in_graph at capture; at
-    # replay out_graph on the batch with its padding, then the graph replays the in-graph part.
-    multi.init_forward_metadata_out_graph(fb, in_capture=True)
-    multi.init_forward_metadata_in_graph(fb)
-    multi.init_forward_metadata_out_graph(types.SimpleNamespace(**vars(fb), num_padding=n - setup.bs))
-    multi.init_forward_metadata_in_graph(fb)
-
-
 def plan(sg, setup):
     windows = {x["window"] for x in setup.layers_spec if x["kind"] == "sliding_window"}
     if len(windows) > 1:
@@ -70,7 +47,7 @@ def plan(sg, setup):
                               "(reference/CONVENTIONS.md)")
     multi, backend, rec = build(sg, setup)
     if multi is not None:
-        init_draft(multi, setup)
+        sg.init_draft_metadata(multi, setup)
     else:
         sg.init_metadata(backend, setup)
     tokens = rec.run_layers(backend)

@@ -25,7 +25,8 @@ def fingerprint_for(clause, issue, release):
     planner, _, executor = backend.partition(":")
     package = issue["affected"]["package"]
     context = {"page_size": clause.get("page_size_min", 1), "topk": clause.get("topk_min", 1),
-               "hybrid": clause.get("hybrid", False), "graph": clause.get("graph", False),
+               "hybrid": clause.get("hybrid", False), "sliding_layers": clause.get("sliding_layers", False),
+               "graph": clause.get("graph", False),
                "deterministic": clause.get("deterministic", False),
                "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8}
     if "v_narrower_qk_dim_max" in clause:

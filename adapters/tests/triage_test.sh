@@ -106,6 +106,68 @@ run group28 1 $VLLM --version vllm=0.28.0
 grep -q "^regression *vllm#51756" "$WORK/group28.out" || fail "#51756's sliding side in 0.28.0 is not a regression"
 line "$WORK/grouph.jsonl" cache-extent vllm_fa_0_27_1:fa decode sliding_window 16 extra-before '{"hybrid": true}'
 run grouph 1 $VLLM --version vllm=0.27.1
+# The Triton backend reaches vllm#26034 too (local layers' FULL-graph replay in 0.10.2); the same on
+# full layers is NEW, at 0.11.0 a regression; #51756 (FlashAttention's group window) stays FA-only.
+line "$WORK/tlocal.jsonl" plan-run vllm_triton_0_10_2:fa decode chunked 0 "plan-run:cu_seqlens_q"
+run tlocal 0 $VLLM
+grep -q "^known *vllm#26034" "$WORK/tlocal.out" || fail "Triton's local-layer replay in 0.10.2 is not vllm#26034"
+line "$WORK/tfull.jsonl" plan-run vllm_triton_0_10_2:fa decode full 0 "plan-run:cu_seqlens_q"
+run tfull 1 $VLLM
+line "$WORK/tlocal11.jsonl" plan-run vllm_triton_0_11_0:fa decode chunked 0 "plan-run:cu_seqlens_q"
+run tlocal11 1 $VLLM
+grep -q "^regression *vllm#26034" "$WORK/tlocal11.out" || fail "Triton's local-layer replay in 0.11.0 is not a regression"
+line "$WORK/tgroup.jsonl" cache-extent vllm_triton_0_27_1:fa decode sliding_window 16 extra-before
+run tgroup 1 $VLLM --version vllm=0.27.1
+
+# FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
+# its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather
+# reading evicted keys (unowned-slot) are known; a key read twice, an unowned slot outside a hybrid pool, or
+# a slot past the pool at the same place are NEW.
+FIV=sglang_flashinfer_0_5_23:flashinfer_paged
+line "$WORK/vmask.jsonl" cache-extent $FIV target_verify sliding_window 1 extra-after
+run vmask 0 $SGLANG
+grep -q "^known *sglang#39287-flashinfer" "$WORK/vmask.out" || fail "the verify mask layout is not sglang#39287-flashinfer"
+line "$WORK/evicted.jsonl" in-bounds $FIV target_verify sliding_window 0 unowned-slot '{"hybrid": true}'
+run evicted 0 $SGLANG
+line "$WORK/vmask2.jsonl" cache-extent $FIV target_verify sliding_window 1 read-twice
+run vmask2 1 $SGLANG
+line "$WORK/evicted2.jsonl" in-bounds $FIV target_verify sliding_window 0 unowned-slot
+run evicted2 1 $SGLANG
+line "$WORK/evicted3.jsonl" in-bounds $FIV target_verify sliding_window 0 outside-pool '{"hybrid": true}'
+run evicted3 1 $SGLANG
+# The full-attention wrapper of a model with sliding layers planned over seq_lens in a ragged extend (0.5.10.post1
+# to 0.5.20): known where the model has sliding layers; NEW in a model without them (update_single_wrapper, another
+# function), in deterministic (paged-only) prefill, for a read before the prefix, and in a fingerprint that does not
+# say (an older kvfuzz); a regression in 0.5.23.
+FI13=sglang_flashinfer_0_5_13:flashinfer_paged
+line "$WORK/full.jsonl" cache-extent $FI13 mixed full 0 extra-after+read-twice '{"hybrid": true, "sliding_layers": true}'
+run full 0 $SGLANG
+grep -q "^known *kvfuzz-flashinfer-swa-full-prefix" "$WORK/full.out" || fail "the full wrapper over seq_lens is not kvfuzz-flashinfer-swa-full-prefix"
+line "$WORK/full_meta.jsonl" metadata $FI13 extend - 0 "groups.N.calls.N.kv_indptr[N] - [N] is N, expected N (too large)" '{"sliding_layers": true}'
+run full_meta 0 $SGLANG
+line "$WORK/full2.jsonl" cache-extent $FI13 mixed full 0 extra-after+read-twice '{"sliding_layers": false}'
+run full2 1 $SGLANG
+line "$WORK/full3.jsonl" cache-extent $FI13 mixed full 0 extra-after+read-twice '{"sliding_layers": true, "deterministic": true}'
+run full3 1 $SGLANG
+line "$WORK/full4.jsonl" cache-extent $FI13 extend full 0 extra-before '{"sliding_layers": true}'
+run full4 1 $SGLANG
+line "$WORK/full5.jsonl" cache-extent $FI13 extend full 0 read-twice
+run full5 1 $SGLANG
+line "$WORK/full23.jsonl" cache-extent $FIV extend full 0 read-twice '{"sliding_layers": true}'
+run full23 1 $SGLANG
+grep -q "^regression *kvfuzz-flashinfer-swa-full-prefix" "$WORK/full23.out" || fail "the full wrapper over seq_lens in 0.5.23 is not a regression"
+# #31501 on a deterministic DRAFT_EXTEND_V2 (0.5.10.post1 to 0.5.13 plan it as a plain paged-only extend): known;
+# in 0.5.23 a regression; the plan-run of another argument, NEW.
+FID=sglang_flashinfer_0_5_10_post1_det:flashinfer_paged
+line "$WORK/dev2.jsonl" plan-run $FID draft_extend_v2 sliding_window 0 plan-run:window_left '{"deterministic": true}'
+run dev2 0 $SGLANG
+grep -q "^known *sglang#31501" "$WORK/dev2.out" || fail "the deterministic draft extend window is not sglang#31501"
+line "$WORK/dev2b.jsonl" plan-run $FID draft_extend_v2 sliding_window 0 plan-run:causal '{"deterministic": true}'
+run dev2b 1 $SGLANG
+line "$WORK/dev23.jsonl" plan-run sglang_flashinfer_0_5_23_det:flashinfer_paged draft_extend_v2 sliding_window 0 plan-run:window_left \
+  '{"deterministic": true}'
+run dev23 1 $SGLANG
+grep -q "^regression *sglang#31501" "$WORK/dev23.out" || fail "the deterministic draft extend window in 0.5.23 is not a regression"
 
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest

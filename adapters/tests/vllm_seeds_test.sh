@@ -4,7 +4,12 @@
 #    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
 #    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
-#    own) and an FA3 schedule made for another batch;
+#    own) and an FA3 schedule made for another batch; a Triton recorder that reads the KV-cache
+#    view's page size off the wrong dimension is caught on the verify seed; TreeAttention's verify
+#    tree (0.11.0, the last release with TREE_ATTN) is clean, and a plan that drops the kernel's
+#    tree bias from the mask is caught; FlashInfer's seeds (decode and mixed batches, a sliding
+#    layer in the SWA pool) catch a window one key short and a decode plan made for another head
+#    dim (plan-run:head_dim);
 #  - requests sharing prefix blocks (corpus/vllm/fa_cascade_shared_prefix.json): clean on the newest
 #    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
@@ -31,8 +36,10 @@ KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
 
 # Mutants of the adapter, in a copy: each must make its seed fail.
 cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
-mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold]
-  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)}
+mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold] [BACKEND, default fa] [RELEASE] [PLANNER-FLAGS]
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)} backend=${7:-fa} release=${8:-$NEWEST} flags=${9:-}
+  local executor=fa
+  case $backend in tree|flashinfer) executor=flashinfer_paged ;; esac
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -41,17 +48,16 @@ text = open(path).read()
 assert old in text, f"{old!r} not in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
-  local release=${MUTANT_RELEASE:-$NEWEST}  # MUTANT_ARGS: more planner flags
-  out=$("$K" check "$case" --backend "vllm_fa_${release//./_}:fa" \
-    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$release --backend fa ${MUTANT_ARGS:-}" 2>&1)
+  out=$("$K" check "$case" --backend "vllm_${backend}_${release//./_}:$executor" \
+    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$release --backend $backend $flags" 2>&1)
   if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
 mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
   corpus/vllm/fa_hybrid_swa_null_blocks.json
-mutant no-virtual-batches flash_attn_page_table.py '        if g.kind == "chunked":' '        if False:' \
+mutant no-virtual-batches attention_run.py '        if g.kind == "chunked":' '        if False:' \
   corpus/vllm/fa_local_mixed.json
-mutant window-on-every-layer flash_attn_page_table.py \
+mutant window-on-every-layer layer_inputs.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
   '    window = max([y["window"] + 1 for y in setup.layers_spec if y["kind"] == "sliding_window"] or [0]) or None' \
   corpus/vllm/fa_group_window_full_layer.json
@@ -59,6 +65,21 @@ mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(t
   '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
 mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
+mutant triton-page-size-off-kv-heads recorder.py '"view_page_size": int(k.shape[1]),' '"view_page_size": int(k.shape[2]),' \
+  corpus/vllm/verify_chain_swa.json ": metadata:" triton
+tree_out=$("$K" check corpus/vllm/tree_verify.json --backend vllm_tree_0_11_0:flashinfer_paged \
+  --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site $SRC/.vllm/0.11.0 --backend tree" 2>&1)
+echo "$tree_out" | grep -q "^vllm_tree_0_11_0:flashinfer_paged: ok" && echo "ok: tree_verify is clean on TreeAttention 0.11.0" ||
+  { fail "tree_verify on TreeAttention 0.11.0 is not clean"; echo "$tree_out" | tail -3; }
+mutant tree-bias-dropped tree_attn_paged_csr.py '            visible &= ~in_bias | np.isfinite(flat[at])' '            pass' \
+  corpus/vllm/tree_verify.json "the tree mask says" tree 0.11.0
+mutant flashinfer-window-short layer_inputs.py \
+  '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \
+  '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent" \
+  flashinfer
+mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
+  '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
+  corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim" flashinfer
 # Shared prefix blocks (share ops): clean on the newest release (no cascade attention there) and on
 # 0.11.0 running vLLM's cascade_attention over them (--cascade always); a cascade one block past what
 # every row shares, and a cascade plan that does not say its prefix, must be caught.
@@ -68,9 +89,9 @@ for r in $NEWEST 0.11.0; do
     --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/$r --backend fa --cascade always" 2>&1)
   if echo "$out" | grep -q "ok (every property)"; then echo "ok: $(basename $seed) is clean on $r"; else fail "$seed on $r"; echo "$out" | tail -3; fi
 done
-MUTANT_RELEASE=0.11.0 MUTANT_ARGS="--cascade always" mutant cascade-one-block-too-many cascade.py \
+mutant cascade-one-block-too-many cascade.py \
   '    prefix = common_prefix_blocks(g.table_rows) * block_size' \
-  '    prefix = (common_prefix_blocks(g.table_rows) + 1) * block_size' $seed "stride-divide"
-MUTANT_RELEASE=0.11.0 MUTANT_ARGS="--cascade always" mutant cascade-prefix-unsaid flash_attn_page_table.py \
-  '            c["common_prefix_len"] = prefix' '            c["common_prefix_len"] = 0' $seed "metadata"
+  '    prefix = (common_prefix_blocks(g.table_rows) + 1) * block_size' $seed "stride-divide" fa 0.11.0 "--cascade always"
+mutant cascade-prefix-unsaid attention_run.py \
+  '            c["common_prefix_len"] = prefix' '            c["common_prefix_len"] = 0' $seed "metadata" fa 0.11.0 "--cascade always"
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

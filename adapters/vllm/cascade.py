@@ -1,7 +1,7 @@
 """vLLM's cascade-attention decision for one attention group, as its model runner takes it.
 
 Where it sits: fake_runner.Setup (the groups' block tables) -> **cascade_prefix_len** -> the
-builder's build(common_prefix_len=...) (flash_attn_page_table.py), whose FlashAttentionImpl then runs
+builder's build(common_prefix_len=...) (attention_run.py), whose FlashAttentionImpl then runs
 cascade_attention: one kernel call over the common prefix for every query (not causal), one per
 request over the rest (causal), merged by merge_attn_states.
 
@@ -18,7 +18,7 @@ request over the rest (causal), merged by merge_attn_states.
   decode context parallelism) without the cost model, so small cases reach the cascade; "never"
   turns it off. Releases without cascade_attention (it was removed before 0.33) always answer 0.
 
-    cp = cascade_prefix_len(vl, setup, g, builder, "always")
+    cp = cascade_prefix_len(vl.flash_attn, setup, g, builder, "always")
 """
 import inspect
 
@@ -37,14 +37,16 @@ def common_prefix_blocks(rows):
     return k
 
 
-def cascade_prefix_len(vl, setup, g, builder, mode):
-    """The common_prefix_len the runner hands group g's builder (0: no cascade)."""
-    decide = getattr(vl.flash_attn, "use_cascade_attention", None)
-    if mode == "never" or decide is None or not hasattr(vl.flash_attn, "cascade_attention"):
+def cascade_prefix_len(module, setup, g, builder, mode):
+    """The common_prefix_len the runner hands group g's builder (0: no cascade); module is the
+    backend's (attention_run.py): only FlashAttention's has cascade_attention, the other builders'
+    use_cascade_attention is the base class's False."""
+    decide = getattr(module, "use_cascade_attention", None)
+    if mode == "never" or decide is None or not hasattr(module, "cascade_attention"):
         return 0
     # the attention group's spec, as the runner passes it: the KV-cache group's (merged: with the hybrid
     # manager off a group of full and sliding layers records the window) or its layers' own
-    spec, it = g.spec, vl.kv_cache_interface
+    spec, it = g.spec, setup.vl.kv_cache_interface
     block_size = spec.block_size
     prefix = common_prefix_blocks(g.table_rows) * block_size
     if prefix == 0:

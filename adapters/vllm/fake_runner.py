@@ -15,8 +15,15 @@ gpu_model_runner.py builds it each step:
   padded CUDA-graph rows as _build_attention_metadata pads them (null block, seq_len 0, no tokens).
 - The layers: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1 (the impl passes
   window_size (W, 0)); chunked layers are ChunkedLocalAttention of the case's chunk.
+- Spec-decode verify (target_verify) as vLLM's runner schedules it with num_speculative_tokens
+  k = D - 1: per request the last sampled token and its k drafts, D query tokens at positions
+  num_computed_tokens + arange(D) over seq_len + D keys (a uniform batch of query length k + 1,
+  causal over the new tokens). kvfuzz's D tokens (root + drafts, stored at columns seq_len ..
+  seq_len + D - 1) are exactly those; only chains (topk 1) are what vLLM's FlashAttention and
+  Triton backends verify.
 
-    setup = Setup(vl, case, torch.device("cpu"))
+    setup = Setup(vl, case, torch.device("cpu"))            # FlashAttention's KV-cache layout
+    setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
     setup.groups[0].common        # the CommonAttentionMetadata of group 0
 """
 import dataclasses
@@ -30,7 +37,7 @@ class UnsupportedCase(Exception):
     """The case needs something this vLLM release or adapter does not model (not a finding)."""
 
 
-MODES = ("decode", "extend", "mixed")
+MODES = ("decode", "extend", "mixed", "target_verify")
 
 
 def construct(cls, **fields):
@@ -53,30 +60,37 @@ class Group:
 
 
 class Setup:
-    def __init__(self, vl, case, device):
+    def __init__(self, vl, case, device, backend=None):
         self.vl, self.case, self.device = vl, case, device
+        self.backend = backend or vl.flash_attn.FlashAttentionBackend  # the AttentionBackend class the layers run
         b = case.batch
         self.mode = b["mode"]
         if self.mode == "idle":
             raise UnsupportedCase("an empty batch: vLLM's runner builds no attention metadata for it")
         if self.mode not in MODES:
-            raise UnsupportedCase(f"mode {self.mode}: vLLM's spec-decode paths are not modelled yet")
+            raise UnsupportedCase(f"mode {self.mode}: vLLM's drafter paths (draft decode, draft extend) are not modelled yet")
+        self.draft_tokens = int(b.get("draft_tokens") or 0)
+        if self.mode == "target_verify" and int(b.get("topk") or 1) != 1 and self.backend.__name__ != "TreeAttentionBackend":
+            raise UnsupportedCase(f"a spec tree (topk {b['topk']}): vLLM's FlashAttention and Triton backends verify "
+                                  "chains only (a tree needs TREE_ATTN, not modelled)")
         if case.model["mla"]:
             raise UnsupportedCase("MLA models are not modelled for vLLM yet")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
+        # vLLM's uniform_decode_query_len: the query length of the batches FULL decode graphs serve (1 + k)
+        self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
         self.cascade = "heuristic"  # cascade attention over shared prefix blocks (cascade.py MODES)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
-        self.head_size = vl.head_size(m["head_dim"])
+        self.head_size = vl.head_size(m["head_dim"], self.backend)
         self.dtype = torch.float16
         self.total_tokens = int(case.num_tokens)  # padded tokens of a CUDA-graph batch included
         self.vllm_config = self._config()
         vl.publish(self.vllm_config)
-        if not vl.supports_block_size(self.page_size):
-            raise UnsupportedCase(f"vLLM {vl.version}'s FlashAttention backend does not run block size {self.page_size}")
+        if not vl.supports_block_size(self.page_size, self.backend):
+            raise UnsupportedCase(f"vLLM {vl.version}'s {self.backend.get_name()} backend does not run block size {self.page_size}")
         self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
         self.layers_spec = case.layers
@@ -99,7 +113,28 @@ class Setup:
         self.rows = c.array("req_pool_indices")[:n].astype(np.int64)
         self.num_tokens = int(self.query_lens.sum())
         self.positions = c.array("positions")[: self.num_tokens].astype(np.int64)
+        if self.mode == "target_verify":  # kvfuzz's seq_len is the verified prefix, vLLM's counts the new tokens
+            computed = self.seq_lens
+            self.seq_lens = computed + self.query_lens
+            # vLLM's positions (its slot mapping's input): num_computed_tokens + arange(query_len)
+            self.positions = np.concatenate([np.arange(p, s) for p, s in zip(computed, self.seq_lens)]).astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
+
+    def decodes_first(self):
+        """The input batch as vLLM's runner reorders it for a builder that splits decodes from prefills
+        (reorder_batch_threshold 1: FlashInfer): a stable partition, single-token rows first
+        (reorder_batch_to_split_decodes_and_prefills; its finer regions, which tell chunked-prefill
+        short extends and first chunks apart, need prompt lengths kvfuzz does not model). Call before
+        buffers(). Returns (order, token_of): vLLM's row j is kvfuzz's batch row order[j], vLLM's
+        token t kvfuzz's token token_of[t]."""
+        order = np.argsort(self.query_lens > 1, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(self.query_lens)]).astype(np.int64)
+        token_of = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in order] + [np.zeros(0, np.int64)])
+        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.positions, self.out_cache_loc = self.positions[token_of], self.out_cache_loc[token_of]
+        for g in self.groups:
+            g.table_rows = [g.table_rows[i] for i in order]
+        return order, token_of
 
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
@@ -160,7 +195,7 @@ class Setup:
         for l, x in enumerate(self.layers_spec):
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
-            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
+            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size, self.backend)
             t = torch.zeros(shape, dtype=self.dtype, device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
@@ -186,7 +221,7 @@ class Setup:
             get_sliding_window=lambda: None, hf_config=ns(model_type="llama", architectures=["LlamaForCausalLM"]),
             hf_text_config=ns(attn_logit_softcapping=m["softcap"] or None, model_type="llama"),
             is_encoder_decoder=False, uses_mrope=False, is_hybrid=False, is_multimodal_model=False)
-        graph_sizes = [self.padded_bs] if self.graph else []
+        graph_sizes = [self.padded_bs * self.uniform_query_len] if self.graph else []  # in tokens
         mode = self.vl.cudagraph_mode("FULL_AND_PIECEWISE" if self.graph else "NONE")
         compilation_config = ns(
             cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
@@ -199,18 +234,29 @@ class Setup:
         scheduler_config = ns(max_num_seqs=max(int(self.r2t.shape[0]), self.padded_bs), max_num_batched_tokens=max(8192, self.total_tokens),
                               max_model_len=max_len, chunked_prefill_enabled=True,
                               disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
-        layout = self.vl.kv_cache_layout()
+        layout = self.vl.kv_cache_layout(self.backend)
         cache_config = ns(cache_dtype="auto", block_size=self.page_size, kv_sharing_fast_prefill=False,
                           use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
         attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
-                              use_cudnn_prefill=False, use_trtllm_attention=None, disable_flashinfer_prefill=False,
-                              use_prefill_decode_attention=False, hisparse_config=None)
+                              use_cudnn_prefill=False, disable_flashinfer_prefill=False,
+                              use_prefill_decode_attention=False, hisparse_config=None,
+                              # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)
+                              use_trtllm_attention=False if self.vl.backend == "flashinfer" else None,
+                              disable_flashinfer_q_quantization=False, use_non_causal=False)
         return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
                   scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
-                  kernel_config=ns(enable_jit_warmup=False), speculative_config=None, kv_transfer_config=None,
-                  lora_config=None, additional_config={})
+                  kernel_config=ns(enable_jit_warmup=False), speculative_config=self._speculative_config(),
+                  num_speculative_tokens=self.draft_tokens - 1 if self.mode == "target_verify" else 0,
+                  kv_transfer_config=None, lora_config=None, additional_config={}, use_v2_model_runner=False)
+
+    def _speculative_config(self):
+        """A verify step runs with EAGLE's k = D - 1 speculative tokens per request (a chain: no token tree)."""
+        if self.mode != "target_verify":
+            return None
+        return types.SimpleNamespace(num_speculative_tokens=self.draft_tokens - 1, method="eagle", parallel_drafting=False,
+                                     speculative_token_tree=None, use_eagle=lambda: True, disable_padded_drafter_batch=False)
 
     # -- per-group common metadata -------------------------------------------------------------
     def buffers(self):
@@ -234,16 +280,17 @@ class Setup:
         BlockTable filled with the batch's rows, the slot mapping computed by it (checked against
         kvfuzz's writes), padded rows as _build_attention_metadata pads a CUDA-graph batch (null
         block, seq_len 0, no tokens). capture: the dummy batch a FULL graph is captured with
-        (_dummy_run: one token and seq_len 1 per row, max_seq_len = max_model_len)."""
+        (_dummy_run(uniform_decode=True): uniform_decode_query_len tokens and seq_len as many per row
+        (1 for decode, 1 + k for verify), max_seq_len = max_model_len)."""
         n = self.bs
         npad = self.padded_rows
-        query_lens = np.ones(npad, np.int64) if capture else self.query_lens
+        query_lens = np.full(npad, self.uniform_query_len, np.int64) if capture else self.query_lens
         rows = npad if capture else n
         qsl = np.zeros(npad + 1, np.int32)
         qsl[1:rows + 1] = np.cumsum(query_lens[:rows])
         qsl[rows + 1:] = qsl[rows]
         seq_lens = np.zeros(npad, np.int32)
-        seq_lens[:rows] = 1 if capture else self.seq_lens
+        seq_lens[:rows] = self.uniform_query_len if capture else self.seq_lens
         self.qsl_buffer.copy_(torch.from_numpy(qsl))
         self.seq_lens_buffer.copy_(torch.from_numpy(seq_lens))
         table = g.block_table
@@ -270,8 +317,9 @@ class Setup:
             max_query_len=int(query_lens[:rows].max()) if rows else 0,
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
-            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
-            is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)
+            positions=torch.from_numpy(np.concatenate([self.positions, self.case.array("positions")[self.num_tokens:]])
+                                       .astype(np.int64)),
+            is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):
         expected = self.expected_slots(g.pool)

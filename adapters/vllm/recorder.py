@@ -1,4 +1,4 @@
-"""Stand-ins for the kernels vLLM's FlashAttention backend launches: each records what it was handed.
+"""Stand-ins for the kernels vLLM's FlashAttention and Triton backends launch: each records what it was handed.
 
 FlashAttentionImpl.forward runs unchanged up to the kernel call (flash_attn_varlen_func, called
 directly up to about 0.2x and through FA4DenseAttentionKernel's launcher later; both look the module
@@ -9,9 +9,11 @@ merges the layer's last two, prefix first. FA3's ahead-of-time scheduler (get_sc
 its arguments are what the plan step fixed, and each kernel call handed that schedule is checked
 against them (batch, max_seqlen_q/k, causal, window, page size, splits; engine/plan_run.py): the
 schedule it returns holds its own index, so the call finds it through vLLM's persistent
-CUDA-graph copy too.
+CUDA-graph copy too. TritonAttentionImpl.forward's kernel entry, unified_attention (a module
+global of triton_attn in every release), takes the same page-table arguments and is recorded as the
+same call.
 
-    rec = Recorder(setup); rec.install(vl.flash_attn)
+    rec = Recorder(setup); rec.install(vl.flash_attn)      # or vl.triton_attn
     impl.forward(layer, q, k, v, kv_cache, metadata, output)   # -> rec.calls[layer]
 """
 import torch
@@ -23,6 +25,11 @@ from engine.tensors import host
 # values that keep the modelled behaviour.
 _INERT = {"alibi_slopes": None, "s_aux": None, "mask_mod": None, "aux_tensors": None, "dynamic_causal": None,
           "q_v": None, "cu_seqlens_k": None, "rotary_cos": None}
+# unified_attention's: ALiBi, sinks, multimodal prefix ranges, R-SWA, chunk lookback, quantized
+# KV-cache modes (kv_quant_mode is compared by name: NONE). The tree bias (qq_bias) is recorded.
+_TRITON_INERT = {"alibi_slopes": None, "sinks": None, "mm_prefix_range": None,
+                 "rswa_prefix_lens": None, "rswa_window": None, "k_scale_cache": None, "v_scale_cache": None,
+                 "output_scale": None, "q_descale": None}
 
 
 class Recorder:
@@ -38,13 +45,23 @@ class Recorder:
         self.merges = {}     # layer -> merge_attn_states calls (cascade attention)
         self.agree = PlanRun()  # the plan steps' arguments against the run steps'
 
-    def install(self, fa):
-        """Replace the kernels the module `fa` (vllm.v1.attention.backends.flash_attn) calls."""
-        fa.flash_attn_varlen_func = self.flash_attn_varlen_func
-        fa.get_scheduler_metadata = self.get_scheduler_metadata
-        fa.reshape_and_cache_flash = lambda *args, **kwargs: None  # the cache write: kvfuzz writes K/V itself
-        if hasattr(fa, "merge_attn_states"):
-            fa.merge_attn_states = self.merge_attn_states
+    def install(self, module):
+        """Replace the kernels the backend module calls (vllm.v1.attention.backends.flash_attn or
+        .triton_attn): the attention kernel recorded, the cache write a no-op (kvfuzz writes K/V itself)."""
+        kernels = {"flash_attn_varlen_func": self.flash_attn_varlen_func,
+                   "get_scheduler_metadata": self.get_scheduler_metadata,
+                   "unified_attention": self.unified_attention,
+                   "reshape_and_cache_flash": lambda *args, **kwargs: None,
+                   "triton_reshape_and_cache_flash": lambda *args, **kwargs: None,
+                   "merge_attn_states": self.merge_attn_states,
+                   "chunked_prefill_paged_decode": self.unexpected("chunked_prefill_paged_decode (Triton's prefill-decode split)")}
+        # FlashAttention's are looked up at call time, where the release imported them or not; 0.10's
+        # Triton impl calls the module's unified_attention (attention_run.py binds it so)
+        always = {"flash_attn": ("flash_attn_varlen_func", "get_scheduler_metadata", "reshape_and_cache_flash"),
+                  "triton_attn": ("unified_attention",)}.get(module.__name__.rsplit(".", 1)[-1], ())
+        for name, kernel in kernels.items():
+            if hasattr(module, name) or name in always:
+                setattr(module, name, kernel)
 
     def flash_attn_varlen_func(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None,
                                softmax_scale=None, causal=False, window_size=None, block_table=None, softcap=0.0,
@@ -59,9 +76,22 @@ class Recorder:
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
+        self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
+                     causal, window, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None)
+        if not return_softmax_lse:
+            return out
+        # cascade_attention's two calls: an output and its LSE, each naming the call it came from
+        # (merge_attn_states checks what it merges)
+        index = len(self.calls[self.layer]) - 1
+        result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
+        return result, result.clone()
+
+    def _record(self, kernel, k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
+                **extra):
+        """One page-table kernel call of this layer; k is the key cache viewed [blocks, block_size, ...]."""
         keep = (lambda t, name: t) if self.capturing else host
         self.calls.setdefault(self.layer, []).append({
-            "kernel": "flash_attn_varlen_func",
+            "kernel": kernel,
             "pool": self.setup.pool_of(k),
             "view_page_size": int(k.shape[1]),
             "page_table": keep(block_table, "block_table"),
@@ -72,16 +102,8 @@ class Recorder:
             "causal": bool(causal),
             "window_left": int(window[0]),
             "window_right": int(window[1]),
-            "num_splits": int(num_splits or 0),
-            "scheduled": scheduler_metadata is not None,
+            **extra,
         })
-        if not return_softmax_lse:
-            return out
-        # cascade_attention's two calls: an output and its LSE, each naming the call it came from
-        # (merge_attn_states checks what it merges)
-        index = len(self.calls[self.layer]) - 1
-        result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
-        return result, result.clone()
 
     def merge_attn_states(self, output, prefix_output, prefix_lse, suffix_output, suffix_lse, *args, **kwargs):
         """cascade_attention's merge: the layer's calls must be merged in order, the prefix's first
@@ -93,6 +115,40 @@ class Recorder:
             raise NotImplementedError(f"merge_attn_states of {got}: only a cascade's last two calls, prefix first, are modelled")
         self.merges.setdefault(self.layer, 0)
         self.merges[self.layer] += 1
+
+    def unified_attention(self, q, k, v, out, cu_seqlens_q, max_seqlen_q, seqused_k, max_seqlen_k, softmax_scale,
+                          causal, window_size, block_table, softcap, q_descale=None, k_descale=None, v_descale=None,
+                          chunk_lookback=-1, kv_quant_mode=None, qq_bias=None, **others):
+        """Triton's kernel entry (vllm/v1/attention/ops/triton_unified_attention.py): k is the key cache
+        viewed [blocks, block_size, kv_heads, head_size]; causal a bool or (0.3x) a per-request tensor;
+        qq_bias TreeAttention's [tree_len, tree_len] additive bias over each row's new tokens (kept with
+        its row pitch, which the kernel also takes as the row length)."""
+        for name, inert in _TRITON_INERT.items():
+            if others.get(name, inert) is not inert:
+                raise NotImplementedError(f"unified_attention({name}=...) is not modelled by kvfuzz")
+        if int(chunk_lookback) != -1:
+            raise NotImplementedError(f"unified_attention(chunk_lookback={chunk_lookback}) is not modelled by kvfuzz")
+        if kv_quant_mode is not None and getattr(kv_quant_mode, "name", "NONE") != "NONE":
+            raise NotImplementedError(f"unified_attention(kv_quant_mode={kv_quant_mode}) is not modelled by kvfuzz")
+        if isinstance(causal, torch.Tensor):
+            flags = host(causal, "causal")
+            if not bool(flags.all()):
+                raise NotImplementedError("unified_attention with non-causal requests is not modelled by kvfuzz")
+            causal = True
+        self._scalars("unified_attention", softmax_scale, softcap)
+        window = list(window_size) if window_size is not None else [-1, -1]
+        self._record("unified_attention", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal,
+                     window, qq_bias=None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))))
+        return out
+
+    def _scalars(self, kernel, softmax_scale, softcap):
+        """The softmax scale and softcap the kernel was handed against the model's: a layer handed
+        another is a mistake of the impl's construction or of the backend (the plan carries the model's)."""
+        m = self.setup.model
+        if abs(float(softmax_scale) - float(m["sm_scale"])) > 1e-6 * abs(float(m["sm_scale"])):
+            raise RuntimeError(f"layer {self.layer}: {kernel} softmax_scale {softmax_scale}, the model's is {m['sm_scale']}")
+        if float(softcap or 0) != float(m["softcap"] or 0):
+            raise RuntimeError(f"layer {self.layer}: {kernel} softcap {softcap}, the model's is {m['softcap']}")
 
     def replayed(self):
         """The calls as the graph replays them: the captured tensors' contents now."""
@@ -138,3 +194,8 @@ class Recorder:
         self.agree.check("window_size", list(s["window"]), window, layer, where)
         self.agree.check("page_size", s["page_size"], page_size, layer, where)
         self.agree.check("num_splits", s["num_splits"], num_splits, layer, where)
+
+    def unexpected(self, name):
+        def fail(*args, **kwargs):
+            raise NotImplementedError(f"{name} was called: this path is not modelled by kvfuzz")
+        return fail

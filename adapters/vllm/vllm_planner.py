@@ -1,14 +1,17 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
-    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa [--device cpu|cuda]
+    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer [--device cpu|cuda]
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
 group unchanged (FlashAttentionMetadataBuilder.build from CommonAttentionMetadata; the
 ChunkedLocalAttention builder for chunked layers) and every layer's forward with the kernel
 recorded (recorder.py). The recorded kernel arguments are the plan of the backend's family
-(fa: page_table, flash_attn_page_table.py); kvfuzz's checked executor runs it and every property
-applies. On CPU the Triton metadata kernels (the slot mapping, 0.2x on) run in Triton's interpreter.
+(fa: page_table, flash_attn_page_table.py; triton: page_table, triton_page_table.py; tree:
+paged_csr, tree_attn_paged_csr.py, spec-decode verify trees on 0.10/0.11; flashinfer: the
+FlashInferMetadataBuilder's wrapper plans as paged_csr, flashinfer_paged_csr.py); kvfuzz's checked
+executor runs it and every property applies. On CPU the Triton metadata kernels (the slot mapping,
+0.2x on) run in Triton's interpreter.
 """
 import argparse
 import os
@@ -24,7 +27,7 @@ sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
-    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton", "tree", "flashinfer"], default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--cascade", choices=["heuristic", "always", "never"], default="heuristic",
                    help="cascade attention over shared prefix blocks: vLLM's decision, its support conditions "
@@ -44,25 +47,39 @@ import kvfuzz_adapter as kv  # noqa: E402
 from fake_runner import Setup, UnsupportedCase  # noqa: E402
 from vllm_release import Vllm  # noqa: E402
 
-VL = Vllm(ARGS.site)
+VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
+import flashinfer_paged_csr  # noqa: E402
+import tree_attn_paged_csr  # noqa: E402
+import triton_page_table  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan)}
-FAMILY, PLAN = BACKENDS[ARGS.backend]
+SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify"], "layer_kinds": "all",
+            "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
+            "triton": ("page_table", triton_page_table.plan, SUPPORTS),
+            # spec-decode verify trees, full layers, eager (tree_attn_paged_csr.py)
+            "tree": ("paged_csr", tree_attn_paged_csr.plan,
+                     dict(SUPPORTS, modes=["target_verify"], layer_kinds=["full"], cuda_graph=False)),
+            # FlashInfer: eager batches, full and sliding layers, vLLM's kernel block sizes on sm90
+            "flashinfer": ("paged_csr", flashinfer_paged_csr.plan,
+                           dict(SUPPORTS, modes=["decode", "extend", "mixed"], layer_kinds=["full", "sliding_window"],
+                                page_sizes=[16, 32, 64], cuda_graph=False))}
+FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
+if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
+    print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
+          "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
+    sys.exit(2)
 
 
-@kv.planner(name=NAME, family=FAMILY,
-            supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
-                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
-                      "hybrid_swa": True, "cuda_graph": True},
+@kv.planner(name=NAME, family=FAMILY, supports=SUPPORTED,
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):
     import torch
 
     try:
-        setup = Setup(VL, case, torch.device(ARGS.device))
+        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend))
         setup.cascade = ARGS.cascade
         return PLAN(VL, setup)
     except UnsupportedCase as e:

@@ -2,11 +2,14 @@
 
     vl = Vllm(".vllm/0.33.0")            # ci/vllm.sh installs the release's Python source there
     fa = vl.flash_attn                    # vllm.v1.attention.backends.flash_attn
+    vl = Vllm(".vllm/0.33.0", "flashinfer")  # layers, caches and block sizes of FlashInferBackend
     table = vl.block_table(block_size=16, max_num_reqs=8, max_num_blocks_per_req=64, max_num_batched_tokens=8192)
 
 The process plays one CUDA device of compute capability 9.0 (an H100, where vLLM runs FlashAttention 3)
 with one rank: vLLM's platform probe is replaced by its own CUDA platform class answering so, and
 FlashAttention's version probe answers 3. Kernels stay stubs (vllm_import.py) until recorded.
+`backend` ("fa", "triton", "tree", "flashinfer") picks the attention backend whose KV-cache shape, layout, head and
+block sizes the caches and layers take.
 """
 import importlib
 import os
@@ -18,7 +21,7 @@ FA_VERSION = 3
 
 
 class Vllm:
-    def __init__(self, site):
+    def __init__(self, site, backend="fa"):
         site = os.path.abspath(site)
         vllm_import.install_finder(site)
         self.site = site
@@ -30,11 +33,21 @@ class Vllm:
         self.utils = importlib.import_module("vllm.v1.attention.backends.utils")
         self.kv_cache_interface = importlib.import_module("vllm.v1.kv_cache_interface")
         self.block_table_module = importlib.import_module("vllm.v1.worker.block_table")
-        backend = self._first("vllm.v1.attention.backend", "vllm.v1.attention.backends.utils")
-        self.CommonAttentionMetadata = backend.CommonAttentionMetadata
+        self.CommonAttentionMetadata = self._first("vllm.v1.attention.backend",
+                                                   "vllm.v1.attention.backends.utils").CommonAttentionMetadata
         self._no_pinned_memory()
         self.AttentionType = self._first("vllm.v1.attention.backend", "vllm.attention.backends.abstract",
                                          attr="AttentionType").AttentionType
+        self.backend = backend
+        self.flashinfer = None
+        if backend == "flashinfer":  # vllm.v1.attention.backends.flashinfer
+            self.flashinfer = importlib.import_module("vllm.v1.attention.backends.flashinfer")
+            self._no_pinned_memory()
+
+    @property
+    def backend_cls(self):
+        """The attention backend class the adapter's layers run (attention_backend(backend))."""
+        return self.attention_backend(self.backend) or self.flash_attn.FlashAttentionBackend
 
     def _first(self, *names, attr="CommonAttentionMetadata"):
         """The first of several module paths (releases moved them) that holds `attr`."""
@@ -130,12 +143,13 @@ class Vllm:
         extra = [block_size] if len(inspect.signature(create).parameters) > 2 else []
         return create(underlying, chunk, *extra)
 
-    def kv_cache_layout(self):
-        """The KV-cache layout the engine core resolves for a FlashAttention model (0.33 on: the first
-        layout the backend supports, get_supported_kv_cache_layouts); None before layouts existed."""
+    def kv_cache_layout(self, backend=None):
+        """The KV-cache layout the engine core resolves for a model on `backend` (default the adapter's;
+        0.33 on: the first layout the backend supports, get_supported_kv_cache_layouts); None before
+        layouts existed."""
         if not hasattr(self.utils, "get_supported_kv_cache_layouts"):
             return None
-        return self.utils.get_supported_kv_cache_layouts([self.flash_attn.FlashAttentionBackend])[0]
+        return self.utils.get_supported_kv_cache_layouts([backend or self.backend_cls])[0]
 
     def kv_cache_groups(self, config, specs):
         """The release's KV-cache groups of per-layer specs {name: spec} (get_kv_cache_groups: the
@@ -148,11 +162,12 @@ class Vllm:
             return utils.get_kv_cache_config(config, dict(specs), 1 << 40).kv_cache_groups
         return module.get_kv_cache_groups(config, dict(specs))
 
-    def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
-        """A layer's KV cache tensor as the release allocates it for FlashAttention: the backend's
-        get_kv_cache_shape where it has one (up to about 0.3x: [2, blocks, block_size, heads, dim]),
-        else the unified page layout FlashAttentionImpl.forward documents ([blocks, heads, block_size, 2 * dim])."""
-        backend = self.flash_attn.FlashAttentionBackend
+    def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size, backend=None):
+        """A layer's KV cache tensor as the release allocates it for `backend` (default the adapter's):
+        the backend's get_kv_cache_shape where it has one (up to about 0.3x: FlashAttention's
+        [2, blocks, block_size, heads, dim], Triton's and FlashInfer's [blocks, 2, block_size, heads,
+        dim]), else the unified page layout the impls' forward documents ([blocks, heads, block_size, 2 * dim])."""
+        backend = backend or self.backend_cls
         if hasattr(backend, "get_kv_cache_shape"):
             return tuple(backend.get_kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size))
         return (num_blocks, num_kv_heads, block_size, 2 * head_size)
@@ -166,19 +181,58 @@ class Vllm:
             if module is not None and hasattr(module, "_current_vllm_config"):
                 module._current_vllm_config = config
 
-    def head_size(self, head_dim):
-        """The head size vLLM's layers are built with: the case's where FlashAttention takes it, else 64.
-        No metadata builder reads it (FA3's scheduler sizes tiles with it, not which keys are read);
-        the executor attends with the case's own head dim."""
-        backend = self.flash_attn.FlashAttentionBackend
+    def head_size(self, head_dim, backend=None):
+        """The head size vLLM's layers are built with: the case's where `backend` (default the
+        adapter's) takes it, else 64. No metadata builder reads it for which keys are read (FA3's
+        scheduler sizes tiles with it, FlashInfer's plan() picks its kernel by it); the executor
+        attends with the case's own head dim."""
+        backend = backend or self.backend_cls
         if hasattr(backend, "supports_head_size"):
             return head_dim if backend.supports_head_size(head_dim) else 64
-        return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+        if hasattr(backend, "get_supported_head_sizes"):
+            return head_dim if head_dim in backend.get_supported_head_sizes() else 64
+        try:  # Triton up to about 0.1x: validate_head_size raises below 32
+            backend.validate_head_size(head_dim)
+        except ValueError:
+            return 64
+        return head_dim
 
-    def supports_block_size(self, block_size):
-        """Whether the release runs FlashAttention at this block size (a multiple of 16 in every release:
-        supports_block_size from 0.1x on, get_kv_cache_shape's check before)."""
-        backend = self.flash_attn.FlashAttentionBackend
+    @property
+    def triton_attn(self):
+        """vllm.v1.attention.backends.triton_attn (imported at first use)."""
+        return importlib.import_module("vllm.v1.attention.backends.triton_attn")
+
+    @property
+    def tree_attn(self):
+        """vllm.v1.attention.backends.tree_attn (0.10.x, 0.11.x; imported at first use)."""
+        return importlib.import_module("vllm.v1.attention.backends.tree_attn")
+
+    def attention_backend(self, name):
+        """The AttentionBackend class of a planner's --backend (KV-cache layout, head and block
+        sizes): fa, triton, flashinfer and tree (TREE_ATTN, 0.10 and 0.11 only: None where the
+        release has none)."""
+        if name == "triton":
+            return self.triton_attn.TritonAttentionBackend
+        if name == "flashinfer":
+            return importlib.import_module("vllm.v1.attention.backends.flashinfer").FlashInferBackend
+        if name == "tree":
+            try:
+                return self.tree_attn.TreeAttentionBackend
+            except ModuleNotFoundError:
+                return None
+        return self.flash_attn.FlashAttentionBackend if name == "fa" else None
+
+    def supports_block_size(self, block_size, backend=None):
+        """Whether the release runs `backend` (default the adapter's) at this block size.
+        FlashAttention and Triton: a multiple of 16 in every release (supports_block_size from 0.1x
+        on, get_kv_cache_shape's check before). FlashInfer: a kernel block size it lists (16, 32, 64
+        on sm90; a larger multiple would be split into kernel blocks, which is not modelled), up to
+        0.11 any --block-size vLLM accepts."""
+        backend = backend or self.backend_cls
+        if backend.__name__ == "FlashInferBackend":
+            if hasattr(backend, "get_supported_kernel_block_sizes"):
+                return block_size in backend.get_supported_kernel_block_sizes()
+            return block_size in (1, 8, 16, 32, 64, 128)
         if hasattr(backend, "supports_block_size"):
             return bool(backend.supports_block_size(block_size))
         try:

@@ -6,7 +6,8 @@
 //       --run-output "sglang 0.5.23: exit 1=out.txt" -o report.md       (one command line)
 //
 // The script is adapters/repro/common.py, then the target's template (fuzz/repro.h picks it), with
-// the case's data embedded; docs/repro.md describes both and the exit codes of the script.
+// the case's data and the kvfuzz modules the template names embedded; docs/repro.md describes both
+// and the exit codes of the script.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -114,8 +115,9 @@ void add_repro(CLI::App& app, int& exit_code) {
       if (!std::filesystem::exists(file))
         throw InvalidCase("--backend " + f.backend + ": its reproducer template " + file +
                           " is not written yet (--report still drafts the report; kvfuzz explain shows the keys)");
-      write_out(output,
-                repro_script(bundle, read_text(dir + "/common.py", "template") + "\n\n" + read_text(file, "template")));
+      const std::string text = read_text(dir + "/common.py", "template") + "\n\n" + read_text(file, "template");
+      // the modules a template embeds are named relative to adapters/, the templates' parent
+      write_out(output, repro_script(bundle, repro_embed(text, (std::filesystem::path(dir) / "..").string())));
       return;
     }
     std::vector<std::string> files = issue_files;

@@ -70,6 +70,11 @@ TEST(Fingerprint, TheReleaseLeavesTheKeyAndTheContextRidesAlong) {
   EXPECT_EQ(fingerprint_of(s, f).release, "0.5.23");
   f.layer = 0;  // the failing layer's own kind, not the model's
   EXPECT_NE(fingerprint_of(s, f).key(), a.key());
+  // ... but whether the model has a window layer rides along (a full-layer bug can need one).
+  EXPECT_TRUE(fingerprint_of(s, f).sliding_layers);
+  EXPECT_EQ(fingerprint_of(s, f).to_json()["context"]["sliding_layers"], true);
+  s.model.layers = {{LayerKind::full, 0, 0}, {LayerKind::chunked, 0, 8}};
+  EXPECT_FALSE(fingerprint_of(s, f).sliding_layers);
 }
 
 TEST(Fingerprint, FailuresAreNamedByExceptionAndInnermostFunction) {

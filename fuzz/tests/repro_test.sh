@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvfuzz repro (fuzz/cli/cmd_repro.cc) without running a reproducer: the script carries the case's
-# batch (rows, slots, positions, queries) and its planner's metadata; a saved finding's record
+# batch (rows, slots, positions, queries), its planner's metadata and the kvfuzz modules it imports
+# (embedded verbatim); a saved finding's record
 # gives the case and the backend; --report writes the draft of the known issue whose minimal case
 # it is; bad input exits 2 with a message naming it. About 2 s.
 # Usage: repro_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
@@ -48,6 +49,26 @@ expect "sglang target" "$(bundle "$WORK/sg.py" 'b["target"], b["release"], b["pl
 expect "engine request" "$(bundle "$WORK/sg.py" 'sorted(b["engine_request"]["arrays"]), b["engine_request"]["arrays"]["seq_lens"]["data"], b["engine_request"]["case"]["batch"]["mode"]')" \
   "(['extend_prefix_lens', 'extend_seq_lens', 'full_to_swa', 'out_cache_loc', 'positions', 'req_pool_indices', 'req_to_token', 'seq_lens'], [5], 'decode')"
 expect "no engine request for a kernel pair" "$(bundle "$WORK/fi.py" 'b["engine_request"]')" None
+# the kvfuzz modules it imports, each embedded verbatim from its one source: no kvfuzz checkout needed
+embedded() {  # embedded SCRIPT: NAME=PATH of each embedded module whose text is its file's, in order
+  python3 - "$1" "$SRC/adapters" <<'EOF'
+import re, sys
+s = open(sys.argv[1]).read()
+q3 = "'" * 3
+for m in re.finditer(r"^# ---- adapters/(\S+) of kvfuzz, as module (\S+) ----\nEMBEDDED\[\"(\S+)\"\] = r" + q3 + r"\n", s, re.M):
+    end = s.index("\n" + q3 + "\n", m.end()) + 1
+    same = s[m.end():end] == open(f"{sys.argv[2]}/{m.group(1)}").read() and m.group(2) == m.group(3)
+    print(f"{m.group(2)}={m.group(1)}" + ("" if same else " (differs)"), end=" ")
+EOF
+}
+expect "embedded modules" "$(embedded "$WORK/sg.py")" \
+  "engine.release=engine/release.py engine.stub_import=engine/stub_import.py sglang_import=sglang/sglang_import.py fake_runner=sglang/fake_runner.py sglang_release=sglang/sglang_release.py fixes=sglang/fixes.py fa3_standin=repro/fa3_standin.py "
+grep -q "kvfuzz repro embeds:" "$WORK/sg.py" && fail "the EMBEDDED line was left unexpanded"
+expect "nothing embedded in a kernel template" "$(embedded "$WORK/fi.py")" ""
+# FlashAttention: the same template, FlashAttentionBackend with the FA3 stand-in
+"$K" repro "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa -o "$WORK/fa.py" ||
+  fail "repro of an FA pair exited $?"
+expect "FA target" "$(bundle "$WORK/fa.py" 'b["target"], b["planner"]')" "('sglang_metadata', 'sglang_fa_0_5_23')"
 
 # 2. A saved finding: the record names the case and the backend (quoted in its replay line).
 cp "$SRC/corpus/gpu/sglang_triton_window0.json" "$WORK/oracle-triton-3-abc123.json"
@@ -95,6 +116,12 @@ bad "no fingerprint record" "$fi_case"
 bad "planner:executor pair" "$fi_case" --backend flashinfer_paged
 bad "no reproducer template" "$fi_case" --backend fa:fa
 bad "template .* is not written yet" "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --templates "$WORK"
+mkdir -p "$WORK/tpl/repro" && cp "$SRC/adapters/repro/common.py" "$WORK/tpl/repro/"
+printf 'EMBEDDED = {}  # kvfuzz repro embeds: gone=sglang/gone.py\nBUNDLE = None  # kvfuzz repro\n' >"$WORK/tpl/repro/sglang_metadata.py"
+bad "embeds .*sglang/gone.py, which does not exist" "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa \
+  --templates "$WORK/tpl/repro"
+printf 'EMBEDDED = {}  # kvfuzz repro embeds: nameonly\n' >"$WORK/tpl/repro/sglang_metadata.py"
+bad "is not NAME=PATH" "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa --templates "$WORK/tpl/repro"
 bad "does not exist\|cannot open\|No such" "$WORK/none.json" --backend triton:sglang_triton
 bad "no known issue has the minimal case" "$SRC/corpus/backends/gen-tiny-1.json" --backend triton:sglang_triton --report
 bad "no known issue nope" "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report --issue nope

@@ -1,0 +1,188 @@
+"""Stand-ins for the FlashInfer wrappers vLLM's FlashInfer backend plans and runs: each records what
+its plan() was given and what each run() reads.
+
+vLLM's FlashInferMetadataBuilder.build plans a BatchDecodeWithPagedKVCacheWrapper (through its
+fast_plan_decode, which calls plan() outside CUDA graphs) over the batch's leading decode rows and a
+BatchPrefillWithPagedKVCacheWrapper over the rest; FlashInferImpl.forward runs them on
+query[:num_decode_tokens] and query[num_decode_tokens:]. The stand-ins keep FlashInfer's own plan
+state that vLLM's forward asserts on (_window_left, _logits_soft_cap, _sm_scale, _causal), copy the
+host arrays plan() copies to the device (indptr, last_page_len) and keep the device kv_indices
+buffer by reference, read at run() as FlashInfer's kernel reads it. Each run() is checked against
+its plan (engine/paged_csr_plan.py check_run): window_left, logits_soft_cap, sm_scale and causal
+against the layer's own (the impl's), head dim, head counts, q/kv dtypes and page size against the
+tensors the run is handed; the seq_lens a plan() schedules against the lengths its CSR gives the
+kernel. Each disagreement is a plan-run finding.
+
+    rec = Recorder(setup); rec.install(vl.flashinfer)
+    rec.layer, rec.impl, rec.query = 0, impl, q; impl.forward(layer, q, k, v, kv_cache, metadata, out)
+    rec.calls[0]   # [{"role": "decode", "qo_indptr": ..., "kv_indptr": ..., ...}, ...]
+"""
+import torch
+
+from engine import paged_csr_plan
+from engine.plan_run import PlanRun
+from engine.tensors import host
+
+# Arguments of plan() and run() that change which keys are read or how: accepted only at these values.
+_PLAN_INERT = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE", "block_tables": None,
+               "q_len_per_req": 1, "head_dim_vo": None, "prefix_len_ptr": None, "token_pos_in_items_ptr": None,
+               "max_item_len_ptr": None, "seq_lens_q": None}
+_RUN_INERT = {"sinks": None, "kv_cache_sf": None, "lse": None, "return_lse": False}
+
+
+def _only_inert(what, given, inert):
+    for name, value in given.items():
+        if name in inert and value is not None and value != inert[name]:
+            raise NotImplementedError(f"{what}({name}={value!r}) is not modelled by kvfuzz")
+
+
+class _Wrapper:
+    role = ""
+    rec = None  # the Recorder (install() makes a class per recorder: vLLM checks isinstance)
+
+    def __init__(self, workspace_buffer=None, kv_layout="NHD", use_cuda_graph=False, **unused):
+        if use_cuda_graph:
+            raise NotImplementedError("FlashInfer CUDA-graph wrappers (fast_decode_plan) are not modelled")
+        self.kv_layout = kv_layout
+        self.is_cuda_graph_enabled = False
+        self.planned, self.fixed = None, None
+        # FlashInfer's plan state, as vLLM's forward reads it
+        self._window_left, self._logits_soft_cap, self._sm_scale, self._causal = -1, 0.0, None, False
+
+    def _plan(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+              causal, window_left, logits_soft_cap, sm_scale, q_data_type, kv_data_type, seq_lens=None):
+        self.planned = {"qo_indptr": qo_indptr, "kv_indptr": host(kv_indptr, "kv_indptr").to(torch.int64),
+                        "kv_last_page_len": host(last_page_len, "last_page_len").to(torch.int64),
+                        "kv_indices": kv_indices, "page_size": int(page_size), "causal": bool(causal),
+                        "window_left": int(window_left)}
+        self.fixed = paged_csr_plan.planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type,
+                                            kv_data_type, sm_scale=sm_scale)
+        self.fixed.update(num_qo_heads=int(num_qo_heads), num_kv_heads=int(num_kv_heads))
+        if seq_lens is not None:  # what FlashInfer schedules (kv_lens) against what its CSR gives the kernel
+            csr = _seq_lens(self.planned["kv_indptr"], self.planned["kv_last_page_len"], int(page_size))
+            scheduled = host(seq_lens, "seq_lens").to(torch.int64)
+            if not torch.equal(scheduled, csr):
+                self.rec.agree.note("seq_lens", scheduled.tolist(), csr.tolist(), -1,
+                                    f"{type(self).__name__.strip('_')} plan: seq_lens against the CSR's lengths")
+        self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
+        self._sm_scale, self._causal = sm_scale, bool(causal)
+
+    def run(self, q, paged_kv_cache, *args, out=None, window_left=None, **others):
+        _only_inert(f"{type(self).__name__}.run", others, _RUN_INERT)
+        if self.planned is None:
+            raise RuntimeError(f"{type(self).__name__}.run before plan")
+        rec, p = self.rec, self.planned
+        k = paged_kv_cache[0] if isinstance(paged_kv_cache, (tuple, list)) else paged_kv_cache
+        page_dim, head_dim_axis = (1, 2) if self.kv_layout == "NHD" else (2, 1)
+        if k.dim() == 5:  # one tensor [pages, 2, ...]: K is index 0 of dimension 1
+            k = k[:, 0]
+        impl = rec.impl
+        ran = {"window_left": impl.window_left if window_left is None else int(window_left),
+               "logits_soft_cap": impl.logits_soft_cap, "sm_scale": impl.scale, "causal": True,
+               "head_dim": int(q.shape[-1]), "num_qo_heads": int(q.shape[1]), "num_kv_heads": int(k.shape[head_dim_axis]),
+               "q_data_type": q.dtype, "kv_data_type": k.dtype, "page_size": int(k.shape[page_dim])}
+        paged_csr_plan.check_run(rec.agree, self.fixed, ran, rec.layer, f"{type(self).__name__.strip('_')} run")
+        first_token = rec.token_of(q)
+        rec.calls.setdefault(rec.layer, []).append({
+            "role": self.role, "pool": rec.setup.pool_of(k), "page_size": p["page_size"], "causal": p["causal"],
+            "window_left": p["window_left"], "qo_indptr": p["qo_indptr"] + first_token, "kv_indptr": p["kv_indptr"],
+            "kv_indices": host(p["kv_indices"], "kv_indices").to(torch.int64),
+            "kv_last_page_len": p["kv_last_page_len"], "custom_mask": None})
+        return out if out is not None else torch.zeros_like(q)
+
+
+class _Decode(_Wrapper):
+    role = "decode"
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+             pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
+             data_type=None, sm_scale=None, rope_scale=None, rope_theta=None, non_blocking=True, seq_lens=None,
+             **others):
+        """FlashInfer's BatchDecodeWithPagedKVCacheWrapper.plan (0.3's positional order, which vLLM 0.11's
+        fast_plan_decode follows; later releases pass keywords, o_data_type among them)."""
+        _only_inert("BatchDecodeWithPagedKVCacheWrapper.plan", dict(others, pos_encoding_mode=pos_encoding_mode),
+                    _PLAN_INERT)
+        rows = int(indptr.shape[0]) - 1
+        self._plan(torch.arange(rows + 1, dtype=torch.int64), indptr, indices, last_page_len, num_qo_heads,
+                   num_kv_heads, head_dim, page_size, False, window_left, logits_soft_cap, sm_scale,
+                   q_data_type or data_type, kv_data_type or data_type, seq_lens)
+
+
+class _PagedPrefill(_Wrapper):
+    role = "prefill"
+
+    def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len, num_qo_heads, num_kv_heads,
+             head_dim_qk, page_size, head_dim_vo=None, custom_mask=None, packed_custom_mask=None, causal=False,
+             pos_encoding_mode="NONE", use_fp16_qk_reduction=False, sm_scale=None, window_left=-1,
+             logits_soft_cap=None, rope_scale=None, rope_theta=None, q_data_type="float16", kv_data_type=None,
+             seq_lens=None, **others):
+        """FlashInfer's BatchPrefillWithPagedKVCacheWrapper.plan (vLLM 0.11 passes the first eight
+        positionally, later releases all by keyword)."""
+        _only_inert("BatchPrefillWithPagedKVCacheWrapper.plan",
+                    dict(others, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+                         pos_encoding_mode=pos_encoding_mode, head_dim_vo=head_dim_vo if head_dim_vo != head_dim_qk else None),
+                    _PLAN_INERT)
+        self._plan(host(qo_indptr, "qo_indptr").to(torch.int64), paged_kv_indptr, paged_kv_indices,
+                   paged_kv_last_page_len, num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal, window_left,
+                   logits_soft_cap, sm_scale, q_data_type, kv_data_type, seq_lens)
+
+
+class Recorder:
+    def __init__(self, setup):
+        self.setup = setup
+        self.layer, self.impl, self.query = -1, None, None  # the layer whose forward runs, and its query
+        self.calls = {}  # layer -> [recorded wrapper runs]
+        self.agree = PlanRun()
+
+    def token_of(self, q):
+        """The batch token of q's first row: run() is handed a slice of the layer's query."""
+        base = self.query
+        if q.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
+            raise RuntimeError("a FlashInfer wrapper ran on a query that is not a view of the layer's")
+        return (q.storage_offset() - base.storage_offset()) // base.stride(0)
+
+    def install(self, fi):
+        """Replace what the module `fi` (vllm.v1.attention.backends.flashinfer) launches."""
+        fi.BatchDecodeWithPagedKVCacheWrapper = type("_Decode", (_Decode,), {"rec": self})
+        fi.BatchPrefillWithPagedKVCacheWrapper = type("_PagedPrefill", (_PagedPrefill,), {"rec": self})
+        for name in ("BatchPrefillWithRaggedKVCacheWrapper", "MultiLevelCascadeAttentionWrapper",
+                     "BatchAttentionWithAttentionSinkWrapper", "trtllm_batch_decode_with_kv_cache",
+                     "trtllm_batch_context_with_kv_cache", "fast_decode_plan", "merge_attn_states"):
+            if hasattr(fi, name):  # classes stay classes: vLLM's forward asks isinstance of them
+                setattr(fi, name, type(name, (_Unexpected,), {}) if "Wrapper" in name else _unexpected(name))
+        if hasattr(fi, "get_seq_lens"):
+            fi.get_seq_lens = _seq_lens
+        if hasattr(fi, "_get_multi_ctas_kv_counter_buffer"):  # a buffer of TRT-LLM's kernels only (0.3x)
+            fi._get_multi_ctas_kv_counter_buffer = lambda *a, **k: None
+        _no_cache_write()
+
+
+def _seq_lens(indptr, last_page_len, page_size):
+    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
+    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
+
+
+class _Unexpected:
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__}: this FlashInfer path is not modelled by kvfuzz")
+
+
+def _unexpected(name):
+    def fail(*args, **kwargs):
+        raise NotImplementedError(f"{name} was called: this FlashInfer path is not modelled by kvfuzz")
+    return fail
+
+
+def _no_cache_write():
+    """torch.ops._C_cache_ops.reshape_and_cache_flash (vLLM's compiled cache write, which the wheel's
+    Python source lacks) as a no-op: kvfuzz writes the step's K/V itself."""
+    if hasattr(torch.ops._C_cache_ops, "reshape_and_cache_flash"):
+        return
+    global _LIBRARY
+    _LIBRARY = torch.library.Library("_C_cache_ops", "DEF")
+    _LIBRARY.define("reshape_and_cache_flash(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, "
+                    "Tensor slot_mapping, str kv_cache_dtype, Tensor k_scale, Tensor v_scale) -> ()")
+    _LIBRARY.impl("reshape_and_cache_flash", lambda *args: None, "CompositeExplicitAutograd")
+
+
+_LIBRARY = None

@@ -1,0 +1,21 @@
+"""Recorded page-table kernel calls of one vLLM step (FlashAttention's flash_attn_varlen_func,
+Triton's unified_attention: recorder.py) as a kvfuzz `page_table` plan (FAMILIES.md), through the
+conversion shared with sglang (engine/page_table_plan.py), with vLLM's CUDA-graph padding stated.
+
+    rec, full_graph = attention_run.record(vl, setup, vl.flash_attn)
+    meta, arrays = to_plan(setup, rec, full_graph)
+"""
+from engine import page_table_plan
+
+
+def to_plan(setup, rec, full_graph):
+    """vLLM pads a CUDA-graph batch with empty kernel rows, leaves the padded tokens outside every row
+    and, in a FULL graph, hands the kernel capture's max_seqlen_k (max_model_len): the plan says so
+    (empty_padded_rows, max_seqlen_k_upper_bound; FAMILIES.md) and kvfuzz's check accepts exactly that."""
+    calls = rec.as_plan_calls()
+    if setup.graph:
+        for layer_calls in calls.values():
+            for c in layer_calls:
+                c["empty_padded_rows"] = True
+                c["max_seqlen_k_upper_bound"] = full_graph
+    return page_table_plan.to_plan(setup.case, setup.mode, calls, "vllm")
