@@ -173,4 +173,19 @@ class Backend {
   virtual void run(const Plan& plan, const RunInput& in, RunOutput& out) const = 0;
 };
 
+// What a check of `s` on `b` can run: what b declares (supports), and shared prefixes (share ops)
+// only where b's reads are recorded: the probe sets that recover an opaque kernel's reads
+// (properties/opaque_extent.h) name one request per slot. Campaigns draw within it
+// (fuzz/case_draw.h), so an opaque executor is not sent cases it must refuse.
+//   if (Support r = runnable(b, scenario); !r.ok) report_unsupported(r.why);
+inline Support runnable(const Backend& b, const Scenario& s) {
+  Support declared = b.supports(s);
+  if (!declared.ok || b.records_reads()) return declared;
+  if (std::any_of(s.history.begin(), s.history.end(), [](const Op& op) { return op.kind == OpKind::share; }))
+    return Support::no(
+        "shared prefixes (share ops) need an executor whose reads are recorded: the probe sets "
+        "that recover an opaque kernel's reads (opaque_extent.h) name one request per slot");
+  return declared;
+}
+
 }  // namespace kvfuzz

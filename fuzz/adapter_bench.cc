@@ -23,7 +23,7 @@ AdapterBench run_adapter_bench(const PairBackend& pair, Profile profile, int64_t
   for (int64_t i = 0; i < cases; ++i) {
     const CaseContext ctx(generate(hash_words(seed, static_cast<uint64_t>(i), 0x62656e63), profile));
     ++b.cases;
-    if (!pair.supports(ctx.scenario()).ok) continue;
+    if (!runnable(pair, ctx.scenario()).ok) continue;
     const Scenario& s = ctx.scenario();
     const Prepared& p = ctx.prepared();
     std::unique_ptr<Plan> plan = pair.plan({s, p.cache, p.batch, {}});

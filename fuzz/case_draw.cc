@@ -13,7 +13,7 @@ bool tally(const ShapePool& pool, const Scenario& s, CaseDraw& d) {
   d.draws++;
   bool any = pool.backends().empty();
   for (size_t b = 0; b < pool.backends().size(); ++b) {
-    if (pool.backends()[b]->supports(s).ok) any = true;
+    if (runnable(*pool.backends()[b], s).ok) any = true;
     else d.unsupported[b]++;
   }
   return any;
@@ -27,7 +27,7 @@ uint64_t campaign_case_seed(uint64_t seed, int64_t index) {
 
 bool ShapePool::any_supports(const Scenario& s) const {
   for (const Backend* b : backends_)
-    if (b->supports(s).ok) return true;
+    if (runnable(*b, s).ok) return true;
   return backends_.empty();
 }
 

@@ -3,11 +3,11 @@
 // Where it sits: between the campaign (campaign.cc) and the generator (reference/generate.h).
 // Case i stays a pure function of (seed, shape seed, i, profile, the backends' declarations), so any case of a
 // campaign replays from its printed `kvfuzz gen` line:
-// - Within support: a draw that no backend supports (Backend::supports: what each declares, dtype,
-//   page size, head dims, layer kinds, mode, ...) is drawn again, so a campaign of one real
-//   executor spends its time on cases it can check: first a shape within the declarations, then
-//   workloads on it. A case whose first draw is supported is the case as it always was. Every
-//   draw is tallied per backend: how much of the generator's space each declaration leaves out.
+// - Within support: a draw that no backend can run (runnable, backend.h: what each declares, dtype,
+//   page size, head dims, layer kinds, mode, ..., and no share op for an opaque executor) is drawn again, so a campaign
+//   of one real executor spends its time on cases it can check: first a shape within the declarations, then workloads
+//   on it. A case whose first draw is supported is the case as it always was. Every draw is tallied per backend: how
+//   much of the generator's space each declaration leaves out.
 // - Shape reuse (`reuse_shapes` N > 0): a real kernel compiles a variant per shape (page size,
 //   model, dtype: CaseShape); case i takes a new shape when i % N == 0, else one of the shapes
 //   already drawn for its profile, so JIT compiles grow by one shape per N cases, not per case.

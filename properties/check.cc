@@ -104,14 +104,7 @@ std::string format_ranges(std::vector<int64_t> v) {
 BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults,
                        bool lenient) {
   BackendRun run;
-  run.support = backend.supports(ctx.scenario());
-  if (!run.support.ok) return run;
-  const auto& ops = ctx.scenario().history;
-  if (!backend.records_reads() &&
-      std::any_of(ops.begin(), ops.end(), [](const Op& op) { return op.kind == OpKind::share; }))
-    run.support = Support::no(
-        "shared prefixes (share ops) need an executor whose reads are recorded: the probe sets "
-        "that recover an opaque kernel's reads (opaque_extent.h) name one request per slot");
+  run.support = runnable(backend, ctx.scenario());
   if (!run.support.ok) return run;
   const Scenario& s = ctx.scenario();
   const Prepared& p = ctx.prepared();

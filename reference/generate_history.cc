@@ -10,6 +10,7 @@
 #include "reference/case_error.h"
 #include "reference/generate.h"
 #include "reference/limits.h"
+#include "reference/shared_prefix.h"
 
 namespace kvfuzz {
 namespace {
@@ -162,9 +163,7 @@ bool generate_workload(Rng rng, const ProfileBounds& b, Scenario& s) {
     if (shared_len > 0) {
       const int32_t len =
           share_rng.chance(3, 4) ? shared_len : ps * static_cast<int32_t>(share_rng.range(1, shared_len / ps));
-      Op share{OpKind::share, id, len, {}, {}};
-      share.from = 0;
-      h.emit(share);
+      h.emit(share_op(id, 0, len));
     }
     return true;
   };

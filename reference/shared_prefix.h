@@ -18,6 +18,14 @@
 
 namespace kvfuzz {
 
+// A share op: `request` (just admitted) takes request `from`'s first `len` tokens' pages.
+//   h.emit(share_op(2, 0, 32));
+inline Op share_op(int32_t request, int32_t from, int32_t len) {
+  Op op{OpKind::share, request, len, {}, {}};
+  op.from = from;
+  return op;
+}
+
 class SharedPrefixes {
  public:
   SharedPrefixes() = default;

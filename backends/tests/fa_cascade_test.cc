@@ -11,6 +11,7 @@
 #include "backends/fa/fa_tables.h"
 #include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
+#include "reference/shared_prefix.h"
 
 namespace kvfuzz {
 namespace {
@@ -63,20 +64,14 @@ class CascadeFa : public Backend {
   Mistake mistake_;
 };
 
-Op share(int32_t request, int32_t from, int32_t len) {
-  Op op{OpKind::share, request, len, {}, {}};
-  op.from = from;
-  return op;
-}
-
 // Three requests on request 0's first two pages (page size 4), then pages of their own; a mixed
 // batch whose queries all lie past the 8 shared keys.
 Scenario shared_case() {
   Scenario s;
   s.model = {4, 2, 8, 8, false, 0.35, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::full, 0, 0}}};
   s.cache = {4, 24, 0, 4, 32, false};
-  s.history = {admit(3),       extend(3, 5), admit(0), extend(0, 10),  testing::release(3), admit(1),
-               share(1, 0, 8), extend(1, 3), admit(2), share(2, 0, 8), extend(2, 9)};
+  s.history = {admit(3),          extend(3, 5), admit(0), extend(0, 10),     testing::release(3), admit(1),
+               share_op(1, 0, 8), extend(1, 3), admit(2), share_op(2, 0, 8), extend(2, 9)};
   s.batch.mode = Mode::mixed;
   s.batch.entries = {{2, 3, {}}, {0, 1, {}}, {1, 2, {}}};
   s.values.seed = 5;

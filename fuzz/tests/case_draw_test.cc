@@ -133,5 +133,38 @@ TEST(CaseDraw, AKeptShapeSeedKeepsTheShapesUnderANewCampaignSeed) {
   EXPECT_EQ(same_shape_elsewhere, 0) << "another shape seed must draw other shapes";
 }
 
+// An opaque executor (records_reads() false: an external one) cannot check shared prefixes, so
+// its campaign draws again rather than sending a share case it must refuse; a recording one keeps them.
+class Opaque : public testing::Toy {
+ public:
+  Opaque() : Toy(testing::ToyBug::none) {}
+  bool records_reads() const override { return false; }
+};
+
+bool shares(const Scenario& s) {
+  return std::any_of(s.history.begin(), s.history.end(), [](const Op& op) { return op.kind == OpKind::share; });
+}
+
+TEST(CaseDraw, AnOpaqueExecutorIsSentNoSharedPrefix) {
+  const testing::Toy recording(testing::ToyBug::none);
+  const Opaque opaque;
+  ShapePool with_reads(13, 13, {&recording}), without(13, 13, {&opaque});
+  int64_t shared = 0, redrawn = 0;
+  for (int64_t i = 0; i < 200; ++i) {
+    const CaseDraw a = draw_case(with_reads, i, Profile::small, 0), b = draw_case(without, i, Profile::small, 0);
+    shared += a.supported && shares(a.scenario);
+    ASSERT_TRUE(b.supported) << "case " << i;
+    EXPECT_FALSE(shares(b.scenario)) << gen_command(b, Profile::small);
+    EXPECT_TRUE(runnable(opaque, b.scenario).ok);
+    EXPECT_EQ(to_json(regenerate(b, Profile::small)), to_json(b.scenario)) << gen_command(b, Profile::small);
+    if (a.supported && shares(a.scenario)) {
+      EXPECT_FALSE(runnable(opaque, a.scenario).ok);
+      redrawn += b.draws > 1;
+    }
+  }
+  EXPECT_GT(shared, 5) << "the generator's share ops must reach the recording executor's cases";
+  EXPECT_EQ(redrawn, shared) << "each case a recording executor gets with a share op is drawn again for an opaque one";
+}
+
 }  // namespace
 }  // namespace kvfuzz

@@ -8,17 +8,12 @@
 #include "reference/case_error.h"
 #include "reference/forward_batch.h"
 #include "reference/scenario_json.h"
+#include "reference/shared_prefix.h"
 #include "reference/validate.h"
 #include "reference/values.h"
 
 namespace kvfuzz {
 namespace {
-
-Op share(int32_t request, int32_t from, int32_t len) {
-  Op op{OpKind::share, request, len, {}, {}};
-  op.from = from;
-  return op;
-}
 
 // Request 1 takes request 0's first two pages (page size 4), then grows past them.
 Scenario sharing_case() {
@@ -28,7 +23,7 @@ Scenario sharing_case() {
   s.history = {{OpKind::admit, 0, 0, {}, {}},
                {OpKind::extend, 0, 10, {}, {}},  // pages 1, 2, 3
                {OpKind::admit, 1, 0, {}, {}},
-               share(1, 0, 8),                   // pages 1, 2 shared
+               share_op(1, 0, 8),                // pages 1, 2 shared
                {OpKind::extend, 1, 2, {}, {}}};  // page 4
   s.batch.mode = Mode::decode;
   s.batch.entries = {{0, 0, {}}, {1, 0, {}}};
@@ -108,12 +103,12 @@ void expect_invalid(const Scenario& s, const std::string& expected) {
 
 TEST(SharedPrefix, BadSharesAreRejectedNamingTheOp) {
   Scenario s = sharing_case();
-  s.history[3] = share(1, 0, 6);
+  s.history[3] = share_op(1, 0, 6);
   expect_invalid(s, "history[3]: len = 6 must be whole pages");
-  s.history[3] = share(1, 0, 12);
+  s.history[3] = share_op(1, 0, 12);
   expect_invalid(s, "of request 0's 10 tokens");
   s = sharing_case();
-  s.history.insert(s.history.begin() + 4, share(1, 0, 4));
+  s.history.insert(s.history.begin() + 4, share_op(1, 0, 4));
   expect_invalid(s, "request 1 shares a prefix twice");
   s = sharing_case();
   s.history.push_back({OpKind::free, 0, 0, {}, {}});
