@@ -13,7 +13,8 @@ int32_t SharedPrefixes::owner(int32_t request, int32_t column) const {
   // a sharer takes from a request admitted before it).
   for (size_t hops = 0; hops <= from_.size(); ++hops) {
     auto it = from_.find(request);
-    if (it == from_.end() || column >= it->second.len) return request;
+    // column < 0: a slot the request holds past its tokens (a draft branch's page padding), never shared
+    if (it == from_.end() || column < 0 || column >= it->second.len) return request;
     request = it->second.request;
   }
   return request;

@@ -32,7 +32,8 @@ class SharedPrefixes {
   explicit SharedPrefixes(const std::vector<Op>& history);
 
   // The request that wrote the K/V of (request, column): follows share ops while the column lies
-  // in the shared prefix. A request that shares nothing owns all its columns.
+  // in the shared prefix. A request that shares nothing owns all its columns, and every request its
+  // slots of no column (-1: held past its tokens, as a draft branch's page padding).
   int32_t owner(int32_t request, int32_t column) const;
 
   bool empty() const { return from_.empty(); }

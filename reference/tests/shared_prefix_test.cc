@@ -74,6 +74,7 @@ TEST(SharedPrefix, ValuesOfTheSharedColumnsAreTheOwners) {
   EXPECT_EQ(src.owner(1, 7), 0);
   EXPECT_EQ(src.owner(1, 8), 1);
   EXPECT_EQ(src.owner(0, 3), 0);
+  EXPECT_EQ(src.owner(1, -1), 1);  // a slot of no column (draft padding) is the holder's own, never shared
   std::vector<float> a(4), b(4);
   for (Tensor t : {Tensor::k, Tensor::v}) {
     src.fill(0, t, 1, 7, 0, a);
