@@ -53,29 +53,37 @@ class Group:
 
 
 class Setup:
-    def __init__(self, vl, case, device):
+    """attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
+    shape; mla_backends.py for MLA); the release's FlashAttention backend (vl) by default."""
+
+    def __init__(self, vl, case, device, attn=None):
         self.vl, self.case, self.device = vl, case, device
+        self.attn = attn or vl
         b = case.batch
         self.mode = b["mode"]
         if self.mode == "idle":
             raise UnsupportedCase("an empty batch: vLLM's runner builds no attention metadata for it")
         if self.mode not in MODES:
             raise UnsupportedCase(f"mode {self.mode}: vLLM's spec-decode paths are not modelled yet")
-        if case.model["mla"]:
-            raise UnsupportedCase("MLA models are not modelled for vLLM yet")
+        if bool(case.model["mla"]) != getattr(self.attn, "mla", False):
+            raise UnsupportedCase(f"an {'MLA' if case.model['mla'] else 'MHA'} model: this backend runs "
+                                  f"{'MLA' if getattr(self.attn, 'mla', False) else 'MHA'} layers only")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
-        self.head_size = vl.head_size(m["head_dim"])
-        self.dtype = torch.float16
+        self.head_size = self.attn.head_size(m["head_dim"])
+        self.dtype = getattr(self.attn, "dtype", torch.float16)
         self.total_tokens = int(case.num_tokens)  # padded tokens of a CUDA-graph batch included
         self.vllm_config = self._config()
+        if hasattr(self.attn, "configure"):
+            self.attn.configure(self.vllm_config, self)
         vl.publish(self.vllm_config)
-        if not vl.supports_block_size(self.page_size):
-            raise UnsupportedCase(f"vLLM {vl.version}'s FlashAttention backend does not run block size {self.page_size}")
+        if not self.attn.supports_block_size(self.page_size):
+            raise UnsupportedCase(f"vLLM {vl.version}'s {getattr(self.attn, 'name', 'FlashAttention')} backend does not "
+                                  f"run block size {self.page_size}")
         self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
         self.layers_spec = case.layers
@@ -99,6 +107,22 @@ class Setup:
         self.num_tokens = int(self.query_lens.sum())
         self.positions = c.array("positions")[: self.num_tokens].astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
+        self.all_positions = c.array("positions").astype(np.int64)  # padded tokens included
+        self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
+        self.token_order = np.arange(self.num_tokens)  # and its token t kvfuzz's token token_order[t]
+
+    def reorder(self, order):
+        """vLLM's input batch in `order` (kvfuzz's rows, as the release's reorder_batch_to_split_decodes_
+        and_prefills leaves them: MLA builders want decodes first); rows, tokens and block tables follow."""
+        order = np.asarray(order, np.int64)
+        starts = np.concatenate([[0], np.cumsum(self.query_lens)])
+        tokens = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in order] or [np.zeros(0, np.int64)])
+        self.row_order, self.token_order = self.row_order[order], self.token_order[tokens]
+        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.positions, self.out_cache_loc = self.positions[tokens], self.out_cache_loc[tokens]
+        self.all_positions[: self.num_tokens] = self.positions
+        for g in self.groups:
+            g.table_rows = [g.table_rows[int(r)] for r in order]
 
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
@@ -132,6 +156,8 @@ class Setup:
                 self.groups.append(g)
 
     def _layer_spec(self, x):
+        if hasattr(self.attn, "layer_spec"):
+            return self.attn.layer_spec(self, x)
         it = self.vl.kv_cache_interface
         common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
                       head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
@@ -157,7 +183,7 @@ class Setup:
         for l, x in enumerate(self.layers_spec):
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
-            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
+            shape = self.attn.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
             t = torch.zeros(shape, dtype=self.dtype, device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
@@ -267,7 +293,7 @@ class Setup:
             max_query_len=int(query_lens[:rows].max()) if rows else 0,
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
-            positions=torch.from_numpy(self.case.array("positions").astype(np.int64)),
+            positions=torch.from_numpy(self.all_positions),
             is_prefilling=torch.from_numpy(np.diff(qsl) > 1), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):

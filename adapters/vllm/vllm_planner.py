@@ -24,7 +24,8 @@ sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
-    p.add_argument("--backend", choices=["fa"], default="fa")
+    p.add_argument("--backend", choices=["fa", "mla_flashmla", "mla_flashattn", "mla_triton"], default="fa",
+                   help="fa: FlashAttention; mla_*: the MLA backend (FlashMLA, FlashAttention MLA, Triton MLA)")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
@@ -45,21 +46,28 @@ VL = Vllm(ARGS.site)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
+import mla_latent  # noqa: E402
+from mla_backends import MlaBackend  # noqa: E402
 
-BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan)}
+MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan), **{b: ("mla", mla_latent.plan) for b in MLA}}
 FAMILY, PLAN = BACKENDS[ARGS.backend]
+ATTN = MlaBackend(VL, MLA[ARGS.backend]) if ARGS.backend in MLA else None  # what the layers run (default FA)
+SUPPORTS = {"modes": ["decode", "extend", "mixed"], "layer_kinds": "all", "page_sizes": [16, 32, 64, 128, 256],
+            "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
+if ATTN is not None:  # MLA models of full layers, eager (mla_latent.py)
+    SUPPORTS.update(layer_kinds=["full"], softcap=False, mla=True, non_mla=False, hybrid_swa=False, cuda_graph=False,
+                    page_sizes=[ps for ps in SUPPORTS["page_sizes"] + [1, 2, 4, 8] if ATTN.supports_block_size(ps)])
 
 
 @kv.planner(name=NAME, family=FAMILY,
-            supports={"modes": ["decode", "extend", "mixed"], "layer_kinds": "all",
-                      "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True,
-                      "hybrid_swa": True, "cuda_graph": True},
+            supports=SUPPORTS,
             description=f"vLLM {VL.version} {ARGS.backend} backend's own metadata builders, kernels recorded")
 def plan(case):
     import torch
 
     try:
-        setup = Setup(VL, case, torch.device(ARGS.device))
+        setup = Setup(VL, case, torch.device(ARGS.device), ATTN)
         return PLAN(VL, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))

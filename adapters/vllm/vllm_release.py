@@ -80,6 +80,10 @@ class Vllm:
                 return "NVIDIA H100 80GB HBM3"
 
             @classmethod
+            def num_compute_units(cls, device_id=0):  # an H100's SMs (MLA decode kernels size splits by them)
+                return 132
+
+            @classmethod
             def is_pin_memory_available(cls):  # no pinned host memory without a CUDA device (0.32 asks here)
                 import torch
 
