@@ -46,6 +46,23 @@ class TagProjection:
         return x[..., :1].expand(*x.shape[:-1], self.width).contiguous(), None
 
 
+class _Unpinned:
+    """torch for a module that allocates pinned host memory unconditionally (0.1x's MLA builder:
+    torch.zeros(..., pin_memory=True)): without a CUDA device there is none, so it is left out."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        value = getattr(self._real, name)
+        if name in ("zeros", "empty", "tensor", "ones", "full", "arange"):
+            def unpinned(*args, **kwargs):
+                kwargs.pop("pin_memory", None)
+                return value(*args, **kwargs)
+            return unpinned
+        return value
+
+
 class MlaBackend:
     mla = True
     dtype = torch.float32
@@ -62,6 +79,7 @@ class MlaBackend:
         self.utils = vl.utils
         self.recorder = None  # mla_recorder.MlaRecorder of the case being planned
         self._supported()
+        self._one_rank()
         self._install()
 
     # -- what fake_runner.Setup asks ---------------------------------------------------------------
@@ -176,6 +194,15 @@ class MlaBackend:
             self.module.num_compute_units = lambda *a, **k: 132
         if hasattr(self.module, "flash_attn_supports_mla"):
             self.module.flash_attn_supports_mla = lambda: True
+
+    def _one_rank(self):
+        """One rank: decode context parallelism's group, which 0.1x asks for, is a group of one."""
+        group = types.SimpleNamespace(world_size=1, rank_in_group=0)
+        for module in (self.common, self.module):
+            if hasattr(module, "get_dcp_group"):
+                module.get_dcp_group = lambda: group
+        if not torch.cuda.is_available():
+            self.common.torch = _Unpinned(torch)
 
     def _prefill_module(self):
         """Where the prefill FlashAttention call lives: 0.3x's MLA prefill backend module, else common."""
