@@ -46,12 +46,15 @@ class TagProjection:
         return x[..., :1].expand(*x.shape[:-1], self.width).contiguous(), None
 
 
-class _Unpinned:
-    """torch for a module that allocates pinned host memory unconditionally (0.1x's MLA builder:
-    torch.zeros(..., pin_memory=True)): without a CUDA device there is none, so it is left out."""
+class _NoDevice:
+    """torch for the modules that ask the CUDA device directly where there is none: 0.1x's MLA
+    builder allocates pinned host memory unconditionally (torch.zeros(..., pin_memory=True)), left
+    unpinned here; 0.1x's FlashMLA builder reads the SM count from the device properties: an H100's."""
 
     def __init__(self, real):
         self._real = real
+        self.cuda = types.SimpleNamespace(**{k: getattr(real.cuda, k) for k in dir(real.cuda) if not k.startswith("_")})
+        self.cuda.get_device_properties = lambda *a, **k: types.SimpleNamespace(multi_processor_count=132)
 
     def __getattr__(self, name):
         value = getattr(self._real, name)
@@ -202,7 +205,7 @@ class MlaBackend:
             if hasattr(module, "get_dcp_group"):
                 module.get_dcp_group = lambda: group
         if not torch.cuda.is_available():
-            self.common.torch = _Unpinned(torch)
+            self.common.torch = self.module.torch = _NoDevice(torch)
 
     def _prefill_module(self):
         """Where the prefill FlashAttention call lives: 0.3x's MLA prefill backend module, else common."""
