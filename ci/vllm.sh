@@ -12,7 +12,8 @@
 #                                      # triaged as that issue (adapters/vllm/known_issues.json)
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
-#                                      # backend (BACKENDS, default "fa"), each finding triaged against
+#                                      # backend (BACKENDS, default "fa"; MLA: mla_flashmla mla_flashattn
+#                                      # mla_triton), each finding triaged against
 #                                      # adapters/vllm/known_issues.json
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
@@ -51,7 +52,7 @@ install() {
 }
 install "$VERSION"
 BACKENDS=${BACKENDS:-fa}
-family_executor() { case $1 in fa) echo fa ;; esac; }
+family_executor() { case $1 in fa) echo fa ;; mla_*) echo mla ;; esac; }  # mla_flashmla mla_flashattn mla_triton
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
 # found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
 # the adapter answers so, which the verdicts count as not found)
@@ -76,7 +77,10 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_local_mixed.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
        fa:corpus/vllm/fa_local_graph_decode.json:clean
-       fa:corpus/vllm/fa_full_graph_decode.json:clean"
+       fa:corpus/vllm/fa_full_graph_decode.json:clean
+       mla_flashmla:corpus/vllm/mla_decode.json:clean
+       mla_flashattn:corpus/vllm/mla_mixed_context.json:clean
+       mla_triton:corpus/vllm/mla_mixed_context.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without

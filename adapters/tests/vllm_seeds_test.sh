@@ -4,7 +4,8 @@
 #    and each seed fails a broken adapter (a mutation of the adapter: no SWA translation of the
 #    sliding-window block tables; chunked layers built with the plain FlashAttention builder), and
 #    the plan-run property catches a replay that builds into fresh buffers (the capture keeps its
-#    own) and an FA3 schedule made for another batch;
+#    own) and an FA3 schedule made for another batch; an MLA context gather one position late is
+#    caught (the three MLA seeds and this mutant add about 30 s on 2 cores);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -29,8 +30,9 @@ KVFUZZ=$K bash ci/vllm.sh known || fail "ci/vllm.sh known"
 
 # Mutants of the adapter, in a copy: each must make its seed fail.
 cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
-mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold]
-  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)}
+mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold] [BACKEND, default fa]
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)} backend=${7:-fa} family=fa
+  case $backend in mla_*) family=mla ;; esac
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -39,8 +41,8 @@ text = open(path).read()
 assert old in text, f"{old!r} not in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
-  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
-    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend fa" 2>&1)
+  out=$("$K" check "$case" --backend "vllm_${backend}_${NEWEST//./_}:$family" \
+    --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$NEWEST --backend $backend" 2>&1)
   if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
@@ -56,4 +58,8 @@ mutant replay-into-fresh-buffers fake_runner.py '        self.qsl_buffer.copy_(t
   '        self.qsl_buffer = torch.from_numpy(qsl).clone()' corpus/vllm/fa_full_graph_decode.json "plan-run:cu_seqlens_q"
 mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '"batch_size": int(batch_size) + 1,' \
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
+# MLA: a context gather that reads each request's context one position late must be caught on the
+# mixed batch's context rows.
+mutant gather-one-late mla_recorder.py ' + i - int(cu[b])' ' + i + 1 - int(cu[b])' \
+  corpus/vllm/mla_mixed_context.json stride-divide mla_triton
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }
