@@ -70,7 +70,14 @@ class MlaBackend:
     mla = True
     dtype = torch.float32
 
-    def __init__(self, vl, which):
+    def __init__(self, vl, which, workspace="release"):
+        """workspace: the context gather's workspace, in tokens: "release" (the release's own size,
+        determine_chunked_prefill_workspace_size: at least 8 x max_model_len, so a kvfuzz case gathers
+        its context in one chunk) or "floor" (max_num_seqs x block_size, the floor 0.1x enforces and
+        what the 64 Ki cap comes to at max_num_seqs 1024 and block size 64: contexts span chunks)."""
+        if workspace not in ("release", "floor"):
+            raise ValueError(f"workspace {workspace}: release or floor")
+        self.workspace = workspace
         if which not in BACKENDS:
             raise ValueError(f"MLA backend {which}: one of {sorted(BACKENDS)}")
         self.vl, self.which = vl, which
@@ -129,7 +136,10 @@ class MlaBackend:
 
     # -- builders, impls, forward --------------------------------------------------------------------
     def builder(self, spec, layer_names, config, device):
-        return self.backend.get_builder_cls()(spec, layer_names, config, device)
+        builder = self.backend.get_builder_cls()(spec, layer_names, config, device)
+        if self.workspace == "floor":
+            builder.chunked_prefill_workspace_size = config.scheduler_config.max_num_seqs * spec.block_size
+        return builder
 
     def impl(self, setup):
         """The backend's impl of one layer, with the weights its decode path multiplies by (zeros)."""

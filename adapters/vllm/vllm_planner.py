@@ -26,6 +26,9 @@ def parse_args():
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
     p.add_argument("--backend", choices=["fa", "mla_flashmla", "mla_flashattn", "mla_triton"], default="fa",
                    help="fa: FlashAttention; mla_*: the MLA backend (FlashMLA, FlashAttention MLA, Triton MLA)")
+    p.add_argument("--mla-workspace", choices=["release", "floor"], default="release",
+                   help="mla_*: the context gather's workspace: the release's size, or max_num_seqs x block size "
+                        "(contexts span several chunks; mla_backends.py)")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
@@ -52,7 +55,7 @@ from mla_backends import MlaBackend  # noqa: E402
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan), **{b: ("mla", mla_latent.plan) for b in MLA}}
 FAMILY, PLAN = BACKENDS[ARGS.backend]
-ATTN = MlaBackend(VL, MLA[ARGS.backend]) if ARGS.backend in MLA else None  # what the layers run (default FA)
+ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace) if ARGS.backend in MLA else None  # what the layers run (default FA)
 SUPPORTS = {"modes": ["decode", "extend", "mixed"], "layer_kinds": "all", "page_sizes": [16, 32, 64, 128, 256],
             "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 if ATTN is not None:  # MLA models of full layers, eager (mla_latent.py)
