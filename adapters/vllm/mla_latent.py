@@ -19,6 +19,7 @@ import torch
 
 from engine import mla_plan
 from fake_runner import UnsupportedCase
+from mla_backends import DIMS, HEAD_SIZE
 from mla_recorder import MlaRecorder
 
 
@@ -46,7 +47,7 @@ def plan(vl, setup):
         rec.layer = l
         layer = types.SimpleNamespace(_k_scale=torch.ones(1), _q_scale=torch.ones(1), _v_scale=torch.ones(1),
                                       _k_scale_float=1.0, _q_scale_float=1.0, layer_name=f"layers.{l}")
-        out = torch.zeros(setup.total_tokens, m["q_heads"] * attn_v_dim(), dtype=attn.dtype)
+        out = torch.zeros(setup.total_tokens, m["q_heads"] * DIMS["v_head_dim"], dtype=attn.dtype)
         attn.forward(impls[l], layer, q.clone(), kv_c.clone(), k_pe.clone(), caches, metadata, out)
     rec.agree.report(setup.case)
     reads = {l: _reads(setup, rec, l) for l in g.layer_ids}
@@ -64,17 +65,9 @@ def _canonical(reads):
     return path, [tuple(np.asarray(k).tolist()) for k in rows]
 
 
-def attn_v_dim():
-    from mla_backends import DIMS
-
-    return DIMS["v_head_dim"]
-
-
 def _tagged_inputs(setup, attn):
     """Q tagged with each token's index in vLLM's batch + 1; the new tokens' latent and rope parts and
     every cache row with their pool slot + 1 (mla_recorder.py reads the tags back)."""
-    from mla_backends import DIMS, HEAD_SIZE
-
     t, h, dt = setup.total_tokens, setup.model["q_heads"], attn.dtype
     qk = DIMS["qk_nope_head_dim"] + DIMS["qk_rope_head_dim"]
     token_tag = torch.arange(1, t + 1, dtype=dt)
