@@ -203,6 +203,8 @@ class MlaBackend:
         for name in ("is_flashmla_supported", "is_flashmla_dense_supported"):
             if hasattr(self.module, name):
                 setattr(self.module, name, lambda *a, **k: (True, None))
+        if hasattr(self.module, "CudaPlatform"):  # 0.10's FlashMLA asks the class, not current_platform
+            self.module.CudaPlatform = type(importlib.import_module("vllm.platforms")._current_platform)
         if hasattr(self.module, "num_compute_units"):  # FlashMLA's schedule buffer: an H100's SMs
             self.module.num_compute_units = lambda *a, **k: 132
         if hasattr(self.module, "flash_attn_supports_mla"):

@@ -83,9 +83,14 @@ class MlaRecorder(Recorder):
             self.agree.note("cache_seqlens", s["seq_lens"].tolist(), ran.tolist(), layer, where)
         self.agree.check("q_tokens", s["q_tokens"], q_tokens, layer, where)
 
-    def triton_decode(self, q, k_buffer, v_buffer, o, lse, req_to_token, b_seq_len, attn_logits, num_kv_splits,
-                      sm_scale, page_size=1, *args, **kwargs):
-        """Triton MLA: one kernel row per query, each reading keys [0, b_seq_len[row])."""
+    def triton_decode(self, q, k_buffer, v_buffer, o, *rest, **kwargs):
+        """Triton MLA: one kernel row per query, each reading keys [0, b_seq_len[row]). Arguments after
+        o: [lse,] req_to_token, b_seq_len, attn_logits, num_kv_splits, sm_scale[, page_size] (0.10
+        passes no lse)."""
+        if rest and rest[0].is_floating_point():
+            rest = rest[1:]
+        req_to_token, b_seq_len = rest[0], rest[1]
+        page_size = rest[5] if len(rest) > 5 else kwargs.get("page_size", 1)
         self._check_page_size(int(page_size), "decode_attention_fwd")
         self._decode(req_to_token, b_seq_len, [1] * int(b_seq_len.shape[0]), "decode_attention_fwd")
 
