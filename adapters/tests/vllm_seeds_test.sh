@@ -60,6 +60,6 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
 # MLA: a context gather that reads each request's context one position late must be caught on the
 # mixed batch's context rows.
-mutant gather-one-late mla_recorder.py ' + i - int(cu[b])' ' + i + 1 - int(cu[b])' \
+mutant gather-one-late mla_recorder.py ' + rows - cu[seqs]' ' + rows + 1 - cu[seqs]' \
   corpus/vllm/mla_mixed_context.json stride-divide mla_triton
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

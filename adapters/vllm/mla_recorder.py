@@ -131,12 +131,14 @@ class MlaRecorder(Recorder):
             seqs = torch.repeat_interleave(torch.arange(batch), cu[1:batch + 1] - cu[:batch])
         ps = int(src_cache.shape[1])
         flat = src_cache.reshape(-1, src_cache.shape[-1])
-        for i, b in enumerate(seqs.tolist()):
-            position = (int(starts[b]) if starts is not None else 0) + i - int(cu[b])
-            if not 0 <= position // ps < bt.shape[1]:
-                raise RuntimeError(f"gather_and_maybe_dequant_cache: row {i} (request {b}) reads position {position}, "
-                                   f"past its block-table row of {bt.shape[1]} blocks")
-            dst[i] = flat[int(bt[b, position // ps]) * ps + position % ps].to(dst.dtype)
+        rows = torch.arange(seqs.shape[0])
+        position = (starts[seqs] if starts is not None else 0) + rows - cu[seqs]
+        outside = (position < 0) | (position // ps >= bt.shape[1])
+        if bool(outside.any()):
+            i = int(torch.nonzero(outside)[0])
+            raise RuntimeError(f"gather_and_maybe_dequant_cache: row {i} (request {int(seqs[i])}) reads position "
+                               f"{int(position[i])}, outside its block-table row of {bt.shape[1]} blocks")
+        dst[: seqs.shape[0]] = flat[bt[seqs, position // ps] * ps + position % ps].to(dst.dtype)
 
     def fa_prefill(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=None, causal=False,
                    return_softmax_lse=False, block_table=None, seqused_k=None, out=None, **others):
