@@ -99,8 +99,11 @@ class MlaBackend:
     def supports_block_size(self, ps):
         """The kernel's block size must be the cache's (vLLM's hybrid kernel blocks are not modelled)."""
         sizes = getattr(self.backend, "get_supported_kernel_block_sizes", None)
-        if sizes is None:
-            return OLD_BLOCK_SIZES[self.which](ps)
+        if sizes is None:  # 0.1x: the backend's rule, within the block sizes CacheConfig takes
+            import typing
+
+            allowed = typing.get_args(getattr(importlib.import_module("vllm.config.cache"), "BlockSize", None))
+            return OLD_BLOCK_SIZES[self.which](ps) and (not allowed or ps in allowed)
         for s in sizes():
             base = getattr(s, "base", None)
             if (base is not None and ps % base == 0) or (base is None and ps == int(s)):
