@@ -15,7 +15,8 @@
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
 #                                      # backend (BACKENDS, default "fa triton flashinfer"; "tree" on
-#                                      # 0.10.x and 0.11.x, TreeAttention), each finding triaged against
+#                                      # 0.10.x and 0.11.x, TreeAttention; MLA: mla_flashmla mla_flashattn
+#                                      # mla_triton), each finding triaged against
 #                                      # adapters/vllm/known_issues.json
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
@@ -54,7 +55,7 @@ install() {
 }
 install "$VERSION"
 BACKENDS=${BACKENDS:-fa triton flashinfer}
-family_executor() { case $1 in fa|triton) echo fa ;; flashinfer|tree) echo flashinfer_paged ;; esac; }
+family_executor() { case $1 in fa|triton) echo fa ;; flashinfer|tree) echo flashinfer_paged ;; mla_*) echo mla ;; esac; }
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
 # found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
 # the adapter answers so, which the verdicts count as not found)
@@ -84,7 +85,10 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        triton:corpus/vllm/verify_chain_swa.json:clean
        triton:corpus/vllm/fa_full_graph_decode.json:clean
        flashinfer:corpus/vllm/flashinfer_decode_swa.json:clean
-       flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean"
+       flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean
+       mla_flashmla:corpus/vllm/mla_decode.json:clean
+       mla_flashattn:corpus/vllm/mla_mixed_context.json:clean
+       mla_triton:corpus/vllm/mla_mixed_context.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without

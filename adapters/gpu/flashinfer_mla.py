@@ -53,7 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
-from mla_latent import CKV, KPE, check_dims, decode_rows, latent, paged  # noqa: E402
+from mla_packed import CKV, KPE, check_dims, decode_rows, latent, paged  # noqa: E402
 from numpy_attention import LOG2E, rows_of, take  # noqa: E402
 
 if os.environ.get("KVFLASHINFER_EMULATE") == "1":

@@ -16,7 +16,7 @@ sgl_flashmla-0.4.3.zip; KVFUZZ_FLASHMLA_DIR names the unpacked folder). The call
     decode and drafting, the draft count for a verify); a plan whose rows differ is unsupported.
     Row r's queries are tokens cu_seqlens_q[r] ..; table and cache_seqlens are the plan's step rows.
   - The page size is FlashMLA's fixed 64 (sglang's PAGE_SIZE): the declaration takes page size 64
-    only. kv is the layer's pool in pages of 64, packed [ckv 512 | kpe 64] (mla_latent.py).
+    only. kv is the layer's pool in pages of 64, packed [ckv 512 | kpe 64] (mla_packed.py).
   - The mask is bottom-right causal (key k of query i when k <= kv_len - s_q + i); a verify tree
     mask must be that rule (topk 1), as sglang's flashmla backend verifies chains only.
   - The prefill path (extend, mixed, draft extend) is not FlashMLA's: sglang runs it on FlashInfer
@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.environ.get("KVFUZZ_FLASHMLA_DIR", os.path.join(HERE, "..", "..", ".gpu", "flashmla")))
 import kvfuzz_adapter as kv  # noqa: E402
-from mla_latent import CKV, check_dims, decode_rows, latent, paged  # noqa: E402
+from mla_packed import CKV, check_dims, decode_rows, latent, paged  # noqa: E402
 
 PAGE = 64  # FlashMLA's page block size (sglang flashmla_backend.py PAGE_SIZE)
 DROP_LAST_KEY = os.environ.get("KVFUZZ_FLASHMLA_BROKEN") == "drop_last_key"

@@ -10,6 +10,8 @@
 #    tree bias from the mask is caught; FlashInfer's seeds (decode and mixed batches, a sliding
 #    layer in the SWA pool) catch a window one key short and a decode plan made for another head
 #    dim (plan-run:head_dim);
+#    an MLA context gather one position late is caught (the three MLA seeds and this mutant add
+#    about 30 s on 2 cores);
 #  - requests sharing prefix blocks (corpus/vllm/fa_cascade_shared_prefix.json): clean on the newest
 #    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
@@ -39,7 +41,7 @@ cp -r "$SRC/adapters" "$WORK/adapters" && ln -s "$SRC/.vllm" "$WORK/.vllm"
 mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output must hold] [BACKEND, default fa] [RELEASE] [PLANNER-FLAGS]
   local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=${6:-finding(s)} backend=${7:-fa} release=${8:-$NEWEST} flags=${9:-}
   local executor=fa
-  case $backend in tree|flashinfer) executor=flashinfer_paged ;; esac
+  case $backend in tree|flashinfer) executor=flashinfer_paged ;; mla_*) executor=mla ;; esac
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
   python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
 import sys
@@ -80,6 +82,10 @@ mutant flashinfer-window-short layer_inputs.py \
 mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
   '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
   corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim" flashinfer
+# MLA: a context gather that reads each request's context one position late must be caught on the
+# mixed batch's context rows.
+mutant gather-one-late mla_recorder.py ' + rows - cu[seqs]' ' + rows + 1 - cu[seqs]' \
+  corpus/vllm/mla_mixed_context.json stride-divide mla_triton
 # Shared prefix blocks (share ops): clean on the newest release (no cascade attention there) and on
 # 0.11.0 running vLLM's cascade_attention over them (--cascade always); a cascade one block past what
 # every row shares, and a cascade plan that does not say its prefix, must be caught.

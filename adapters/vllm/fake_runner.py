@@ -60,9 +60,14 @@ class Group:
 
 
 class Setup:
-    def __init__(self, vl, case, device, backend=None):
+    """backend: the AttentionBackend class the layers run (default the release's FlashAttention);
+    attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
+    shape): MLA's (mla_backends.py), else the release's own answers for `backend`."""
+
+    def __init__(self, vl, case, device, backend=None, attn=None):
         self.vl, self.case, self.device = vl, case, device
-        self.backend = backend or vl.flash_attn.FlashAttentionBackend  # the AttentionBackend class the layers run
+        self.backend = backend or vl.flash_attn.FlashAttentionBackend
+        self.attn = attn or vl.layers_of(self.backend)
         b = case.batch
         self.mode = b["mode"]
         if self.mode == "idle":
@@ -73,8 +78,9 @@ class Setup:
         if self.mode == "target_verify" and int(b.get("topk") or 1) != 1 and self.backend.__name__ != "TreeAttentionBackend":
             raise UnsupportedCase(f"a spec tree (topk {b['topk']}): vLLM's FlashAttention and Triton backends verify "
                                   "chains only (a tree needs TREE_ATTN, not modelled)")
-        if case.model["mla"]:
-            raise UnsupportedCase("MLA models are not modelled for vLLM yet")
+        if bool(case.model["mla"]) != self.attn.mla:
+            raise UnsupportedCase(f"an {'MLA' if case.model['mla'] else 'MHA'} model: this backend runs "
+                                  f"{'MLA' if self.attn.mla else 'MHA'} layers only")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
@@ -84,13 +90,15 @@ class Setup:
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
-        self.head_size = vl.head_size(m["head_dim"], self.backend)
-        self.dtype = torch.float16
+        self.head_size = self.attn.head_size(m["head_dim"])
+        self.dtype = self.attn.dtype
         self.total_tokens = int(case.num_tokens)  # padded tokens of a CUDA-graph batch included
         self.vllm_config = self._config()
+        if hasattr(self.attn, "configure"):
+            self.attn.configure(self.vllm_config, self)
         vl.publish(self.vllm_config)
-        if not vl.supports_block_size(self.page_size, self.backend):
-            raise UnsupportedCase(f"vLLM {vl.version}'s {self.backend.get_name()} backend does not run block size {self.page_size}")
+        if not self.attn.supports_block_size(self.page_size):
+            raise UnsupportedCase(f"vLLM {vl.version}'s {self.attn.name} backend does not run block size {self.page_size}")
         self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
         self.layers_spec = case.layers
@@ -119,6 +127,23 @@ class Setup:
             # vLLM's positions (its slot mapping's input): num_computed_tokens + arange(query_len)
             self.positions = np.concatenate([np.arange(p, s) for p, s in zip(computed, self.seq_lens)]).astype(np.int64)
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
+        # the step's positions as vLLM computes them, then the padded tokens' (kvfuzz's)
+        self.all_positions = np.concatenate([self.positions, c.array("positions")[self.num_tokens:]]).astype(np.int64)
+        self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
+        self.token_order = np.arange(self.num_tokens)  # and its token t kvfuzz's token token_order[t]
+
+    def reorder(self, order):
+        """vLLM's input batch in `order` (kvfuzz's rows, as the release's reorder_batch_to_split_decodes_
+        and_prefills leaves them: MLA builders want decodes first); rows, tokens and block tables follow."""
+        order = np.asarray(order, np.int64)
+        starts = np.concatenate([[0], np.cumsum(self.query_lens)])
+        tokens = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in order] or [np.zeros(0, np.int64)])
+        self.row_order, self.token_order = self.row_order[order], self.token_order[tokens]
+        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.positions, self.out_cache_loc = self.positions[tokens], self.out_cache_loc[tokens]
+        self.all_positions[: self.num_tokens] = self.positions
+        for g in self.groups:
+            g.table_rows = [g.table_rows[int(r)] for r in order]
 
     def decodes_first(self):
         """The input batch as vLLM's runner reorders it for a builder that splits decodes from prefills
@@ -127,14 +152,8 @@ class Setup:
         short extends and first chunks apart, need prompt lengths kvfuzz does not model). Call before
         buffers(). Returns (order, token_of): vLLM's row j is kvfuzz's batch row order[j], vLLM's
         token t kvfuzz's token token_of[t]."""
-        order = np.argsort(self.query_lens > 1, kind="stable")
-        starts = np.concatenate([[0], np.cumsum(self.query_lens)]).astype(np.int64)
-        token_of = np.concatenate([np.arange(starts[i], starts[i + 1]) for i in order] + [np.zeros(0, np.int64)])
-        self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
-        self.positions, self.out_cache_loc = self.positions[token_of], self.out_cache_loc[token_of]
-        for g in self.groups:
-            g.table_rows = [g.table_rows[i] for i in order]
-        return order, token_of
+        self.reorder(np.argsort(self.query_lens > 1, kind="stable"))
+        return self.row_order, self.token_order
 
     # -- KV-cache groups ---------------------------------------------------------------------------
     def _groups(self):
@@ -170,6 +189,8 @@ class Setup:
                 self.groups.append(g)
 
     def _layer_spec(self, x):
+        if hasattr(self.attn, "layer_spec"):
+            return self.attn.layer_spec(self, x)
         it = self.vl.kv_cache_interface
         common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
                       head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
@@ -195,7 +216,7 @@ class Setup:
         for l, x in enumerate(self.layers_spec):
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
-            shape = self.vl.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size, self.backend)
+            shape = self.attn.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
             t = torch.zeros(shape, dtype=self.dtype, device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
@@ -317,8 +338,7 @@ class Setup:
             max_query_len=int(query_lens[:rows].max()) if rows else 0,
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
-            positions=torch.from_numpy(np.concatenate([self.positions, self.case.array("positions")[self.num_tokens:]])
-                                       .astype(np.int64)),
+            positions=torch.from_numpy(self.all_positions),
             is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):

@@ -1,6 +1,6 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
-    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer [--device cpu|cuda]
+    python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
@@ -27,7 +27,12 @@ sys.path.append(os.path.join(HERE, "..", "..", ".vllm", "pyextra"))
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the wheel's `vllm/` (ci/vllm.sh installs it)")
-    p.add_argument("--backend", choices=["fa", "triton", "tree", "flashinfer"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton", "tree", "flashinfer", "mla_flashmla", "mla_flashattn", "mla_triton"],
+                   default="fa", help="fa: FlashAttention; triton; tree: TreeAttention (0.10/0.11); flashinfer; "
+                   "mla_*: the MLA backend (FlashMLA, FlashAttention MLA, Triton MLA)")
+    p.add_argument("--mla-workspace", choices=["release", "floor"], default="release",
+                   help="mla_*: the context gather's workspace: the release's size, or max_num_seqs x block size "
+                        "(contexts span several chunks; mla_backends.py)")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--cascade", choices=["heuristic", "always", "never"], default="heuristic",
                    help="cascade attention over shared prefix blocks: vLLM's decision, its support conditions "
@@ -52,11 +57,15 @@ NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
 import flashinfer_paged_csr  # noqa: E402
+import mla_latent  # noqa: E402
 import tree_attn_paged_csr  # noqa: E402
 import triton_page_table  # noqa: E402
+from mla_backends import MlaBackend  # noqa: E402
 
 SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify"], "layer_kinds": "all",
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
+MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
+ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace) if ARGS.backend in MLA else None  # what MLA layers answer
 BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
             "triton": ("page_table", triton_page_table.plan, SUPPORTS),
             # spec-decode verify trees, full layers, eager (tree_attn_paged_csr.py)
@@ -66,6 +75,11 @@ BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
             "flashinfer": ("paged_csr", flashinfer_paged_csr.plan,
                            dict(SUPPORTS, modes=["decode", "extend", "mixed"], layer_kinds=["full", "sliding_window"],
                                 page_sizes=[16, 32, 64], cuda_graph=False))}
+if ATTN is not None:  # MLA models of full layers, eager (mla_latent.py)
+    BACKENDS[ARGS.backend] = ("mla", mla_latent.plan, dict(
+        SUPPORTS, modes=["decode", "extend", "mixed"], layer_kinds=["full"], softcap=False, mla=True, non_mla=False,
+        hybrid_swa=False, cuda_graph=False,
+        page_sizes=[ps for ps in SUPPORTS["page_sizes"] + [1, 2, 4, 8] if ATTN.supports_block_size(ps)]))
 FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
@@ -79,7 +93,7 @@ def plan(case):
     import torch
 
     try:
-        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend))
+        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN)
         setup.cascade = ARGS.cascade
         return PLAN(VL, setup)
     except UnsupportedCase as e:

@@ -14,6 +14,8 @@ block sizes the caches and layers take.
 import importlib
 import os
 
+import torch
+
 import vllm_import
 from engine.release import release_of
 
@@ -91,6 +93,10 @@ class Vllm:
             @classmethod
             def get_device_name(cls, device_id=0):
                 return "NVIDIA H100 80GB HBM3"
+
+            @classmethod
+            def num_compute_units(cls, device_id=0):  # an H100's SMs (MLA decode kernels size splits by them)
+                return 132
 
             @classmethod
             def is_pin_memory_available(cls):  # no pinned host memory without a CUDA device (0.32 asks here)
@@ -221,6 +227,28 @@ class Vllm:
             except ModuleNotFoundError:
                 return None
         return self.flash_attn.FlashAttentionBackend if name == "fa" else None
+
+    def layers_of(self, backend):
+        """What `backend`'s layers answer, as fake_runner.Setup asks an attention backend (mla_backends.py
+        answers the same for MLA): head_size, supports_block_size, kv_cache_shape, dtype, mla, name."""
+        vl = self
+
+        class Layers:
+            mla, dtype, name = False, torch.float16, backend.get_name()
+
+            @staticmethod
+            def head_size(head_dim):
+                return vl.head_size(head_dim, backend)
+
+            @staticmethod
+            def supports_block_size(block_size):
+                return vl.supports_block_size(block_size, backend)
+
+            @staticmethod
+            def kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
+                return vl.kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size, backend)
+
+        return Layers
 
     def supports_block_size(self, block_size, backend=None):
         """Whether the release runs `backend` (default the adapter's) at this block size.

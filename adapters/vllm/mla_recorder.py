@@ -1,0 +1,157 @@
+"""Stand-ins for the kernels vLLM's MLA backends launch: each records which keys it reads.
+
+Decode (the latent path, MQA over the paged latent cache) hands its kernel a block table and
+per-row key counts; those are recorded as handed: FlashMLA's flash_mla_with_kvcache (and the tile
+schedule get_mla_metadata made for it, checked against the call: plan-run:cache_seqlens,
+:q_tokens), the Triton decode kernel decode_attention_fwd (one kernel row per query), FlashAttention
+MLA's flash_attn_varlen_func with a block table (and FA3's schedule, recorder.py's check).
+
+Prefill (MHA over the new tokens, then over the context gathered from the cache chunk by chunk)
+hands FlashAttention dense K/V, so what it reads is told by tags: mla_latent.py fills Q with each
+token's batch index + 1 and the new tokens' latent and the cache's every row with its slot + 1;
+the gather (gather_and_maybe_dequant_cache) copies cache rows into the workspace as the kernel
+does — row i of a chunk is request b = token_to_seq[i] (0.3x) or the b with cu_seq_lens[b] <= i <
+cu_seq_lens[b + 1] (0.1x), position seq_starts[b] + i - cu_seq_lens[b] of b's block-table row — and
+kv_b_proj carries a latent's tag into K and V (mla_backends.TagProjection). A prefill call then
+names, per row, the queries (Q's tags) and the slots of its keys (K's tags).
+
+    rec = MlaRecorder(setup); attn.recorder = rec
+    attn.forward(impl, layer, q, kv_c_normed, k_pe, kv_cache, metadata, output)   # -> rec.decode, rec.prefill
+"""
+import torch
+
+from engine.tensors import host
+from recorder import Recorder
+
+
+def tags(t, what):
+    """The tags of a tagged tensor's rows (first value of each, minus 1); rows must be uniform."""
+    rows = t.reshape(t.shape[0], -1).to(torch.float64)
+    if rows.numel() and not torch.equal(rows, rows[:, :1].expand_as(rows)):
+        raise RuntimeError(f"{what}: a row mixes values of different tokens")
+    return (rows[:, 0].round().to(torch.int64) - 1) if rows.shape[1] else torch.zeros(0, dtype=torch.int64)
+
+
+class MlaRecorder(Recorder):
+    """Recorder (recorder.py) gives the FA3 schedule and its plan-run check; this adds MLA's kernels."""
+
+    def __init__(self, setup):
+        super().__init__(setup)
+        self.decode = {}   # layer -> [{rows, q_per_row, block_table [rows, width], seq_lens [rows]}]
+        self.prefill = {}  # layer -> [{causal, cu_seqlens_q, cu_seqlens_k, q_tags, k_tags}]
+        self.mla_schedules = []
+
+    # -- decode --------------------------------------------------------------------------------------
+    def _decode(self, block_table, seq_lens, q_lens, kernel):
+        """q_lens: the queries of each kernel row (a list)."""
+        bt, sl = host(block_table, "block_table").to(torch.int64), host(seq_lens, "seq_lens").to(torch.int64)
+        if bt.shape[0] < sl.shape[0]:
+            raise RuntimeError(f"{kernel}: {sl.shape[0]} rows of seq_lens but a block table of {bt.shape[0]} rows")
+        self.decode.setdefault(self.layer, []).append(
+            {"kernel": kernel, "rows": int(sl.shape[0]), "q_lens": list(q_lens), "block_table": bt[: sl.shape[0]],
+             "seq_lens": sl})
+
+    def flash_mla(self, q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata=None,
+                  num_splits=None, softmax_scale=None, causal=False, **others):
+        """FlashMLA: q [batch, q_per_row, heads, d], one row per request, bottom-right causal."""
+        if not causal and q.shape[1] > 1:
+            raise NotImplementedError("flash_mla_with_kvcache(causal=False) over several queries is not modelled")
+        self._check_page_size(int(k_cache.shape[1]), "flash_mla_with_kvcache")
+        if tile_scheduler_metadata is not None and torch.is_tensor(tile_scheduler_metadata):
+            self._check_mla_schedule(tile_scheduler_metadata, cache_seqlens, int(q.shape[1]) * int(q.shape[2]))
+        self._decode(block_table, cache_seqlens, [int(q.shape[1])] * int(q.shape[0]), "flash_mla_with_kvcache")
+        b, s, h = q.shape[0], q.shape[1], q.shape[2]
+        return torch.zeros(b, s, h, head_dim_v, dtype=q.dtype), torch.zeros(b, h, s, dtype=torch.float32)
+
+    def mla_schedule(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k, *args, **kwargs):
+        """get_mla_metadata: FlashMLA's tile schedule, made at metadata build for the seq_lens it is
+        shown; what it returns holds the schedule's index (1-based), which the kernel call looks up."""
+        self.mla_schedules.append({"seq_lens": host(cache_seqlens, "cache_seqlens").to(torch.int64),
+                                   "q_tokens": int(num_q_tokens_per_head_k)})
+        marker = torch.full((1, 8), len(self.mla_schedules), dtype=torch.int32)
+        return marker, torch.full((int(cache_seqlens.shape[0]) + 1,), len(self.mla_schedules), dtype=torch.int32)
+
+    def _check_mla_schedule(self, marker, cache_seqlens, q_tokens):
+        index = int(host(marker, "tile_scheduler_metadata").reshape(-1)[0]) - 1
+        where, layer = f"flash_mla_with_kvcache against FlashMLA schedule {index}", self.layer
+        if not 0 <= index < len(self.mla_schedules):
+            self.agree.note("tile_scheduler_metadata", "a schedule of this step", "none of them", layer, where)
+            return
+        s = self.mla_schedules[index]
+        ran = host(cache_seqlens, "cache_seqlens").to(torch.int64)
+        if not torch.equal(s["seq_lens"], ran):
+            self.agree.note("cache_seqlens", s["seq_lens"].tolist(), ran.tolist(), layer, where)
+        self.agree.check("q_tokens", s["q_tokens"], q_tokens, layer, where)
+
+    def triton_decode(self, q, k_buffer, v_buffer, o, *rest, **kwargs):
+        """Triton MLA: one kernel row per query, each reading keys [0, b_seq_len[row]). Arguments after
+        o: [lse,] req_to_token, b_seq_len, attn_logits, num_kv_splits, sm_scale[, page_size] (0.10
+        passes no lse)."""
+        if rest and rest[0].is_floating_point():
+            rest = rest[1:]
+        req_to_token, b_seq_len = rest[0], rest[1]
+        page_size = rest[5] if len(rest) > 5 else kwargs.get("page_size", 1)
+        self._check_page_size(int(page_size), "decode_attention_fwd")
+        self._decode(req_to_token, b_seq_len, [1] * int(b_seq_len.shape[0]), "decode_attention_fwd")
+
+    def fa_decode(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None, block_table=None,
+                  causal=False, scheduler_metadata=None, num_splits=0, return_softmax_lse=False, **others):
+        """FlashAttention MLA's decode: rows of cu_seqlens_q over the paged latent cache."""
+        if block_table is None or seqused_k is None:
+            raise NotImplementedError("FlashAttention MLA decode without a block table is not modelled")
+        cu = host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64)
+        rows = int(seqused_k.shape[0])
+        q_lens = (cu[1:rows + 1] - cu[:rows]).tolist()
+        if max(q_lens, default=1) > 1 and not causal:
+            raise NotImplementedError("FlashAttention MLA decode, causal=False over several queries, is not modelled")
+        if scheduler_metadata is not None:
+            self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal,
+                                 list(others.get("window_size") or [-1, -1]), int(k.shape[1]), int(num_splits or 0))
+        self._check_page_size(int(k.shape[1]), "flash_attn_varlen_func")
+        self._decode(block_table, seqused_k, q_lens, "flash_attn_varlen_func")
+        out = torch.zeros(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype)
+        return (out, torch.zeros(q.shape[1], q.shape[0], dtype=torch.float32)) if return_softmax_lse else out
+
+    def _check_page_size(self, page_size, kernel):
+        if page_size != self.setup.page_size:
+            raise RuntimeError(f"{kernel} views the latent cache in pages of {page_size}; the cache's are "
+                               f"{self.setup.page_size}")
+
+    # -- prefill -------------------------------------------------------------------------------------
+    def gather(self, src_cache, dst, block_table, cu_seq_lens, *args, token_to_seq=None, num_tokens=None,
+               batch_size=None, seq_starts=None, **kwargs):
+        """gather_and_maybe_dequant_cache: workspace row i <- the cache row of its request's position."""
+        bt = host(block_table, "block_table").to(torch.int64)
+        cu = host(cu_seq_lens, "cu_seq_lens").to(torch.int64)
+        starts = host(seq_starts, "seq_starts").to(torch.int64) if seq_starts is not None else None
+        if token_to_seq is not None:
+            seqs = host(token_to_seq, "token_to_seq").to(torch.int64)[: int(num_tokens)]
+        else:
+            batch = int(batch_size)
+            seqs = torch.repeat_interleave(torch.arange(batch), cu[1:batch + 1] - cu[:batch])
+        ps = int(src_cache.shape[1])
+        flat = src_cache.reshape(-1, src_cache.shape[-1])
+        rows = torch.arange(seqs.shape[0])
+        position = (starts[seqs] if starts is not None else 0) + rows - cu[seqs]
+        outside = (position < 0) | (position // ps >= bt.shape[1])
+        if bool(outside.any()):
+            i = int(torch.nonzero(outside)[0])
+            raise RuntimeError(f"gather_and_maybe_dequant_cache: row {i} (request {int(seqs[i])}) reads position "
+                               f"{int(position[i])}, outside its block-table row of {bt.shape[1]} blocks")
+        dst[: seqs.shape[0]] = flat[bt[seqs, position // ps] * ps + position % ps].to(dst.dtype)
+
+    def fa_prefill(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=None, causal=False,
+                   return_softmax_lse=False, block_table=None, seqused_k=None, out=None, **others):
+        """A prefill FlashAttention call over dense K/V (the new tokens, or one context chunk)."""
+        if block_table is not None or seqused_k is not None or cu_seqlens_k is None:
+            raise NotImplementedError("an MLA prefill call over paged K/V is not modelled")
+        for name in ("window_size", "alibi_slopes", "softcap"):
+            if others.get(name) not in (None, 0, 0.0, (-1, -1), [-1, -1]):
+                raise NotImplementedError(f"an MLA prefill call with {name}={others[name]} is not modelled")
+        self.prefill.setdefault(self.layer, []).append({
+            "causal": bool(causal), "cu_seqlens_q": host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64),
+            "cu_seqlens_k": host(cu_seqlens_k, "cu_seqlens_k").to(torch.int64),
+            "q_tags": tags(q[:, :1], "the prefill query"), "k_tags": tags(k, "the prefill keys"),
+            "v_tags": tags(v[..., :1], "the prefill values")})
+        result = torch.zeros(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype)
+        return (result, torch.zeros(q.shape[1], q.shape[0], dtype=torch.float32)) if return_softmax_lse else result
