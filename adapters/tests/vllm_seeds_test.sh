@@ -69,6 +69,14 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
   corpus/vllm/fa_local_mixed.json "plan-run:batch_size"
 mutant triton-page-size-off-kv-heads recorder.py '"view_page_size": int(k.shape[1]),' '"view_page_size": int(k.shape[2]),' \
   corpus/vllm/verify_chain_swa.json ": metadata:" triton
+# A flag the backend has no use for is refused (exit 2, naming it), never silently ignored.
+for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor"; do
+  # shellcheck disable=SC2086  # the flags are words
+  msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site "$SRC/.vllm/$NEWEST" $flags 2>&1 </dev/null)
+  rc=$?
+  [ $rc = 2 ] && echo "$msg" | grep -q -- "${flags##* --}" && echo "ok: '$flags' refused (exit 2)" ||
+    fail "'$flags' gave exit $rc: $msg"
+done
 tree_out=$("$K" check corpus/vllm/tree_verify.json --backend vllm_tree_0_11_0:flashinfer_paged \
   --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site $SRC/.vllm/0.11.0 --backend tree" 2>&1)
 echo "$tree_out" | grep -q "^vllm_tree_0_11_0:flashinfer_paged: ok" && echo "ok: tree_verify is clean on TreeAttention 0.11.0" ||

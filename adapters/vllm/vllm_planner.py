@@ -41,6 +41,10 @@ def parse_args():
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
         p.error(f"--site {args.site}: no vllm/ folder there (install a release with ci/vllm.sh)")
+    if args.cascade == "always" and args.backend != "fa":
+        p.error(f"--cascade always: vLLM runs cascade attention on FlashAttention only, not --backend {args.backend}")
+    if args.mla_workspace != "release" and not args.backend.startswith("mla_"):
+        p.error(f"--mla-workspace {args.mla_workspace}: only the MLA backends (mla_*) gather context into a workspace")
     return args
 
 
