@@ -60,13 +60,13 @@ class Group:
 
 
 class Setup:
-    """backend: the AttentionBackend class the layers run (default the release's FlashAttention);
+    """backend: the AttentionBackend class the layers run (default the release's, vl.backend_cls);
     attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
     shape): MLA's (mla_backends.py), else the release's own answers for `backend`."""
 
     def __init__(self, vl, case, device, backend=None, attn=None):
         self.vl, self.case, self.device = vl, case, device
-        self.backend = backend or vl.flash_attn.FlashAttentionBackend
+        self.backend = backend or vl.backend_cls
         self.attn = attn or vl.layers_of(self.backend)
         b = case.batch
         self.mode = b["mode"]
