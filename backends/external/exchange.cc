@@ -6,6 +6,7 @@
 
 #include "backends/contract/npy.h"
 #include "reference/io.h"
+#include "reference/scenario_json.h"
 
 namespace kvfuzz {
 namespace {
@@ -178,7 +179,14 @@ void write_plan_request(const std::string& dir, const PlanInput& in) {
   cs["cache"] = {{"page_size", c.config.page_size},
                  {"max_requests", c.config.max_requests},
                  {"max_context_len", c.config.max_context_len},
-                 {"hybrid", c.hybrid}};
+                 {"hybrid", c.hybrid},
+                 {"full_pages", c.config.full_pages},
+                 {"swa_pages", c.config.swa_pages},
+                 {"sort_free", c.config.sort_free}};
+  // the request history that built this cache, as the case file writes it, and the scenario id of
+  // each batch row (-1 padded): an engine's own allocator can replay it (adapters/vllm/kv_cache_manager.py)
+  cs["history"] = nlohmann::json::parse(to_json(in.scenario))["history"];
+  cs["batch"]["request_ids"] = fb.request_ids;
   write_json(dir + "/manifest.json", {{"op", "plan"}, {"case", cs}, {"arrays", arrays}, {"answer_dir", dir + "/plan"}});
   std::filesystem::create_directories(dir + "/plan");
 }
