@@ -6,12 +6,13 @@
 # memcheck campaign of kvfuzz's own CUDA executor.
 #   KVFUZZ_GPU_SECONDS    campaign length per executor (default 300)
 #   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
-#                         flashmla flex_page_table cuda_page_table): adapters/gpu/<name>.py, or cuda_page_table (C ABI,
-#                         built here)
+#                         flashmla flex_page_table vllm_triton cuda_page_table): adapters/gpu/<name>.py, or
+#                         cuda_page_table (C ABI, built here)
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small"; flashmla: KVFUZZ_GPU_FLASHMLA_PROFILES,
-#                         default "medium large", the first with FlashMLA's page size of 64)
+#                         default "medium large", the first with FlashMLA's page size of 64; vllm_triton:
+#                         KVFUZZ_GPU_VLLM_PROFILES, default "small medium", where block sizes of 16 and up are drawn)
 #   KVFUZZ_GPU_SEED       campaign seed (default 1; another seed continues a campaign with new cases)
 #   KVFUZZ_GPU_SHRINK_SECONDS  shrink budget per saved fingerprint (default 30; 0: no shrinking)
 #   KVFUZZ_GPU_MEMCHECK_CASES  cases of the memcheck campaign (default 100; 0 skips it)
@@ -57,7 +58,7 @@ if ls .gpu/debs/*.deb >/dev/null 2>&1; then  # an offline machine: the packages'
 else
   bash ci/setup.sh
 fi
-ls $wheels/flashinfer_python-*.whl $wheels/sglang_kernels-*.zip $wheels/sgl_flashmla-*.zip >/dev/null 2>&1 ||
+ls $wheels/flashinfer_python-*.whl $wheels/sglang_kernels-*.zip $wheels/sgl_flashmla-*.zip $wheels/vllm_kernels-*.zip >/dev/null 2>&1 ||
   python3 ci/gpu_wheels.py "$wheels"
 if [ ! -f "$site/flashinfer/__init__.py" ]; then
   mkdir -p "$site"
@@ -69,6 +70,8 @@ fi
   python3 -m zipfile -e "$wheels/sglang_kernels-$sglang_release.zip" ".gpu/sglang/$sglang_release"
 # FlashMLA (flashmla.py): sgl-kernel's library and wrapper, under a package of their own.
 [ -d .gpu/flashmla/sgl_kernel ] || python3 -m zipfile -e "$(ls $wheels/sgl_flashmla-*.zip | head -1)" .gpu/flashmla
+# vLLM's Triton attention kernel (vllm_triton.py): the kernel and the files it imports.
+[ -d .gpu/vllm/vllm ] || python3 -m zipfile -e "$(ls $wheels/vllm_kernels-*.zip | head -1)" .gpu/vllm
 
 # 2. Build (CUDA code when nvcc is found).
 targets="kvfuzz kvfuzz-worker"
@@ -82,13 +85,13 @@ adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
+       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla VLLM_SITE=$PWD/.gpu/vllm FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
             "TORCHINDUCTOR_CACHE_DIR=$cache/inductor SGLANG_TRITON_RELEASE=$sglang_release python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 
 # 3. Campaigns.
-read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flashmla flex_page_table cuda_page_table}"
+read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flashmla flex_page_table vllm_triton cuda_page_table}"
 jobs=$(nproc)
 [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
 shrink_seconds=${KVFUZZ_GPU_SHRINK_SECONDS:-30}
@@ -100,6 +103,7 @@ for p in $profiles; do profile_args+=(--profile "$p"); done
 profiles_of() {
   local p list=$profiles
   [ "$1" = flashmla ] && list=${KVFUZZ_GPU_FLASHMLA_PROFILES:-medium large}
+  [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
   for p in $list; do printf -- '--profile %s ' "$p"; done
 }
 mkdir -p "$out"

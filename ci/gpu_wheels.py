@@ -17,7 +17,8 @@ TritonAttnBackend (the production-pair reproducers, corpus/sglang/repro/) needs 
 source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_src.py; about 22 MB in
 all). FlashMLA (adapters/gpu/flashmla.py): sgl_flashmla-0.4.3.zip holds sgl-kernel's FlashMLA library
 and its Python wrapper from sglang-kernel 0.4.3 (the release sglang 0.5.13 pins, built for torch
-2.11 + CUDA 13; its wheel is 308 MB, fetched to a temporary folder), 3 MB. What a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
+2.11 + CUDA 13; its wheel is 308 MB, fetched to a temporary folder), 3 MB. vLLM's Triton attention kernel
+(adapters/gpu/vllm_triton.py): vllm_kernels-0.33.0.zip, the kernel and the files it imports, 2 MB. What a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
 pip fails, a release keeps its kernels where no layout below has them, or .gpu passes 60 MiB.
 """
 import pathlib
@@ -118,6 +119,32 @@ def sgl_flashmla(folder):
                     out.writestr(src.getinfo(name), src.read(name), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
 
 
+VLLM_RELEASE = "0.33.0"
+# What vLLM's Triton attention kernel imports (adapters/gpu/vllm_triton.py; other vllm modules are
+# stubs there): its ops folder, the platform, logging, envs and utils, the backends registry.
+VLLM_KERNEL_FILES = re.compile(r"vllm/(__init__|envs|logger)\.py|vllm/(logging_utils|platforms|plugins|third_party|"
+                               r"triton_utils|utils|v1/attention/ops)/.*\.py|vllm/v1/(__init__|kv_cache_interface|"
+                               r"kv_cache_layout|kv_cache_spec_registry)\.py|vllm/v1/attention/(__init__|backends/"
+                               r"__init__|backends/registry)\.py|vllm-[^/]*\.dist-info/(METADATA|licenses/.*)")
+
+
+def vllm_kernels(folder):
+    """folder/vllm_kernels-RELEASE.zip: vLLM's Triton attention kernel and what it imports, from the
+    release's wheel (ci/vllm.sh's copy in .vllm/wheels, else fetched to a temporary folder; 340 MB), 2 MB."""
+    archive = folder / f"vllm_kernels-{VLLM_RELEASE}.zip"
+    if archive.exists():
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = next(pathlib.Path(".vllm/wheels").glob(f"vllm-{VLLM_RELEASE}-*.whl"), None)
+        if wheel is None:
+            pip_download(["--python-version", "3.12", "--platform", "manylinux_2_28_x86_64", "-d", tmp, f"vllm=={VLLM_RELEASE}"])
+            wheel = next(pathlib.Path(tmp).glob("vllm-*.whl"))
+        with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as out:
+            for info in src.infolist():
+                if VLLM_KERNEL_FILES.fullmatch(info.filename):
+                    out.writestr(info, src.read(info), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
+
+
 def main():
     args = sys.argv[1:]
     target = []
@@ -141,7 +168,8 @@ def main():
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
     sgl_flashmla(folder)
-    total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_*")])
+    vllm_kernels(folder)
+    total = sum(p.stat().st_size for p in [*folder.glob("*.whl"), *folder.glob("sglang_*"), *folder.glob("vllm_*")])
     print(f"gpu_wheels: {len(PINS)} packages, sglang's kernels of {', '.join(SGLANG_RELEASES)} and the source of "
           f"{', '.join(SGLANG_SRC_RELEASES)} in {folder} ({total / 2**20:.1f} MiB)")
     gpu_sglang_src.check_limit(folder)

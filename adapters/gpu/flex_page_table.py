@@ -43,11 +43,11 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
+from page_table_parts import TILE, group_of, p2, part_metadata, visible_np  # noqa: E402
 
 EMULATE = os.environ.get("KVFLEX_EMULATE") == "1"
 # KVFLEX_FORCE_FLEX=1: kernel_options FORCE_USE_FLEX_ATTENTION (never flex's split-KV decoding kernel)
 KERNEL_OPTIONS = {"FORCE_USE_FLEX_ATTENTION": True} if os.environ.get("KVFLEX_FORCE_FLEX") == "1" else None
-TILE = 128  # flex's default sparse block size (Q and KV)
 
 if not EMULATE:
     import torch
@@ -62,78 +62,6 @@ if not EMULATE:
         if hasattr(torch._dynamo.config, _name):
             setattr(torch._dynamo.config, _name, 1024)
     _flex = torch.compile(flex_attention, dynamic=False)
-
-
-def p2(n, least):
-    n = max(int(n), least)
-    return 1 << (n - 1).bit_length()
-
-
-def group_of(case, layer):
-    name = case.plan["layer_group"][layer]
-    if name.startswith("local."):
-        return case.plan["local"][int(name.split(".")[1])], name + "."
-    return case.plan[name], name + "."
-
-
-def part_metadata(case, call, prefix, n_slots, n_tokens):
-    """Numpy metadata of one kernel call, from page_table, cache_seqlens and cu_seqlens_q only."""
-    cu_q = case.array(prefix + "cu_seqlens_q")
-    seqlens = case.array(prefix + "cache_seqlens")
-    table = case.array(prefix + "page_table")
-    rows, width, vps = int(call["rows"]), int(call["width"]), int(call["view_page_size"])
-    t_pad, s_pad = p2(n_tokens, TILE), p2(n_slots, TILE)
-    r_pad = p2(rows, 8)
-    n_pages = s_pad // vps + 1
-    q_row = np.full(t_pad, -1, np.int32)
-    q_pos = np.zeros(t_pad, np.int32)
-    k_len = np.zeros(r_pad, np.int32)
-    p2l = np.full((r_pad, n_pages), -1, np.int32)
-    tiles = np.zeros((t_pad // TILE, s_pad // TILE), bool)
-    for b in range(rows):
-        q0, q1 = int(cu_q[b]), int(cu_q[b + 1])
-        if q1 <= q0:
-            continue
-        if q0 < 0 or q1 > n_tokens:
-            raise IndexError(f"row {b}: cu_seqlens_q [{q0}, {q1}) outside the batch's {n_tokens} tokens")
-        kl = int(seqlens[b])
-        k_len[b] = kl
-        q_row[q0:q1] = b
-        q_pos[q0:q1] = kl - (q1 - q0) + np.arange(q1 - q0)
-        n_lp = -(-kl // vps) if kl > 0 else 0
-        if n_lp == 0:
-            continue
-        if n_lp > width:
-            raise IndexError(f"row {b}: cache_seqlens {kl} needs {n_lp} pages, the table is {width} wide")
-        phys = table[b * width: b * width + n_lp].astype(np.int64)
-        if phys.min() < 0 or (phys.max() + 1) * vps > n_slots:
-            raise IndexError(f"row {b}: page id outside the pool ({phys.min()}..{phys.max()}, {n_slots} slots)")
-        # A physical page listed twice in one row (CUDA-graph padded rows read dummy page 0 at every
-        # key) cannot be expressed by physical_to_logical: as PagedAttention's assignment, the
-        # last logical page wins and the row reads that page once.
-        p2l[b, phys] = np.arange(n_lp, dtype=np.int32)
-        kv_tiles = np.unique((phys[:, None] * vps + np.arange(vps)[None, :]).ravel() // TILE)
-        kv_tiles = kv_tiles[kv_tiles < s_pad // TILE]
-        tiles[np.ix_(np.arange(q0 // TILE, (q1 - 1) // TILE + 1), kv_tiles)] = True
-    return dict(q_row=q_row, q_pos=q_pos, k_len=k_len, p2l=p2l, tiles=tiles, vps=vps, t_pad=t_pad,
-                s_pad=s_pad, causal=bool(call["causal"]))
-
-
-def visible_np(m, window_left, n_tokens, n_slots):
-    """The mask_mod below, evaluated densely in numpy [tokens, slots] (emulation only)."""
-    r = m["q_row"][:n_tokens][:, None]
-    rr = np.maximum(r, 0)
-    kv = np.arange(n_slots)[None, :]
-    lp = m["p2l"][rr, kv // m["vps"]]
-    lk = lp * m["vps"] + kv % m["vps"]
-    qp = m["q_pos"][:n_tokens][:, None]
-    ok = (r >= 0) & (lp >= 0) & (lk < m["k_len"][rr])
-    if m["causal"] or window_left >= 0:
-        ok &= lk <= qp
-    if window_left >= 0:
-        ok &= lk >= qp - window_left
-    tile_ok = m["tiles"][np.arange(n_tokens)[:, None] // TILE, kv // TILE]
-    return ok & tile_ok
 
 
 def run_part_emulated(case, layer, m, window_left):

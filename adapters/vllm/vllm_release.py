@@ -22,14 +22,69 @@ from engine.release import release_of
 FA_VERSION = 3
 
 
+def triton_interpreter():
+    """On CPU the metadata kernels written in Triton run in Triton's interpreter; vLLM enables Triton
+    only where exactly one GPU driver is active, so the CUDA driver reports active there."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from triton.backends import backends
+
+        backends["nvidia"].driver.is_active = staticmethod(lambda: True)
+
+
+def install_platform():
+    """Makes vLLM's current_platform its own CUDA platform class answering for one sm90 device (no NVML,
+    no driver): what the metadata code and the Triton kernel (adapters/gpu/vllm_triton.py) ask it."""
+    platforms = importlib.import_module("vllm.platforms")
+    cuda = importlib.import_module("vllm.platforms.cuda")
+    interface = importlib.import_module("vllm.platforms.interface")
+    base = getattr(cuda, "NonNvmlCudaPlatform", None) or cuda.CudaPlatform
+
+    class KvfuzzCudaPlatform(base):
+        @classmethod
+        def get_device_capability(cls, device_id=0):
+            return interface.DeviceCapability(9, 0)
+
+        @classmethod
+        def has_device_capability(cls, capability, device_id=0):
+            if isinstance(capability, tuple):
+                capability = capability[0] * 10 + capability[1]
+            return 90 >= capability
+
+        @classmethod
+        def is_device_capability(cls, capability, device_id=0):
+            if isinstance(capability, tuple):
+                capability = capability[0] * 10 + capability[1]
+            return capability == 90
+
+        @classmethod
+        def is_device_capability_family(cls, capability, device_id=0):
+            return capability // 10 == 9
+
+        @classmethod
+        def get_device_name(cls, device_id=0):
+            return "NVIDIA H100 80GB HBM3"
+
+        @classmethod
+        def num_compute_units(cls, device_id=0):  # an H100's SMs (MLA decode kernels size splits by them)
+            return 132
+
+        @classmethod
+        def is_pin_memory_available(cls):  # no pinned host memory without a CUDA device (0.32 asks here)
+            import torch
+
+            return torch.cuda.is_available()
+
+    platforms._current_platform = KvfuzzCudaPlatform()
+
+
 class Vllm:
     def __init__(self, site, backend="fa"):
         site = os.path.abspath(site)
         vllm_import.install_finder(site)
         self.site = site
         self.version = release_of(site, "vllm")
-        self._triton_interpreter()
-        self._platform()
+        triton_interpreter()
+        install_platform()
         self._fa_version()
         self.flash_attn = importlib.import_module("vllm.v1.attention.backends.flash_attn")
         self.utils = importlib.import_module("vllm.v1.attention.backends.utils")
@@ -62,50 +117,6 @@ class Vllm:
                 return module
         raise ModuleNotFoundError(f"vllm {self.version}: none of {names} holds {attr}")
 
-    def _platform(self):
-        """vLLM's CUDA platform class, answering for one sm90 device (no NVML, no driver)."""
-        platforms = importlib.import_module("vllm.platforms")
-        cuda = importlib.import_module("vllm.platforms.cuda")
-        interface = importlib.import_module("vllm.platforms.interface")
-        base = getattr(cuda, "NonNvmlCudaPlatform", None) or cuda.CudaPlatform
-
-        class KvfuzzCudaPlatform(base):
-            @classmethod
-            def get_device_capability(cls, device_id=0):
-                return interface.DeviceCapability(9, 0)
-
-            @classmethod
-            def has_device_capability(cls, capability, device_id=0):
-                if isinstance(capability, tuple):
-                    capability = capability[0] * 10 + capability[1]
-                return 90 >= capability
-
-            @classmethod
-            def is_device_capability(cls, capability, device_id=0):
-                if isinstance(capability, tuple):
-                    capability = capability[0] * 10 + capability[1]
-                return capability == 90
-
-            @classmethod
-            def is_device_capability_family(cls, capability, device_id=0):
-                return capability // 10 == 9
-
-            @classmethod
-            def get_device_name(cls, device_id=0):
-                return "NVIDIA H100 80GB HBM3"
-
-            @classmethod
-            def num_compute_units(cls, device_id=0):  # an H100's SMs (MLA decode kernels size splits by them)
-                return 132
-
-            @classmethod
-            def is_pin_memory_available(cls):  # no pinned host memory without a CUDA device (0.32 asks here)
-                import torch
-
-                return torch.cuda.is_available()
-
-        platforms._current_platform = KvfuzzCudaPlatform()
-
     def _no_pinned_memory(self):
         """Without a CUDA device there is no pinned host memory: the modules' PIN_MEMORY flags say so."""
         import sys
@@ -117,14 +128,6 @@ class Vllm:
         for name, module in list(sys.modules.items()):
             if name.startswith("vllm.") and getattr(module, "PIN_MEMORY", None) is True:
                 module.PIN_MEMORY = False
-
-    def _triton_interpreter(self):
-        """On CPU the metadata kernels written in Triton run in Triton's interpreter; vLLM enables Triton
-        only where exactly one GPU driver is active, so the CUDA driver reports active there."""
-        if os.environ.get("TRITON_INTERPRET") == "1":
-            from triton.backends import backends
-
-            backends["nvidia"].driver.is_active = staticmethod(lambda: True)
 
     def _fa_version(self):
         """FlashAttention 3, as vLLM picks it on sm90 (the version probe asks vllm_flash_attn's build)."""

@@ -1,0 +1,152 @@
+"""vLLM's own Triton attention kernel under kvfuzz: a page_table executor on the GPU.
+
+Each kernel call of a page_table plan (FAMILIES.md; one part of a layer's group) is one call of the
+release's `unified_attention` (vllm/v1/attention/ops/triton_unified_attention.py from 0.2x on,
+vllm/attention/ops/triton_unified_attention.py before), vLLM's own file, loaded from the release's
+Python source (VLLM_SITE, default .vllm/0.33.0: `ci/vllm.sh install` puts it there, ci/gpu_wheels.py
+packs it for the GPU machine), with the arguments TritonAttentionImpl.forward passes:
+  unified_attention(q, k_cache, v_cache, out, cu_seqlens_q, max_seqlen_q, seqused_k = cache_seqlens,
+      max_seqlen_k, softmax_scale, causal, window_size = (window_left, 0) or (-1, -1),
+      block_table = page_table, softcap, q_descale = None, k_descale, v_descale = None)
+with the cache viewed [blocks, view_page_size, kv_heads, head_dim] over the layer's pool, as vLLM's
+Triton backend views its KV cache (k_descale/v_descale: the unit scales of an unquantized layer,
+`layer._k_scale`). So `--backend vllm_triton_0_33_0:vllm_triton` (vllm_planner.py --backend triton)
+runs vLLM's builder and vLLM's kernel end to end. The 2D kernel runs (no seq_threshold_3D: the
+split-softmax 3D kernel needs the impl's scratch; which keys are read does not depend on it).
+The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
+page_table rules (page_table_parts.py, as flex_page_table.py's emulation), so LSE findings describe
+that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
+suffix) are merged by that LSE.
+Wired: fp16, bf16 (GPU), fp32, fp8_e4m3 (an fp8 KV cache with unit descales, an fp16 query), GQA, softcap, windows, chunked layers' virtual batches, any mode the
+plan states. Unsupported: MLA and a V head dim other than K's (the kernel's cache has one head
+size), a view page size that is not a multiple of 16 (vLLM's Triton backend takes
+MultipleOf(16) block sizes: a token-slot table of sglang's planner is not what vLLM runs).
+With TRITON_INTERPRET=1 the kernel runs in Triton's interpreter on the CPU (fp16, fp32; not bf16:
+triton#11584), as adapters/tests/vllm_triton_kernel_test.sh does in CI.
+
+    TRITON_INTERPRET=1 kvfuzz check case.json --backend vllm_triton_0_33_0:vllm_triton \\
+        --adapter ".sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend triton" \\
+        --adapter ".sglang/venv/bin/python adapters/gpu/vllm_triton.py"
+"""
+import importlib
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "vllm"))
+# pydantic, where ci/vllm.sh installed it: 0.1x's vllm.attention package imports vLLM's configuration
+sys.path.append(os.path.join(ROOT, ".vllm", "pyextra"))
+SITE = os.environ.get("VLLM_SITE") or os.path.join(ROOT, ".vllm", "0.33.0")
+
+import kvfuzz_adapter as kv  # noqa: E402
+import torch  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host, sync  # noqa: E402
+from numpy_attention import attend, merge  # noqa: E402
+from page_table_parts import group_of, part_metadata, visible_np  # noqa: E402
+
+KERNEL_MODULES = ("vllm.v1.attention.ops.triton_unified_attention", "vllm.attention.ops.triton_unified_attention")
+
+
+def load_kernel(site):
+    """The release's unified_attention and what it imports (vllm.envs, vllm.logger, vllm.platforms,
+    vllm.triton_utils, the attention ops: about 30 files), through vllm_import's stubs, on
+    vllm_release's sm90 CUDA platform (the kernel asks it only for Blackwell tunings)."""
+    if not os.path.isdir(os.path.join(site, "vllm")):
+        print(f"vllm_triton.py: VLLM_SITE {site}: no vllm/ folder there (bash ci/vllm.sh install)", file=sys.stderr)
+        sys.exit(2)
+    import vllm_import
+    from engine.release import release_of
+    from vllm_release import install_platform, triton_interpreter
+
+    vllm_import.install_finder(site)
+    triton_interpreter()
+    install_platform()
+    version = release_of(site, "vllm")
+    for name in KERNEL_MODULES:
+        try:
+            return version, importlib.import_module(name).unified_attention
+        except ModuleNotFoundError as e:
+            if not name.startswith(e.name or "?"):  # the kernel file is there, one of its imports is not
+                raise
+    print(f"vllm_triton.py: vLLM {version} has none of {KERNEL_MODULES}", file=sys.stderr)
+    sys.exit(2)
+
+
+VERSION, UNIFIED_ATTENTION = load_kernel(os.path.abspath(SITE))
+
+
+def paged_cache(case, layer, which, dtype, vps):
+    """The layer's K or V pool as vLLM's Triton backend views its cache: [blocks, vps, kv_heads, dim]."""
+    n = case.num_slots(layer)
+    pool = device_pool(case, layer, which, dtype, slots_to=-(-n // vps) * vps)
+    return pool.view(-1, vps, pool.shape[1], pool.shape[2])
+
+
+def run_call(case, layer, call, prefix, window_left, caches, q):
+    """One kernel call: the kernel's output rows, the re-derived LSE; tokens in no row stay 0 / -inf."""
+    n_tokens, n_slots = case.num_tokens, case.num_slots(layer)
+    m = part_metadata(case, call, prefix, n_slots, n_tokens)  # checks the rows' tokens and pages
+    vps, rows, width = int(call["view_page_size"]), int(call["rows"]), int(call["width"])
+    cu_q = case.array(prefix + "cu_seqlens_q")[: rows + 1].astype(np.int32)
+    tokens = int(cu_q[rows]) if rows else 0
+    out = torch.zeros((max(tokens, 1), q.shape[1], q.shape[2]), dtype=q.dtype, device=DEV)
+    if tokens:
+        table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
+        unit = torch.ones((), dtype=torch.float32, device=DEV)
+        UNIFIED_ATTENTION(
+            q=q[:tokens], k=caches[0], v=caches[1], out=out[:tokens], cu_seqlens_q=dev(cu_q),
+            max_seqlen_q=int(call["max_seqlen_q"]), seqused_k=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
+            max_seqlen_k=int(call["max_seqlen_k"]), softmax_scale=float(case.sm_scale), causal=bool(call["causal"]),
+            window_size=(window_left, 0) if window_left >= 0 else (-1, -1), block_table=dev(table.astype(np.int32)),
+            softcap=float(case.softcap or 0.0), q_descale=None, k_descale=unit, v_descale=unit)
+        sync()
+    o = np.zeros((n_tokens, q.shape[1], case.model["v_head_dim"]))
+    o[:tokens] = host(out[:tokens])
+    visible = visible_np(m, window_left, n_tokens, n_slots)
+    _, lse = attend(case.q[layer], case.k_cache(layer), case.v_cache(layer), visible, case.sm_scale, case.softcap)
+    return o, lse
+
+
+@kv.executor(name="vllm_triton", family="page_table",
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"],
+                       "page_sizes": [16, 32, 64, 128, 256], "head_dims": "any", "mla": False, "non_mla": True,
+                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
+             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 16})
+def run(case):
+    """vLLM's unified_attention Triton kernel over the paged pool"""
+    if case.model["v_head_dim"] != case.model["head_dim"]:
+        raise kv.Unsupported("a V head dim other than K's: vLLM's Triton KV cache has one head size")
+    if case.dtype == "bf16" and DEV.type == "cpu":
+        raise kv.Unsupported("bf16 in Triton's interpreter (its tl.dot multiplies bf16 bit patterns: triton#11584)")
+    # an fp8 KV cache is read as vLLM reads one: fp8 blocks, dequantized by the unit scales into the
+    # query's fp16 (what kvfuzz's fp8 values are exact in)
+    dt = torch.float16 if case.dtype == "fp8_e4m3" else TORCH_DTYPES[case.dtype]
+    cache_dt = torch.float8_e4m3fn if case.dtype == "fp8_e4m3" else dt
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape, np.float32)
+    lse = np.full(lse_shape, -np.inf, np.float32)
+    for layer in range(len(case.layers)):
+        group, prefix = group_of(case, layer)
+        window_left = int(case.plan["window_left"][layer])
+        q = dev(case.q[layer], dt)
+        merged, caches = None, {}
+        for i, call in enumerate(group["parts"]):
+            vps = int(call["view_page_size"])
+            if vps % 16:
+                raise kv.Unsupported(f"view page size {vps}: vLLM's Triton backend takes block sizes that are multiples of 16")
+            if vps not in caches:
+                caches[vps] = (paged_cache(case, layer, "k", cache_dt, vps), paged_cache(case, layer, "v", cache_dt, vps))
+            part = run_call(case, layer, call, f"{prefix}parts.{i}.", window_left, caches[vps], q)
+            merged = part if merged is None else merge(merged[0], merged[1], part[0], part[1])
+        if merged is not None:
+            out[layer], lse[layer] = merged
+    return out, lse
+
+
+if __name__ == "__main__":
+    kv.serve(run)

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# vLLM's own Triton attention kernel (adapters/gpu/vllm_triton.py) in Triton's interpreter on the
+# CPU (TRITON_INTERPRET=1), fed by vLLM's own Triton metadata builder (adapters/vllm/vllm_planner.py
+# --backend triton): vLLM's metadata and vLLM's kernel, end to end, with every property.
+#  - corpus/vllm/verify_chain_swa.json (a verify chain under a FULL CUDA graph, a sliding layer in the
+#    SWA pool past its window, fp8 cache) is clean on the newest release and on 0.11.0, whose kernel
+#    lives in vllm/attention/ops/;
+#  - a copy of the newest release's kernel file whose window is one key wider
+#    (the launch's `SLIDING_WINDOW=(2 + window_size[0] if window_size[0] >= 0 else 0)`; full layers
+#    keep none) must be caught on it: the executor runs the kernel
+#    it is pointed at (VLLM_SITE), so a kernel bug is a finding.
+# About 2 x 40 s on 2 idle cores (the interpreter runs the kernel and the builder's slot mapping).
+# ctest reports it skipped where the releases are not under .vllm/ (ci/vllm.sh install) or there
+# is no .sglang/venv with torch and triton (ci/sglang.sh).
+# Usage: vllm_triton_kernel_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
+set -uo pipefail
+SRC=$1 K=$2 WORK=$3
+NEWEST=0.33.0 OLDER=0.11.0
+PY=$SRC/.sglang/venv/bin/python
+for r in $NEWEST $OLDER; do
+  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh install)"; exit 0; }
+done
+"$PY" -c 'import torch, triton' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds)"; exit 0; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+export TRITON_INTERPRET=1
+CASE=$SRC/corpus/vllm/verify_chain_swa.json
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+check() {  # check NAME RELEASE KERNEL_SITE: planner of RELEASE, kernel from KERNEL_SITE; rc and output in WORK/NAME.*
+  local name=vllm_triton_${2//./_}
+  "$K" check "$CASE" --backend "$name:vllm_triton" \
+    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $SRC/.vllm/$2 --backend triton --name $name" \
+    --adapter "VLLM_SITE=$3 $PY $SRC/adapters/gpu/vllm_triton.py" >"$WORK/$1.out" 2>&1
+  echo $? >"$WORK/$1.rc"
+}
+
+# The mutant kernel: the newest release with one line of its kernel file changed.
+mutant=$WORK/mutant-site
+mkdir -p "$mutant" && cp -r "$SRC/.vllm/$NEWEST/." "$mutant/"
+kernel=$mutant/vllm/v1/attention/ops/triton_unified_attention.py
+sed -i 's/SLIDING_WINDOW=(1 + window_size\[0\])/SLIDING_WINDOW=(2 + window_size[0] if window_size[0] >= 0 else 0)/' "$kernel"
+grep -q 'SLIDING_WINDOW=(2 + window_size\[0\] if' "$kernel" || fail "the window mutant did not apply to $kernel"
+
+check newest $NEWEST "$SRC/.vllm/$NEWEST" &
+check older $OLDER "$SRC/.vllm/$OLDER" &
+wait
+check mutant $NEWEST "$mutant"
+
+for name in newest older; do
+  { [ "$(cat "$WORK/$name.rc")" = 0 ] && grep -q ": ok (every property)" "$WORK/$name.out"; } ||
+    { fail "$name: vLLM's builder and kernel are not clean on $(basename "$CASE") (exit $(cat "$WORK/$name.rc"))"; tail -8 "$WORK/$name.out"; }
+done
+{ [ "$(cat "$WORK/mutant.rc")" = 1 ] && grep -q "layer 2 (sliding_window)" "$WORK/mutant.out" && ! grep -q "layer [01] (full)" "$WORK/mutant.out"; } ||
+  { fail "a kernel whose window is one key wider was not caught (exit $(cat "$WORK/mutant.rc"))"; tail -8 "$WORK/mutant.out"; }
+grep -h "vllm_triton" "$WORK"/*.out | head -6
+[ "$failures" = 0 ] && echo "vllm_triton_kernel_test: ok" || echo "vllm_triton_kernel_test: $failures failure(s)"
+exit $((failures > 0))
