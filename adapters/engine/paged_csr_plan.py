@@ -88,6 +88,8 @@ def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
             meta_calls.append({"role": role_of(c) if role_of else c["role"], "page_size": c["page_size"],
                                "rows": int(c["qo_indptr"].numel()) - 1, "rows_per_batch_row": 1, "causal": c["causal"],
                                "window_left": c["window_left"], "has_mask": has_mask})
+            if c.get("empty_padded_rows"):  # vLLM's CUDA-graph padding (FAMILIES.md); absent: sglang's dummy page
+                meta_calls[-1]["empty_padded_rows"] = True
             arrays[f"{path}.qo_indptr"] = int32(c["qo_indptr"], "qo_indptr")
             arrays[f"{path}.kv_indptr"] = int32(c["kv_indptr"], "kv_indptr")
             arrays[f"{path}.kv_indices"] = int32(c["kv_indices"], "kv_indices")
