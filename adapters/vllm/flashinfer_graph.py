@@ -25,7 +25,7 @@ replay, the replay's plan-run check) -> flashinfer_recorder.py (what each wrappe
   buffers hold, and the captured batch the graph's size (batch_size); each disagreement is
   plan-run:ARGUMENT. The recorder also checks the replay's schedule against the buffers (seq_lens).
 
-    full = full_graph(vl, setup, builder_cls)          # before setup.buffers()
+    full = full_graph(vl, setup, {g.gid: builder_cls})   # each group's builder class; before setup.buffers()
     capture_and_replay(vl, setup, rec, builders, run_layers)
 """
 import dataclasses
@@ -37,12 +37,13 @@ from attention_run import _resolve_cudagraph_mode
 from flashinfer_recorder import Recorder
 
 
-def full_graph(vl, setup, builder_cls):
-    """Whether the batch replays a FULL CUDA graph (a uniform decode batch under FULL_AND_PIECEWISE);
-    sets the compilation config's mode as the runner settles it (the builders read it when made)."""
+def full_graph(vl, setup, classes):
+    """Whether the batch replays a FULL CUDA graph (a uniform decode batch under FULL_AND_PIECEWISE, which
+    every group's builder class, {gid: class}, must support); sets the compilation config's mode as the
+    runner settles it (the builders read it when made)."""
     if not setup.graph:
         return False
-    full = _resolve_cudagraph_mode(vl, setup, {g.gid: builder_cls for g in setup.groups})
+    full = _resolve_cudagraph_mode(vl, setup, classes)
     # 0.1x's builder pads its graph batch itself: pad_for_cudagraph is the runner's capture size
     setup.vllm_config.pad_for_cudagraph = lambda n: setup.padded_bs if n <= setup.padded_bs else n
     return full and setup.mode == "decode"

@@ -13,8 +13,9 @@ plan()/run() split is what kvfuzz checks. A CUDA-graph batch runs as the runner 
 (flashinfer_graph.py): a uniform decode batch in a FULL graph (the decode wrapper's persistent
 buffers, captured then refilled by the replay's plan), anything else eagerly with the padded
 tokens; vLLM's padded rows read no key (the plan's empty_padded_rows, FAMILIES.md). Cascade
-attention is not modelled, nor chunked layers (vLLM builds no ChunkedLocalAttention on FlashInfer:
-its local-attention backend wraps FlashAttention's builder only).
+attention is not modelled. Chunked layers run the ChunkedLocalAttention builder vLLM derives from
+FlashInfer's (virtual batches; no CUDA graph, so PIECEWISE) where every request's queries lie in one
+chunk (one virtual batch per request, one kernel row per batch row as the family has).
 
 The paged_csr family has one kernel row per batch row in every call, so the decode run (rows
 [0, num_decodes)) and the prefill run (the rest) of a layer become one call: each row keeps the
@@ -38,19 +39,16 @@ from layer_inputs import forward_inputs, publish_layers
 
 
 def plan(vl, setup):
-    if any(g.kind == "chunked" for g in setup.groups):
-        raise UnsupportedCase(f"chunked layers on FlashInfer: vLLM {vl.version} builds ChunkedLocalAttention from "
-                              "FlashAttention's builder only (create_chunked_local_attention_backend), never FlashInfer's")
     fi = vl.flashinfer
     rec = Recorder(setup)
     rec.install(fi)
-    builder_cls = fi.FlashInferBackend.get_builder_cls()
+    classes = {g.gid: _builder_cls(vl, setup, g) for g in setup.groups}
     impls = publish_layers(vl, setup, fi.FlashInferImpl, [fi, vl.utils])
-    full = flashinfer_graph.full_graph(vl, setup, builder_cls)
+    full = flashinfer_graph.full_graph(vl, setup, classes)
     order, token_of = setup.decodes_first()
     setup.padded_rows = setup.padded_bs if full else setup.bs
     setup.buffers()
-    builders = {g.gid: _builder(vl, setup, builder_cls, g) for g in setup.groups}
+    builders = {g.gid: _builder(vl, setup, classes[g.gid], g) for g in setup.groups}
 
     def run_layers(recorder, g, metadata):
         for l in g.layer_ids:
@@ -72,6 +70,21 @@ def plan(vl, setup):
     calls = {l: [_joined(setup, l, c, order, token_of)] for l, c in rec.calls.items()}
     role = "decode" if setup.mode == "decode" else "full_extend"
     return paged_csr_plan.to_plan(setup.case.layers, calls, page_size=setup.page_size, role_of=lambda c: role)
+
+
+def _builder_cls(vl, setup, g):
+    """The group's builder class: FlashInfer's, or for chunked layers the ChunkedLocalAttention
+    builder vLLM derives from it (virtual batches, no CUDA graph). paged_csr has one kernel row per
+    batch row, so a request whose queries cross a chunk boundary (two virtual batches) is unsupported."""
+    backend = vl.flashinfer.FlashInferBackend
+    if g.kind != "chunked":
+        return backend.get_builder_cls()
+    start = setup.seq_lens - setup.query_lens
+    crossing = [int(i) for i in np.nonzero(start // g.chunk != (setup.seq_lens - 1) // g.chunk)[0]]
+    if crossing:
+        raise UnsupportedCase(f"batch row {int(setup.row_order[crossing[0]])}'s queries cross a {g.chunk}-token chunk "
+                              "boundary: vLLM's virtual batches give it two kernel rows, the paged_csr plan has one")
+    return vl.chunked_local_backend(backend, g.chunk, setup.page_size).get_builder_cls()
 
 
 def _builder(vl, setup, builder_cls, g):
