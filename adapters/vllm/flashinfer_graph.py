@@ -46,7 +46,8 @@ def full_graph(vl, setup, classes):
     full = _resolve_cudagraph_mode(vl, setup, classes)
     # 0.1x's builder pads its graph batch itself: pad_for_cudagraph is the runner's capture size
     setup.vllm_config.pad_for_cudagraph = lambda n: setup.padded_bs if n <= setup.padded_bs else n
-    return full and setup.mode == "decode"
+    # the runner's dispatcher: a uniform decode batch (one token per request, whatever kvfuzz's mode)
+    return full and bool((setup.query_lens == 1).all())
 
 
 def capture_and_replay(vl, setup, rec, builders, run_layers):
