@@ -7,8 +7,8 @@
 #    CUDA graph, so the padded decode runs eagerly) clean on corpus/vllm/fa_local_graph_decode.json;
 #  - mutants, each caught: vLLM's builder writing a replay's CSR into fresh buffers while the captured
 #    wrapper keeps the old ones (planted in a copy of vLLM 0.33.0's flashinfer.py: plan-run:kv_indptr),
-#    a runner that pads with the last request (a padded row given a real block: metadata), and
-#    chunked layers built with plain FlashInfer's builder (no virtual batches).
+#    a runner that pads with the last request (a padded row given a real block: in-bounds), and
+#    chunked layers built with plain FlashInfer's builder (no virtual batches: cache-extent).
 # ctest reports it skipped (never passed) where the releases or .sglang/venv are missing. About
 # 60 s on 2 idle cores (seven kvfuzz checks of about 8 s).
 # Usage: vllm_flashinfer_graph_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
@@ -74,8 +74,8 @@ replace "$WORK/m/adapters/vllm/fake_runner.py" '        blocks[rows:npad].fill_(
   replace "$WORK/m/adapters/vllm/fake_runner.py" \
     '        seq_lens[:rows] = self.uniform_query_len if capture else self.seq_lens' \
     $'        seq_lens[:rows] = self.uniform_query_len if capture else self.seq_lens\n        seq_lens[rows:] = seq_lens[max(rows - 1, 0)]' &&
-  caught padded-row-real-block corpus/vllm/flashinfer_graph_decode_swa.json $NEWEST ": metadata:" "$WORK/m/adapters"
+  caught padded-row-real-block corpus/vllm/flashinfer_graph_decode_swa.json $NEWEST "a padded row reads" "$WORK/m/adapters"
 fresh
 replace "$WORK/m/adapters/vllm/flashinfer_paged_csr.py" '    if g.kind != "chunked":' '    if True:' &&
-  caught chunked-without-virtual-batches corpus/vllm/fa_local_graph_decode.json $NEWEST ": metadata:" "$WORK/m/adapters"
+  caught chunked-without-virtual-batches corpus/vllm/fa_local_graph_decode.json $NEWEST ": cache-extent:" "$WORK/m/adapters"
 [ $failures -eq 0 ] && echo "vllm flashinfer graph test: ok" || { echo "vllm flashinfer graph test: $failures failure(s)"; exit 1; }
