@@ -16,9 +16,9 @@ replay, the replay's plan-run check) -> flashinfer_recorder.py (what each wrappe
   persistent buffers and fast_plan_decode reschedules (0.1x: vLLM's own code copies indptr and
   last_page_len into the wrapper's buffers; 0.3x: FlashInfer's fast_decode_plan, no copy). The graph
   reruns no Python: the kernel reads the captured buffers, read here after the replay's build.
-- Which batch the replay builds: from 0.2x the runner pads it (num_reqs_padded: padded rows with
-  seq_len 0 and the null block, fake_runner.py); 0.10/0.11's runner hands the builder the real
-  rows and the builder pads its decode CSR itself (pad_for_cudagraph; indptr held flat,
+- Which batch the replay builds: a runner that pads it (num_reqs_padded, 0.27.1 and 0.33.0) hands
+  the padded rows (seq_len 0, the null block: fake_runner.py); 0.10/0.11's runner hands the builder
+  the real rows and the builder pads its decode CSR itself (pad_for_cudagraph; indptr held flat,
   last_page_len 1 on the padded rows).
 - Plan-run: a builder with CUDA graphs off plans the replay's metadata eagerly; per layer its decode
   wrapper's CSR (kv_indptr, kv_indices, kv_last_page_len over its rows) must be what the captured
@@ -54,7 +54,6 @@ def capture_and_replay(vl, setup, rec, builders, run_layers):
     """run_layers(recorder, group, metadata) runs the group's layers' forward. After it the decode
     calls in rec read the captured buffers as the replay left them; plan-run disagreements are in
     rec.agree."""
-    rec.capturing = True
     for g in setup.groups:
         builder = builders[g.gid]
         run_layers(rec, g, builder.build_for_cudagraph_capture(setup.common_metadata(g, capture=True)))
@@ -66,8 +65,8 @@ def capture_and_replay(vl, setup, rec, builders, run_layers):
 
 
 def _replay_metadata(vl, setup, common):
-    """The CommonAttentionMetadata the runner hands the builder at replay: padded (from 0.2x), or
-    0.1x's real rows and tokens."""
+    """The CommonAttentionMetadata the runner hands the builder at replay: padded where the runner pads
+    requests (num_reqs_padded: 0.27.1, 0.33.0), else 0.10/0.11's real rows and tokens."""
     if _runner_pads_requests(vl):
         return common
     n, t = setup.bs, setup.num_tokens
@@ -80,7 +79,7 @@ def _replay_metadata(vl, setup, common):
 
 
 def _runner_pads_requests(vl):
-    """Whether the release's runner pads a CUDA-graph batch's requests (num_reqs_padded, from 0.2x)."""
+    """Whether the release's runner pads a CUDA-graph batch's requests (num_reqs_padded: 0.27.1 and 0.33.0 here, not 0.10/0.11)."""
     path = os.path.join(vl.site, "vllm", "v1", "worker", "gpu_model_runner.py")
     with open(path) as f:
         return "num_reqs_padded" in f.read()

@@ -168,7 +168,7 @@ def _fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv
                       kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
                       non_blocking=True, fixed_split_size=None, disable_split_kv=False, global_override_indptr_cpu=None,
                       **others):
-    """flashinfer.decode.fast_decode_plan (0.2x/0.3x vLLM's fast_plan_decode calls it on a CUDA-graph
+    """flashinfer.decode.fast_decode_plan (0.27.1 and 0.33.0: vLLM's fast_plan_decode calls it on a CUDA-graph
     replay): no copy into the persistent buffers (vLLM wrote them), the batch size checked against the
     wrapper's fixed one, the schedule made from the host indptr and last_page_len."""
     _only_inert("fast_decode_plan", dict(others, pos_encoding_mode=pos_encoding_mode), _PLAN_INERT)
