@@ -154,12 +154,16 @@ class _Scheduler:
         batch = int(batch)
         if batch != int(indptr.shape[0]) - 1:
             raise ValueError(f"FlashInfer decode plan: batch {batch} for an indptr of {int(indptr.shape[0])} entries")
+        lens = host(kv_lens, "kv_lens").to(torch.int64)
         if kv_lens.numel() < batch:  # the scheduler reads `batch` lengths from the pointer: past the view,
-            if kv_lens.storage_offset() + batch > kv_lens.untyped_storage().nbytes() // kv_lens.element_size():
-                raise IndexError(f"FlashInfer's decode scheduler reads {batch} kv lengths past the end of a "
-                                 f"{kv_lens.numel()}-entry host buffer")
-            kv_lens = kv_lens.as_strided((batch,), (1,))  # the runner's buffer (0.1x: seq_lens zero-filled there)
-        self.wrapper.scheduled = host(kv_lens, "kv_lens").to(torch.int64)[:batch]
+            stored = kv_lens.untyped_storage().nbytes() // kv_lens.element_size() - kv_lens.storage_offset()
+            if stored >= batch:  # into the runner's buffer (0.1x: its seq_lens, zero-filled past the batch)
+                lens = host(kv_lens.as_strided((batch,), (1,)), "kv_lens").to(torch.int64)
+            else:  # past the host buffer itself: what it reads there is not known (zeros assumed)
+                self.wrapper.rec.agree.note("kv_lens", f"{batch} kv lengths read", f"a {stored}-entry host buffer",
+                                            -1, "FlashInfer's decode scheduler (fast_plan_decode on a CUDA-graph replay)")
+                lens = torch.cat([lens, torch.zeros(batch - lens.numel(), dtype=torch.int64)])
+        self.wrapper.scheduled = lens[:batch]
         return ()
 
 
