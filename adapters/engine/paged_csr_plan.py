@@ -65,7 +65,8 @@ def _signature(call):
 def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
     """The paged_csr plan of recorded wrapper calls: layers (the case's layer specs), calls_by_layer
     {layer: [call]}, each call {role, causal, window_left, page_size, pool, qo_indptr, kv_indptr,
-    kv_indices, kv_last_page_len, custom_mask (or None)} with host tensors; page_size: the plan's
+    kv_indices, kv_last_page_len, custom_mask (or None), optionally empty_padded_rows (vLLM's
+    padding: padded rows read no page)} with host tensors; page_size: the plan's
     kernel page size; role_of(call): the role the plan states (default call["role"])."""
     groups, group_of_layer, index, arrays = [], [], {}, {}
     for l, spec in enumerate(layers):
