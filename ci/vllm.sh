@@ -86,6 +86,9 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        triton:corpus/vllm/fa_full_graph_decode.json:clean
        flashinfer:corpus/vllm/flashinfer_decode_swa.json:clean
        flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean
+       flashinfer:corpus/vllm/fa_full_graph_decode.json:clean
+       flashinfer:corpus/vllm/flashinfer_graph_decode_swa.json:clean
+       flashinfer:corpus/vllm/flashinfer_graph_mixed_swa.json:clean
        mla_flashmla:corpus/vllm/mla_decode.json:clean
        mla_flashattn:corpus/vllm/mla_mixed_context.json:clean
        mla_triton:corpus/vllm/mla_mixed_context.json:clean"

@@ -65,7 +65,8 @@ def _signature(call):
 def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
     """The paged_csr plan of recorded wrapper calls: layers (the case's layer specs), calls_by_layer
     {layer: [call]}, each call {role, causal, window_left, page_size, pool, qo_indptr, kv_indptr,
-    kv_indices, kv_last_page_len, custom_mask (or None)} with host tensors; page_size: the plan's
+    kv_indices, kv_last_page_len, custom_mask (or None), optionally empty_padded_rows (vLLM's
+    padding: padded rows read no page)} with host tensors; page_size: the plan's
     kernel page size; role_of(call): the role the plan states (default call["role"])."""
     groups, group_of_layer, index, arrays = [], [], {}, {}
     for l, spec in enumerate(layers):
@@ -88,6 +89,8 @@ def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
             meta_calls.append({"role": role_of(c) if role_of else c["role"], "page_size": c["page_size"],
                                "rows": int(c["qo_indptr"].numel()) - 1, "rows_per_batch_row": 1, "causal": c["causal"],
                                "window_left": c["window_left"], "has_mask": has_mask})
+            if c.get("empty_padded_rows"):  # vLLM's CUDA-graph padding (FAMILIES.md); absent: sglang's dummy page
+                meta_calls[-1]["empty_padded_rows"] = True
             arrays[f"{path}.qo_indptr"] = int32(c["qo_indptr"], "qo_indptr")
             arrays[f"{path}.kv_indptr"] = int32(c["kv_indptr"], "kv_indptr")
             arrays[f"{path}.kv_indices"] = int32(c["kv_indices"], "kv_indices")

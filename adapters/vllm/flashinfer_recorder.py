@@ -40,12 +40,26 @@ class _Wrapper:
     role = ""
     rec = None  # the Recorder (install() makes a class per recorder: vLLM checks isinstance)
 
-    def __init__(self, workspace_buffer=None, kv_layout="NHD", use_cuda_graph=False, **unused):
-        if use_cuda_graph:
-            raise NotImplementedError("FlashInfer CUDA-graph wrappers (fast_decode_plan) are not modelled")
+    def __init__(self, workspace_buffer=None, kv_layout="NHD", use_cuda_graph=False, paged_kv_indptr_buffer=None,
+                 paged_kv_indices_buffer=None, paged_kv_last_page_len_buffer=None, **unused):
+        if use_cuda_graph and self.role != "decode":
+            raise NotImplementedError(f"a CUDA-graph {type(self).__name__} is not modelled (vLLM graphs decode only)")
         self.kv_layout = kv_layout
-        self.is_cuda_graph_enabled = False
+        self.is_cuda_graph_enabled = bool(use_cuda_graph)
         self.planned, self.fixed = None, None
+        # FlashInfer's persistent buffers (CUDA-graph wrappers: vLLM's, kept by reference; the kernel
+        # reads them when the graph replays) and the batch size they fix
+        self._paged_kv_indptr_buf, self._paged_kv_indices_buf = paged_kv_indptr_buffer, paged_kv_indices_buffer
+        self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buffer
+        self._fixed_batch_size = 0
+        if use_cuda_graph:
+            self._fixed_batch_size = int(paged_kv_last_page_len_buffer.shape[0])
+            if int(paged_kv_indptr_buffer.shape[0]) != self._fixed_batch_size + 1:
+                raise ValueError("The size of paged_kv_indptr_buffer should be batch_size + 1")
+        # what vLLM 0.1x's fast_plan_decode hands FlashInfer's scheduler on a replay (schedule())
+        self._float_workspace_buffer = self._int_workspace_buffer = self._pin_memory_int_workspace_buffer = None
+        self._cached_module = _Scheduler(self)
+        self.scheduled = None  # the kv lengths the last plan scheduled (host)
         # FlashInfer's plan state, as vLLM's forward reads it
         self._window_left, self._logits_soft_cap, self._sm_scale, self._causal = -1, 0.0, None, False
 
@@ -58,14 +72,30 @@ class _Wrapper:
         self.fixed = paged_csr_plan.planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_type,
                                             kv_data_type, sm_scale=sm_scale)
         self.fixed.update(num_qo_heads=int(num_qo_heads), num_kv_heads=int(num_kv_heads))
+        if self.is_cuda_graph_enabled:  # FlashInfer's plan() copies into the persistent buffers
+            self._fill_buffers(kv_indptr, kv_indices, last_page_len)
+        csr = _seq_lens(self.planned["kv_indptr"], self.planned["kv_last_page_len"], int(page_size))
+        self.scheduled = csr
         if seq_lens is not None:  # what FlashInfer schedules (kv_lens) against what its CSR gives the kernel
-            csr = _seq_lens(self.planned["kv_indptr"], self.planned["kv_last_page_len"], int(page_size))
             scheduled = host(seq_lens, "seq_lens").to(torch.int64)
             if not torch.equal(scheduled, csr):
                 self.rec.agree.note("seq_lens", scheduled.tolist(), csr.tolist(), -1,
                                     f"{type(self).__name__.strip('_')} plan: seq_lens against the CSR's lengths")
         self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
         self._sm_scale, self._causal = sm_scale, bool(causal)
+
+    def _fill_buffers(self, indptr, indices, last_page_len):
+        """FlashInfer's plan() on a CUDA-graph wrapper: the batch size is fixed, the host arrays are
+        copied into the persistent buffers the captured kernel reads."""
+        batch = int(last_page_len.shape[0])
+        if batch != self._fixed_batch_size:
+            raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
+                             f"mismatches the batch size set during initialization {self._fixed_batch_size}")
+        if int(indices.shape[0]) > int(self._paged_kv_indices_buf.shape[0]):
+            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+        self._paged_kv_indptr_buf.copy_(indptr)
+        self._paged_kv_last_page_len_buf.copy_(last_page_len)
+        self._paged_kv_indices_buf[: int(indices.shape[0])].copy_(indices)
 
     def run(self, q, paged_kv_cache, *args, out=None, window_left=None, **others):
         _only_inert(f"{type(self).__name__}.run", others, _RUN_INERT)
@@ -83,11 +113,14 @@ class _Wrapper:
                "q_data_type": q.dtype, "kv_data_type": k.dtype, "page_size": int(k.shape[page_dim])}
         paged_csr_plan.check_run(rec.agree, self.fixed, ran, rec.layer, f"{type(self).__name__.strip('_')} run")
         first_token = rec.token_of(q)
-        rec.calls.setdefault(rec.layer, []).append({
-            "role": self.role, "pool": rec.setup.pool_of(k), "page_size": p["page_size"], "causal": p["causal"],
-            "window_left": p["window_left"], "qo_indptr": p["qo_indptr"] + first_token, "kv_indptr": p["kv_indptr"],
-            "kv_indices": host(p["kv_indices"], "kv_indices").to(torch.int64),
-            "kv_last_page_len": p["kv_last_page_len"], "custom_mask": None})
+        call = {"role": self.role, "pool": rec.setup.pool_of(k), "page_size": p["page_size"], "causal": p["causal"],
+                "window_left": p["window_left"], "qo_indptr": p["qo_indptr"] + first_token, "custom_mask": None}
+        if self.is_cuda_graph_enabled:  # the kernel reads these buffers (these tensors) each time the graph replays
+            call["graph"] = (self, self._paged_kv_indptr_buf, self._paged_kv_indices_buf, self._paged_kv_last_page_len_buf)
+        else:
+            call.update(kv_indptr=p["kv_indptr"], kv_indices=host(p["kv_indices"], "kv_indices").to(torch.int64),
+                        kv_last_page_len=p["kv_last_page_len"])
+        rec.calls.setdefault(rec.layer, []).append(call)
         return out if out is not None else torch.zeros_like(q)
 
 
@@ -106,6 +139,57 @@ class _Decode(_Wrapper):
         self._plan(torch.arange(rows + 1, dtype=torch.int64), indptr, indices, last_page_len, num_qo_heads,
                    num_kv_heads, head_dim, page_size, False, window_left, logits_soft_cap, sm_scale,
                    q_data_type or data_type, kv_data_type or data_type, seq_lens)
+
+
+class _Scheduler:
+    """FlashInfer's compiled decode module as vLLM 0.1x's fast_plan_decode calls it on a CUDA-graph
+    replay: plan(float_ws, int_ws, pinned_ws, qo_indptr, indptr, kv_lens, batch, batch, qo_heads,
+    kv_heads, page_size, cuda_graph, head_dim, head_dim, causal, ...) schedules the batch from host
+    arrays; the wrapper keeps the kv lengths scheduled (checked against the buffers at replay)."""
+
+    def __init__(self, wrapper):
+        self.wrapper = wrapper
+
+    def plan(self, float_ws, int_ws, pinned_ws, qo_indptr, indptr, kv_lens, total_rows, batch, *rest):
+        batch = int(batch)
+        if batch != int(indptr.shape[0]) - 1:
+            raise ValueError(f"FlashInfer decode plan: batch {batch} for an indptr of {int(indptr.shape[0])} entries")
+        lens = host(kv_lens, "kv_lens").to(torch.int64)
+        if kv_lens.numel() < batch:  # the scheduler reads `batch` lengths from the pointer: past the view,
+            stored = kv_lens.untyped_storage().nbytes() // kv_lens.element_size() - kv_lens.storage_offset()
+            if stored >= batch:  # into the runner's buffer (0.1x: its seq_lens, zero-filled past the batch)
+                lens = host(kv_lens.as_strided((batch,), (1,)), "kv_lens").to(torch.int64)
+            else:  # past the host buffer itself: what it reads there is not known (zeros assumed)
+                self.wrapper.rec.agree.note("kv_lens", f"{batch} kv lengths read", f"a {stored}-entry host buffer",
+                                            -1, "FlashInfer's decode scheduler (fast_plan_decode on a CUDA-graph replay)")
+                lens = torch.cat([lens, torch.zeros(batch - lens.numel(), dtype=torch.int64)])
+        self.wrapper.scheduled = lens[:batch]
+        return ()
+
+
+def _fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
+                      pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type=None,
+                      kv_data_type=None, data_type=None, sm_scale=None, rope_scale=None, rope_theta=None,
+                      non_blocking=True, fixed_split_size=None, disable_split_kv=False, global_override_indptr_cpu=None,
+                      **others):
+    """flashinfer.decode.fast_decode_plan (0.27.1 and 0.33.0: vLLM's fast_plan_decode calls it on a CUDA-graph
+    replay): no copy into the persistent buffers (vLLM wrote them), the batch size checked against the
+    wrapper's fixed one, the schedule made from the host indptr and last_page_len."""
+    _only_inert("fast_decode_plan", dict(others, pos_encoding_mode=pos_encoding_mode), _PLAN_INERT)
+    batch = int(last_page_len.shape[0])
+    if self.is_cuda_graph_enabled:
+        if batch != self._fixed_batch_size:
+            raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
+                             f"mismatches the batch size set during initialization {self._fixed_batch_size}")
+        if int(indices.shape[0]) > int(self._paged_kv_indices_buf.shape[0]):
+            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+    else:
+        self._paged_kv_indptr_buf, self._paged_kv_indices_buf, self._paged_kv_last_page_len_buf = (
+            indptr, indices, last_page_len)
+    indptr_host = host(indptr, "indptr").to(torch.int64)
+    self.scheduled = _seq_lens(indptr_host, host(last_page_len, "last_page_len").to(torch.int64), int(page_size))
+    self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
+    self._sm_scale = sm_scale
 
 
 class _PagedPrefill(_Wrapper):
@@ -141,17 +225,37 @@ class Recorder:
             raise RuntimeError("a FlashInfer wrapper ran on a query that is not a view of the layer's")
         return (q.storage_offset() - base.storage_offset()) // base.stride(0)
 
+    def replayed(self):
+        """The CUDA graph replays: each captured call reads, now (after the replay's plan), the buffers
+        its wrapper held at capture, over the wrapper's fixed batch; the replay's schedule (the kv
+        lengths its plan was shown) must be what those buffers give the kernel (plan-run:seq_lens)."""
+        for layer, calls in self.calls.items():
+            for c in calls:
+                if "graph" not in c:
+                    continue
+                w, indptr, indices, last = c.pop("graph")
+                n = w._fixed_batch_size
+                c["kv_indptr"] = host(indptr[: n + 1], "kv_indptr").to(torch.int64)
+                c["kv_indices"] = host(indices[: max(0, int(c["kv_indptr"][-1]))], "kv_indices").to(torch.int64)
+                c["kv_last_page_len"] = host(last[:n], "kv_last_page_len").to(torch.int64)
+                read = _seq_lens(c["kv_indptr"], c["kv_last_page_len"], c["page_size"])
+                if w.scheduled is not None and not torch.equal(w.scheduled, read):
+                    self.agree.note("seq_lens", w.scheduled.tolist(), read.tolist(), layer,
+                                    "CUDA-graph replay: the replay's decode schedule against the captured buffers")
+
     def install(self, fi):
         """Replace what the module `fi` (vllm.v1.attention.backends.flashinfer) launches."""
         fi.BatchDecodeWithPagedKVCacheWrapper = type("_Decode", (_Decode,), {"rec": self})
         fi.BatchPrefillWithPagedKVCacheWrapper = type("_PagedPrefill", (_PagedPrefill,), {"rec": self})
         for name in ("BatchPrefillWithRaggedKVCacheWrapper", "MultiLevelCascadeAttentionWrapper",
                      "BatchAttentionWithAttentionSinkWrapper", "trtllm_batch_decode_with_kv_cache",
-                     "trtllm_batch_context_with_kv_cache", "fast_decode_plan", "merge_attn_states"):
+                     "trtllm_batch_context_with_kv_cache", "merge_attn_states"):
             if hasattr(fi, name):  # classes stay classes: vLLM's forward asks isinstance of them
                 setattr(fi, name, type(name, (_Unexpected,), {}) if "Wrapper" in name else _unexpected(name))
         if hasattr(fi, "get_seq_lens"):
             fi.get_seq_lens = _seq_lens
+        if hasattr(fi, "fast_decode_plan"):  # FlashInfer's, which vLLM's fast_plan_decode calls on a replay
+            fi.fast_decode_plan = _fast_decode_plan
         if hasattr(fi, "_get_multi_ctas_kv_counter_buffer"):  # a buffer of TRT-LLM's kernels only (0.3x)
             fi._get_multi_ctas_kv_counter_buffer = lambda *a, **k: None
         _no_cache_write()

@@ -75,10 +75,9 @@ BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
             # spec-decode verify trees, full layers, eager (tree_attn_paged_csr.py)
             "tree": ("paged_csr", tree_attn_paged_csr.plan,
                      dict(SUPPORTS, modes=["target_verify"], layer_kinds=["full"], cuda_graph=False)),
-            # FlashInfer: eager batches, full and sliding layers, vLLM's kernel block sizes on sm90
+            # FlashInfer: vLLM's kernel block sizes on sm90; CUDA graphs (flashinfer_graph.py)
             "flashinfer": ("paged_csr", flashinfer_paged_csr.plan,
-                           dict(SUPPORTS, modes=["decode", "extend", "mixed"], layer_kinds=["full", "sliding_window"],
-                                page_sizes=[16, 32, 64], cuda_graph=False))}
+                           dict(SUPPORTS, modes=["decode", "extend", "mixed"], page_sizes=[16, 32, 64]))}
 if ATTN is not None:  # MLA models of full layers, eager (mla_latent.py)
     BACKENDS[ARGS.backend] = ("mla", mla_latent.plan, dict(
         SUPPORTS, modes=["decode", "extend", "mixed"], layer_kinds=["full"], softcap=False, mla=True, non_mla=False,

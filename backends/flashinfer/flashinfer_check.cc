@@ -4,7 +4,8 @@
 // paged call it checks, row by row: kv_indptr is the prefix sum of the pages the row's extent
 // needs; kv_last_page_len lies in [1, page_size] and (pages - 1) * ps + last_page_len equals the
 // extent (paged_kv_t::get_length); every key maps back to its req_to_token slot (SWA layers:
-// translated), draft-branch keys to the columns of the drafting layout, padded rows to page 0;
+// translated), draft-branch keys to the columns of the drafting layout, padded rows to page 0 (or,
+// empty_padded_rows, to no page at all: vLLM's padding);
 // qo_indptr and mask_indptr are prefix sums of q_len and q_len * kv_len; the verify mask of full
 // layers is the batch's tree mask. The extents are stated here from SEMANTICS §3, apart from the
 // planner: a query at position P sees keys from P - W (window) or floor(P / C) * C (chunk).
@@ -61,6 +62,11 @@ class CallChecker {
     std::vector<Extent> extents;
     for (int32_t r = 0; r < rows; ++r) {
       Extent e = extent_of(w_, g_.layer, fb_, r / w_.rows_per_batch_row);
+      // vLLM's padding: a padded row reads no key and holds its padded tokens (a FULL graph) or none (eager)
+      if (w_.empty_padded_rows && r / w_.rows_per_batch_row >= fb_.bs) {
+        const int64_t planned = w_.qo_indptr[r + 1] - w_.qo_indptr[r];
+        e = {0, 0, planned == 0 ? 0 : e.q_len};
+      }
       const int64_t first = e.lo / ps_ * ps_;
       const int64_t kv_len = e.lo < e.hi ? e.hi - first : 0;
       q_lens.push_back(e.q_len);

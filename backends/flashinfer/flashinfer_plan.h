@@ -49,6 +49,7 @@ struct WrapperPlan {
   bool causal = true;            // bottom-right causal; ignored when has_mask
   int32_t window_left = -1;      // FlashInfer window_left: keys >= query index - window_left
   bool has_mask = false;         // custom_mask decides visibility
+  bool empty_padded_rows = false;  // vLLM's CUDA-graph padding: padded rows read no keys (sglang's: the dummy page)
 
   Buffer<int32_t> qo_indptr;         // [rows + 1] batch query tokens of each row
   Buffer<int32_t> kv_indptr;         // [rows + 1] pages (paged) or batch tokens (ragged)

@@ -24,6 +24,7 @@ void io_call(PlanIo& io, WrapperPlan& w) {
   io.field("causal", w.causal);
   io.field("window_left", w.window_left);
   io.field("has_mask", w.has_mask);
+  io.optional_field("empty_padded_rows", w.empty_padded_rows);
   io.buffer("qo_indptr", w.qo_indptr);
   io.buffer("kv_indptr", w.kv_indptr);
   io.buffer("kv_indices", w.kv_indices);

@@ -232,6 +232,27 @@ TEST(FlashInferPlanner, GraphReplayFillsCaptureSizedBuffers) {
   expect_clean(s, flashinfer_backend());
 }
 
+// vLLM's CUDA-graph padding (empty_padded_rows): padded rows read no page; a padded row given one is
+// a finding, and without the flag the same rows are held to sglang's dummy page.
+TEST(FlashInferCheck, EmptyPaddedRowsReadNoKeys) {
+  Scenario s = decode_case();
+  s.batch.graph_bs = 4;
+  Planned p(s, flashinfer_paged_backend());
+  auto& full = const_cast<WrapperPlan&>(p.call(0));
+  full.kv_indptr.set(3, 4);
+  full.kv_indptr.set(4, 4);  // rows 2 and 3 (padded): no pages
+  auto items = p.check();
+  ASSERT_FALSE(items.empty());
+  EXPECT_NE(items[0].message.find("kv_indptr[3] - [2] is 0, expected 1"), std::string::npos) << items[0].message;
+  full.empty_padded_rows = true;
+  EXPECT_TRUE(p.check().empty());
+  full.kv_indptr.set(4, 5);  // padded row 3 given a real page
+  full.kv_indices.set(4, 3);
+  items = p.check();
+  ASSERT_FALSE(items.empty());
+  EXPECT_NE(items[0].message.find("kv_indptr[4] - [3] is 1, expected 0"), std::string::npos) << items[0].message;
+}
+
 TEST(FlashInferCheck, PinpointsABrokenIndex) {
   Planned p(decode_case(), flashinfer_backend());
   auto& full = const_cast<WrapperPlan&>(p.call(0));
