@@ -2,8 +2,9 @@
 # vLLM's own Triton attention kernel (adapters/gpu/vllm_triton.py) in Triton's interpreter on the
 # CPU (TRITON_INTERPRET=1), fed by vLLM's own Triton metadata builder (adapters/vllm/vllm_planner.py
 # --backend triton): vLLM's metadata and vLLM's kernel, end to end, with every property.
-#  - corpus/vllm/verify_chain_swa.json at head size 32 (a verify chain under a FULL CUDA graph, a
-#    sliding layer in the SWA pool past its window, fp8 cache) is clean on the newest release and on 0.11.0, whose kernel
+#  - corpus/vllm/triton_kernel_verify_swa.json (verify_chain_swa.json at head size 32, the smallest
+#    vLLM's Triton backend takes: a verify chain under a FULL CUDA graph, a sliding layer in the SWA
+#    pool past its window, fp8 cache) is clean on the newest release and on 0.11.0, whose kernel
 #    lives in vllm/attention/ops/;
 #  - a copy of the newest release's kernel file whose window is one key wider
 #    (the launch's `SLIDING_WINDOW=(2 + window_size[0] if window_size[0] >= 0 else 0)`; full layers
@@ -23,9 +24,7 @@ done
 "$PY" -c 'import torch, triton' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds)"; exit 0; }
 rm -rf "$WORK" && mkdir -p "$WORK"
 export TRITON_INTERPRET=1
-# the seed at head size 32, the smallest vLLM's Triton backend takes (supports_head_size)
-CASE=$WORK/verify_chain_swa_d32.json
-sed 's/head_dim": 16/head_dim": 32/g' "$SRC/corpus/vllm/verify_chain_swa.json" >"$CASE"
+CASE=$SRC/corpus/vllm/triton_kernel_verify_swa.json
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
