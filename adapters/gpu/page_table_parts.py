@@ -84,3 +84,31 @@ def visible_np(m, window_left, n_tokens, n_slots):
         ok &= lk >= qp - window_left
     tile_ok = m["tiles"][np.arange(n_tokens)[:, None] // TILE, kv // TILE]
     return ok & tile_ok
+
+
+def call_lse(case, layer, call, prefix, window_left, attend):
+    """Natural-log LSE [num_tokens, q_heads] of one kernel call, row by row over the keys each row's
+    table lists (the same rules as visible_np: bottom-right causal, keys >= q - window_left), in
+    float64 through attend(q, k, v, visible, sm_scale, softcap) (numpy_attention.attend); tokens in no
+    row get -inf. Memory is one row's queries x keys, not the batch's tokens x the pool's slots."""
+    cu_q = case.array(prefix + "cu_seqlens_q")
+    seqlens = case.array(prefix + "cache_seqlens")
+    table = case.array(prefix + "page_table")
+    rows, width, vps = int(call["rows"]), int(call["width"]), int(call["view_page_size"])
+    q = case.q[layer]
+    lse = np.full((case.num_tokens, q.shape[1]), -np.inf)
+    for b in range(rows):
+        q0, q1, kl = int(cu_q[b]), int(cu_q[b + 1]), int(seqlens[b])
+        if q1 <= q0 or kl <= 0:
+            continue
+        keys = np.arange(kl)
+        slots = table[b * width + keys // vps].astype(np.int64) * vps + keys % vps
+        q_pos = kl - (q1 - q0) + np.arange(q1 - q0)
+        visible = np.ones((q1 - q0, kl), bool)
+        if call["causal"] or window_left >= 0:
+            visible &= keys[None, :] <= q_pos[:, None]
+        if window_left >= 0:
+            visible &= keys[None, :] >= q_pos[:, None] - window_left
+        _, lse[q0:q1] = attend(q[q0:q1], case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots), visible,
+                               case.sm_scale, case.softcap)
+    return lse

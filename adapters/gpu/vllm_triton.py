@@ -14,7 +14,7 @@ Triton backend views its KV cache (k_descale/v_descale: the unit scales of an un
 runs vLLM's builder and vLLM's kernel end to end. The 2D kernel runs (no seq_threshold_3D: the
 split-softmax 3D kernel needs the impl's scratch; which keys are read does not depend on it).
 The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
-page_table rules (page_table_parts.py, as flex_page_table.py's emulation), so LSE findings describe
+page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
 suffix) are merged by that LSE.
 Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache with unit descales, an fp16 query), GQA, softcap, windows, chunked layers' virtual batches, any mode the
@@ -47,7 +47,7 @@ import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host, sync  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
-from page_table_parts import group_of, part_metadata, visible_np  # noqa: E402
+from page_table_parts import call_lse, group_of, part_metadata  # noqa: E402
 
 # vLLM's Triton backend takes head sizes from 32 on (TritonAttentionBackend.supports_head_size, 0.33.0);
 # below 16 the kernel's tl.dot does not compile on a GPU (K >= 16)
@@ -96,7 +96,7 @@ def paged_cache(case, layer, which, dtype, vps):
 def run_call(case, layer, call, prefix, window_left, caches, q):
     """One kernel call: the kernel's output rows, the re-derived LSE; tokens in no row stay 0 / -inf."""
     n_tokens, n_slots = case.num_tokens, case.num_slots(layer)
-    m = part_metadata(case, call, prefix, n_slots, n_tokens)  # checks the rows' tokens and pages
+    part_metadata(case, call, prefix, n_slots, n_tokens)  # checks the rows' tokens and pages (IndexError)
     vps, rows, width = int(call["view_page_size"]), int(call["rows"]), int(call["width"])
     cu_q = case.array(prefix + "cu_seqlens_q")[: rows + 1].astype(np.int32)
     tokens = int(cu_q[rows]) if rows else 0
@@ -113,9 +113,7 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
         sync()
     o = np.zeros((n_tokens, q.shape[1], case.model["v_head_dim"]))
     o[:tokens] = host(out[:tokens])
-    visible = visible_np(m, window_left, n_tokens, n_slots)
-    _, lse = attend(case.q[layer], case.k_cache(layer), case.v_cache(layer), visible, case.sm_scale, case.softcap)
-    return o, lse
+    return o, call_lse(case, layer, call, prefix, window_left, attend)
 
 
 @kv.executor(name="vllm_triton", family="page_table",
