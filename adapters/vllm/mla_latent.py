@@ -191,6 +191,7 @@ def _to_plan(setup, path, reads):
     case, back = setup.case, np.argsort(setup.row_order)  # kvfuzz row i is vLLM row back[i]
     padded = setup.padded_bs - setup.bs if setup.graph else 0  # vLLM's padded rows read nothing
     if path == "latent_decode":
+        reads = reads + [([], 0)] * padded if len(reads) == setup.bs else reads  # piecewise: rows of no tokens
         width = max(len(t) for t, _ in reads) if reads else 0
         table = np.zeros((len(reads), width), np.int64)
         for i, (t, _) in enumerate(reads):
