@@ -7,8 +7,9 @@ runs (mla_backends.forward: the release's decode/prefill split) with the kernels
 (mla_recorder.py). Decode rows read the latent cache through the block table they were handed;
 prefill rows read the new tokens' K and the context the gather copied out of the cache chunk by
 chunk (tags tell which slots). The recorded reads become one mla plan (engine/mla_plan.py): a decode
-batch in the runner's order is the latent_decode shape, anything else the prefill shape with each
-row's keys as slots, rows back in kvfuzz's order.
+or verify batch in the runner's order is the latent_decode shape, anything else the prefill shape
+with each row's keys as slots, rows back in kvfuzz's order. CUDA-graph batches run as the runner
+runs them (mla_graph.py: a FULL graph's capture and replay, or piecewise).
 
     meta, arrays = plan(vl, setup)      # setup = fake_runner.Setup(vl, case, device, MlaBackend(vl, "flashmla"))
 """
