@@ -14,6 +14,8 @@ the graph).
     full = full_graph(vl, setup, attn)            # before the builder is made (it reads the mode)
     replay(setup, builder, rec, run)              # run(metadata) runs every layer's forward
 """
+import traceback
+
 from attention_run import capture_and_replay, compare_replay, resolve_cudagraph_mode
 from fake_runner import UnsupportedCase
 from mla_recorder import MlaRecorder
@@ -21,7 +23,9 @@ from mla_recorder import MlaRecorder
 
 def full_graph(vl, setup, attn):
     """Whether the step replays a FULL graph: vLLM's CUDA-graph mode (FULL_AND_PIECEWISE while the
-    builder supports a FULL graph of the batch's uniform query length) and a uniform decode batch."""
+    builder supports a FULL graph of the batch's uniform query length) and a uniform decode batch.
+
+        full = full_graph(vl, setup, setup.attn)      # sets compilation_config.cudagraph_mode"""
     if not setup.graph:
         return False
     g = setup.groups[0]
@@ -32,7 +36,9 @@ def full_graph(vl, setup, attn):
 def check_builder(setup, builder, full):
     """Refuse what the family's shapes cannot say: verify rows the builder sends down its prefill path
     (reorder_batch_threshold below the query length: the mla prefill shape carries no verify step),
-    and, under a FULL graph, what vLLM itself refuses at capture."""
+    and Triton MLA's verify under a FULL graph (in-graph tensors the recorder cannot read at replay).
+
+        check_builder(setup, builder, full)           # after attn.reorder, before setup.buffers()"""
     threshold = getattr(builder, "reorder_batch_threshold", None) or 1
     if setup.mode == "target_verify" and threshold < setup.uniform_query_len:
         raise UnsupportedCase(f"{setup.attn.name}'s builder decodes up to {threshold} queries per request "
@@ -45,7 +51,9 @@ def check_builder(setup, builder, full):
 
 def eager_common(setup, g):
     """The CommonAttentionMetadata of an eager or piecewise step: vLLM's runner pads attention only in
-    a FULL graph, so num_actual_tokens counts the scheduled tokens, not the padded ones."""
+    a FULL graph, so num_actual_tokens counts the scheduled tokens, not the padded ones.
+
+        metadata = builder.build(common_prefix_len=0, common_attn_metadata=eager_common(setup, g))"""
     common = setup.common_metadata(g)
     common.num_actual_tokens = setup.num_tokens
     return common
@@ -54,11 +62,15 @@ def eager_common(setup, g):
 def replay(setup, builder, rec, run):
     """Capture with _dummy_run's batch, build the replay's metadata over the same buffers, read the
     captured calls as replayed; then run the layers eagerly on the replay's metadata (a second
-    recorder sharing the schedules) and check every captured decode call against its eager twin."""
+    recorder sharing the schedules) and check every captured decode call against its eager twin.
+
+        replay(setup, builder, rec, run)              # disagreements in rec.agree"""
     g = setup.groups[0]
     try:
         replays = capture_and_replay(setup, {g.gid: builder}, rec, lambda _, metadata: run(metadata))
     except AssertionError as e:  # build_for_cudagraph_capture's own asserts: vLLM refuses the graph
+        if traceback.extract_tb(e.__traceback__)[-1].name != "build_for_cudagraph_capture":
+            raise  # an assert elsewhere (a forward's, a builder's) is vLLM failing this batch, not refusing it
         raise UnsupportedCase(f"vLLM's {setup.attn.name} builder refuses to capture this batch: {e}") from e
     attn = setup.attn
     eager = MlaRecorder(setup)
