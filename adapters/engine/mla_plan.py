@@ -1,14 +1,17 @@
 """What an engine's MLA kernels read, as a kvfuzz `mla` plan (FAMILIES.md), one plan for all layers.
 
 Two shapes, as the family has them:
-  - latent_decode: every batch row is one kernel row of one query reading keys [0, seq_len) through
-    its block-table row (FlashMLA, Triton MLA, FlashAttention MLA decode);
+  - latent_decode: every batch row is one kernel row of its queries (one; 1 + k in a verify step,
+    bottom-right causal) reading keys [0, seq_len) through its block-table row (FlashMLA, Triton MLA,
+    FlashAttention MLA decode); vLLM's CUDA-graph padded rows, after the batch's, read nothing
+    (empty_padded_rows);
   - prefill: each batch row's keys as the pool slots they were read from, in the order the kernel
     combined them (context, then the new tokens: bottom-right causal over the whole), linear per-token
     K/V (block_size 1). Rows whose keys came through a block table (decode rows of a mixed batch)
     become slots with `table_slots`.
 
     meta, arrays = latent_decode(case, block_table, seq_lens)            # [rows, width], [rows]
+    meta, arrays = latent_decode(case, table, seq_lens, q_lens=[3, 3, 0], empty_padded_rows=True)
     meta, arrays = prefill(case, [np.array([slot, ...]), ...])          # one array per batch row
 """
 import numpy as np
@@ -49,16 +52,19 @@ def _arrays(arrays, prefix, named):
         arrays[f"{prefix}.{key}"] = int32(_t(values), f"{prefix}.{key}")
 
 
-def latent_decode(case, block_table, seq_lens):
-    """block_table [rows, width] page ids, seq_lens [rows]: one query per row (a decode batch)."""
+def latent_decode(case, block_table, seq_lens, q_lens=None, empty_padded_rows=False):
+    """block_table [rows, width] page ids, seq_lens [rows]; q_lens [rows] the queries of each row
+    (default one: a decode batch); empty_padded_rows: the rows past the batch's are vLLM's padding."""
     block_table, seq_lens = np.asarray(block_table, np.int64), np.asarray(seq_lens, np.int64)
     rows, width = block_table.shape
+    q_lens = np.ones(rows, np.int64) if q_lens is None else np.asarray(q_lens, np.int64)
     meta, arrays = _base(case, "latent_decode")
     meta["decode"] = dict(_empty_decode(), rows=rows, row_capacity=rows, width=width,
-                          max_seqlen_k=int(seq_lens.max()) if rows else 0)
+                          max_seqlen_q=int(q_lens.max()) if rows else 1,
+                          max_seqlen_k=int(seq_lens.max()) if rows else 0, empty_padded_rows=bool(empty_padded_rows))
     meta["prefill"] = _empty_prefill()
     _arrays(arrays, "decode", {"block_table": block_table.reshape(-1), "cache_seqlens": seq_lens,
-                               "cu_seqlens_q": np.arange(rows + 1), "swa_block_table": np.zeros(0)})
+                               "cu_seqlens_q": np.concatenate([[0], np.cumsum(q_lens)]), "swa_block_table": np.zeros(0)})
     arrays["decode.mask_indptr"] = np.zeros(0, np.int64)
     arrays["decode.custom_mask"] = np.zeros(0, np.uint8)
     _arrays(arrays, "prefill", {k: np.zeros(0) for k in ("qo_indptr", "kv_lens", "kv_indptr", "kv_indices",
@@ -66,17 +72,21 @@ def latent_decode(case, block_table, seq_lens):
     return meta, arrays
 
 
-def prefill(case, keys_by_row):
-    """keys_by_row: per batch row, the pool slots its queries read, in order (bottom-right causal)."""
+def prefill(case, keys_by_row, padded_rows=0):
+    """keys_by_row: per batch row, the pool slots its queries read, in order (bottom-right causal);
+    padded_rows: vLLM's padded rows after them, which read nothing (empty_padded_rows)."""
     q_lens = np.asarray(case.array("extend_seq_lens")[: len(keys_by_row)], np.int64)
     if case.batch["mode"] == "decode":
         q_lens = np.ones(len(keys_by_row), np.int64)
-    k_lens = np.array([len(k) for k in keys_by_row], np.int64)
+    q_lens = np.concatenate([q_lens, np.zeros(padded_rows, np.int64)])
+    k_lens = np.array([len(k) for k in keys_by_row] + [0] * padded_rows, np.int64)
     kv_indptr = np.concatenate([[0], np.cumsum(k_lens)])
     meta, arrays = _base(case, "prefill")
     meta["decode"] = _empty_decode()
     meta["prefill"] = dict(_empty_prefill(), max_seqlen_q=int(q_lens.max()) if q_lens.size else 0,
                            max_seqlen_k=int(k_lens.max()) if k_lens.size else 0)
+    if padded_rows:
+        meta["prefill"]["empty_padded_rows"] = True
     slots = np.concatenate(keys_by_row) if keys_by_row else np.zeros(0, np.int64)
     _arrays(arrays, "prefill", {"qo_indptr": np.concatenate([[0], np.cumsum(q_lens)]), "kv_lens": k_lens,
                                 "kv_indptr": kv_indptr, "kv_indices": slots, "swa_kv_indices": np.zeros(0),

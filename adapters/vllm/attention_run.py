@@ -39,7 +39,7 @@ def record(vl, setup, module):
         if g.kind == "chunked":
             backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
         classes[g.gid] = backend.get_builder_cls()
-    full_graphs = setup.graph and _resolve_cudagraph_mode(vl, setup, classes)
+    full_graphs = setup.graph and resolve_cudagraph_mode(vl, setup, classes)
     builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
                 for g in setup.groups}
     prefix = {g.gid: cascade_prefix_len(module, setup, g, builders[g.gid], setup.cascade) for g in setup.groups}
@@ -50,17 +50,8 @@ def record(vl, setup, module):
     full_graph = full_graphs and setup.mode in ("decode", "target_verify") and not any(prefix.values())
     setup.padded_rows = setup.padded_bs if full_graph else setup.bs
     setup.buffers()
-    if full_graph:  # capture with the dummy batch, then the replay's metadata build over the same buffers
-        rec.capturing = True
-        for g in setup.groups:
-            builder = builders[g.gid]
-            common = setup.common_metadata(g, capture=True)
-            capture = getattr(builder, "build_for_cudagraph_capture", None)
-            metadata = capture(common) if capture else builder.build(common_prefix_len=0, common_attn_metadata=common)
-            _layers(setup, rec, impls, g, metadata)
-        replays = {g.gid: builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
-                   for g in setup.groups}
-        rec.replayed()
+    if full_graph:
+        replays = capture_and_replay(setup, builders, rec, lambda g, metadata: _layers(setup, rec, impls, g, metadata))
         _replay_agreement(setup, rec, impls, replays, module)
     else:
         for g in setup.groups:
@@ -69,6 +60,38 @@ def record(vl, setup, module):
             _tag_cascade(rec, g, metadata)
     rec.agree.report(setup.case)
     return rec, full_graph
+
+
+def capture_and_replay(setup, builders, rec, run):
+    """A FULL graph's two metadata builds over the same persistent buffers: capture with the dummy
+    batch (each group's layers run by run(g, metadata) while rec.capturing: calls keep the tensors
+    they were handed), then the replay's build; rec.replayed() reads what those tensors hold now,
+    which is what the graph's kernels read. Returns the replay's metadata per group (gid).
+
+        replays = capture_and_replay(setup, builders, rec, lambda g, md: run_layers(g, md))"""
+    rec.capturing = True
+    for g in setup.groups:
+        builder = builders[g.gid]
+        common = setup.common_metadata(g, capture=True)
+        capture = getattr(builder, "build_for_cudagraph_capture", None)
+        run(g, capture(common) if capture else builder.build(common_prefix_len=0, common_attn_metadata=common))
+    replays = {g.gid: builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+               for g in setup.groups}
+    rec.replayed()
+    return replays
+
+
+def compare_replay(agree, captured, built, names):
+    """Captured calls ({layer: [call]}, tensors as the replay left them) against an eager run's of the
+    replay's metadata: every named index tensor must be equal (plan-run:<name>).
+
+        compare_replay(rec.agree, rec.calls, eager.calls, ("page_table", "cache_seqlens"))"""
+    where = "FULL CUDA graph replay: the captured buffer against the replay's build"
+    for layer, calls in captured.items():
+        for a, b in zip(calls, built.get(layer, [])):
+            for name in names:
+                if a[name].shape != b[name].shape or not torch.equal(a[name], b[name]):
+                    agree.note(name, _brief(a[name]), _brief(b[name]), layer, where)
 
 
 def _tag_cascade(rec, g, metadata):
@@ -94,13 +117,7 @@ def _replay_agreement(setup, rec, impls, replays, module):
     for g in setup.groups:
         _layers(setup, eager, impls, g, replays[g.gid])
     rec.install(module)
-    where = "FULL CUDA graph replay: the captured buffer against the replay's build"
-    for layer, calls in rec.calls.items():
-        for captured, built in zip(calls, eager.calls.get(layer, [])):
-            for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
-                a, b = captured[name], built[name]
-                if a.shape != b.shape or not torch.equal(a, b):
-                    rec.agree.note(name, _brief(a), _brief(b), layer, where)
+    compare_replay(rec.agree, rec.calls, eager.calls, ("page_table", "cache_seqlens", "cu_seqlens_q"))
 
 
 def _brief(t):
@@ -108,7 +125,7 @@ def _brief(t):
     return f"{list(t.shape)} {values[:12]}{' ...' if len(values) > 12 else ''}"
 
 
-def _resolve_cudagraph_mode(vl, setup, classes):
+def resolve_cudagraph_mode(vl, setup, classes):
     """The CUDA-graph mode vLLM settles on before it builds the builders (_check_and_update_cudagraph_mode):
     FULL_AND_PIECEWISE, the default, while every builder class supports some FULL graph;
     PIECEWISE (attention outside the graphs: eager, padded tokens) where one answers NEVER, as

@@ -4,7 +4,7 @@ graph's capture then replay for a uniform decode batch, eager attention (PIECEWI
 Where it sits: flashinfer_paged_csr.plan -> **flashinfer_graph.py** (the graph mode, capture,
 replay, the replay's plan-run check) -> flashinfer_recorder.py (what each wrapper read).
 
-- The mode: attention_run's _resolve_cudagraph_mode over the FlashInfer builder's support
+- The mode: attention_run's resolve_cudagraph_mode over the FlashInfer builder's support
   (UNIFORM_SINGLE_TOKEN_DECODE in 0.1x; 0.3x's get_cudagraph_support) settles
   FULL_AND_PIECEWISE: the builder keeps one CUDA-graph decode wrapper per batch size
   (`_get_decode_wrapper(batch_size, use_cudagraph=True)`, over slices of its persistent
@@ -33,7 +33,7 @@ import os
 
 import torch
 
-from attention_run import _resolve_cudagraph_mode
+from attention_run import resolve_cudagraph_mode
 from flashinfer_recorder import Recorder
 
 
@@ -43,7 +43,7 @@ def full_graph(vl, setup, classes):
     runner settles it (the builders read it when made)."""
     if not setup.graph:
         return False
-    full = _resolve_cudagraph_mode(vl, setup, classes)
+    full = resolve_cudagraph_mode(vl, setup, classes)
     # 0.1x's builder pads its graph batch itself: pad_for_cudagraph is the runner's capture size
     setup.vllm_config.pad_for_cudagraph = lambda n: setup.padded_bs if n <= setup.padded_bs else n
     # the runner's dispatcher: a uniform decode batch (one token per request, whatever kvfuzz's mode)

@@ -178,14 +178,14 @@ class MlaBackend:
     def reorder(self, setup, builder):
         """The input batch as the runner reorders it for this builder (decodes first, by the
         builder's reorder_batch_threshold): the release's reorder_batch_to_split_decodes_and_prefills
-        on a batch that records its swaps. A decode batch's rows have finished their prompts; an
-        extend batch's rows are still prefilling."""
+        on a batch that records its swaps. A decode or verify batch's rows have finished their
+        prompts; an extend batch's rows are still prefilling."""
         import numpy as np
 
         n = setup.bs
         order = list(range(n))
         computed = (setup.seq_lens - setup.query_lens).astype(np.int64)
-        prompt = computed + (setup.query_lens if setup.mode != "decode" else 0)
+        prompt = computed + (setup.query_lens if setup.mode not in ("decode", "target_verify") else 0)
         batch = types.SimpleNamespace(req_ids=[str(i) for i in range(n)], num_computed_tokens_cpu=computed,
                                       num_prompt_tokens=prompt)
 

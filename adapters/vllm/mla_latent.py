@@ -7,8 +7,9 @@ runs (mla_backends.forward: the release's decode/prefill split) with the kernels
 (mla_recorder.py). Decode rows read the latent cache through the block table they were handed;
 prefill rows read the new tokens' K and the context the gather copied out of the cache chunk by
 chunk (tags tell which slots). The recorded reads become one mla plan (engine/mla_plan.py): a decode
-batch in the runner's order is the latent_decode shape, anything else the prefill shape with each
-row's keys as slots, rows back in kvfuzz's order.
+or verify batch in the runner's order is the latent_decode shape, anything else the prefill shape
+with each row's keys as slots, rows back in kvfuzz's order. CUDA-graph batches run as the runner
+runs them (mla_graph.py: a FULL graph's capture and replay, or piecewise).
 
     meta, arrays = plan(vl, setup)      # setup = fake_runner.Setup(vl, case, device, MlaBackend(vl, "flashmla"))
 """
@@ -17,6 +18,7 @@ import types
 import numpy as np
 import torch
 
+import mla_graph
 from engine import mla_plan
 from fake_runner import UnsupportedCase
 from mla_backends import DIMS, HEAD_SIZE
@@ -25,8 +27,6 @@ from mla_recorder import MlaRecorder
 
 def plan(vl, setup):
     attn = setup.attn
-    if setup.graph:
-        raise UnsupportedCase("CUDA-graph batches are not modelled for vLLM's MLA backends yet")
     if len(setup.groups) != 1:
         raise UnsupportedCase(f"{len(setup.groups)} KV-cache groups: an MLA model's layers form one")
     for x in setup.layers_spec:
@@ -37,18 +37,29 @@ def plan(vl, setup):
         raise UnsupportedCase("a soft cap: vLLM's MLA impls take none")
     rec = attn.recorder = MlaRecorder(setup)
     g = setup.groups[0]
+    full = mla_graph.full_graph(vl, setup, attn)  # the CUDA-graph mode first: the builder reads it
     builder = attn.builder(g.spec, [f"layers.{l}" for l in g.layer_ids], setup.vllm_config, setup.device)
     attn.reorder(setup, builder)
+    mla_graph.check_builder(setup, builder, full)
+    if setup.graph and not full and setup.padded_bs != setup.bs and setup.mode == "target_verify":
+        raise UnsupportedCase("a padded verify batch run piecewise: the mla family's verify shape has no empty rows")
+    setup.padded_rows = setup.padded_bs if full else setup.bs
     setup.buffers()
     impls = {l: attn.impl(setup) for l in g.layer_ids}
-    metadata = builder.build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
     q, kv_c, k_pe, caches = _tagged_inputs(setup, attn)
-    for l in g.layer_ids:
-        rec.layer = l
-        layer = types.SimpleNamespace(_k_scale=torch.ones(1), _q_scale=torch.ones(1), _v_scale=torch.ones(1),
-                                      _k_scale_float=1.0, _q_scale_float=1.0, layer_name=f"layers.{l}")
-        out = torch.zeros(setup.total_tokens, m["q_heads"] * DIMS["v_head_dim"], dtype=attn.dtype)
-        attn.forward(impls[l], layer, q.clone(), kv_c.clone(), k_pe.clone(), caches, metadata, out)
+
+    def run(metadata):  # every layer's forward, its kernels recorded by attn.recorder
+        for l in g.layer_ids:
+            attn.recorder.layer = l
+            layer = types.SimpleNamespace(_k_scale=torch.ones(1), _q_scale=torch.ones(1), _v_scale=torch.ones(1),
+                                          _k_scale_float=1.0, _q_scale_float=1.0, layer_name=f"layers.{l}")
+            out = torch.zeros(setup.total_tokens, m["q_heads"] * DIMS["v_head_dim"], dtype=attn.dtype)
+            attn.forward(impls[l], layer, q.clone(), kv_c.clone(), k_pe.clone(), caches, metadata, out)
+
+    if full:
+        mla_graph.replay(setup, builder, rec, run)
+    else:
+        run(builder.build(common_prefix_len=0, common_attn_metadata=mla_graph.eager_common(setup, g)))
     rec.agree.report(setup.case)
     reads = {l: _reads(setup, rec, l) for l in g.layer_ids}
     first = reads[g.layer_ids[0]]
@@ -95,9 +106,12 @@ def _reads(setup, rec, layer):
             how = "both the decode and the prefill kernels" if r in decode_rows else "no kernel"
             raise RuntimeError(f"layer {layer}: batch row {int(setup.row_order[r])} ({int(q_lens[r])} queries, "
                                f"{int(setup.seq_lens[r])} keys) is read by {how}")
+    for r in range(n, setup.padded_rows):  # a FULL graph's padded rows: the kernel was handed them too
+        if r not in decode_rows:
+            raise RuntimeError(f"layer {layer}: the decode kernel was not handed padded row {r} of {setup.padded_rows}")
     identity = np.array_equal(setup.row_order, np.arange(n))
-    if setup.mode == "decode" and not prefill_rows and identity:
-        return "latent_decode", [decode_rows[r] for r in range(n)]
+    if setup.mode in ("decode", "target_verify") and not prefill_rows and identity:
+        return "latent_decode", [decode_rows[r] for r in range(setup.padded_rows)]
     keys = []
     for r in range(n):
         if r in decode_rows:
@@ -113,16 +127,19 @@ def _decode_rows(setup, calls):
     request's queries are one row (FlashMLA, FlashAttention MLA: bottom-right causal) or one row each
     (Triton MLA), whose key counts must then step by one to the last."""
     rows = {}
+    n = len(setup.query_lens)
     for c in calls:
         if c["kernel"] == "decode_attention_fwd":  # one query per kernel row: a request's rows are consecutive
-            starts = np.concatenate([[0], np.cumsum(setup.query_lens)])
+            # a FULL graph's padded rows follow the batch's, uniform_query_len kernel rows each
+            q_lens = np.concatenate([setup.query_lens, np.full(setup.padded_rows - n, setup.uniform_query_len)])
+            starts = np.concatenate([[0], np.cumsum(q_lens)])
             kernel_rows = c["rows"]
             r = 0
-            while r < len(setup.query_lens) and starts[r + 1] <= kernel_rows:
-                ql = int(setup.query_lens[r])
+            while r < len(q_lens) and starts[r + 1] <= kernel_rows:
+                ql = int(q_lens[r])
                 ks = c["seq_lens"][starts[r]:starts[r + 1]].tolist()
                 last = ks[-1]
-                if ks != list(range(last - ql + 1, last + 1)):
+                if r < n and ks != list(range(last - ql + 1, last + 1)):
                     raise RuntimeError(f"{c['kernel']}: the {ql} query rows of batch row {r} read {ks} keys "
                                        f"(a causal row reads one key more than the one before)")
                 rows[r] = (c["block_table"][starts[r + 1] - 1].tolist(), last)
@@ -131,6 +148,9 @@ def _decode_rows(setup, calls):
                 raise RuntimeError(f"{c['kernel']}: {kernel_rows} kernel rows end inside batch row {r}")
         else:
             for r in range(c["rows"]):
+                if r >= n:  # a padded row: its keys and table row as handed (the plan says them)
+                    rows[r] = (c["block_table"][r].tolist(), int(c["seq_lens"][r]))
+                    continue
                 if int(setup.query_lens[r]) != c["q_lens"][r]:
                     raise RuntimeError(f"{c['kernel']}: row {r} holds {c['q_lens'][r]} queries; the batch row "
                                        f"has {int(setup.query_lens[r])}")
@@ -170,10 +190,13 @@ def _prefill_rows(setup, calls):
 
 def _to_plan(setup, path, reads):
     case, back = setup.case, np.argsort(setup.row_order)  # kvfuzz row i is vLLM row back[i]
+    padded = setup.padded_bs - setup.bs if setup.graph else 0  # vLLM's padded rows read nothing
     if path == "latent_decode":
+        reads = reads + [([], 0)] * padded if len(reads) == setup.bs else reads  # piecewise: rows of no tokens
         width = max(len(t) for t, _ in reads) if reads else 0
         table = np.zeros((len(reads), width), np.int64)
         for i, (t, _) in enumerate(reads):
             table[i, : len(t)] = t
-        return mla_plan.latent_decode(case, table, [s for _, s in reads])
-    return mla_plan.prefill(case, [reads[int(back[i])] for i in range(len(reads))])
+        q_lens = [setup.uniform_query_len] * setup.bs + [0] * (len(reads) - setup.bs)
+        return mla_plan.latent_decode(case, table, [s for _, s in reads], q_lens=q_lens, empty_padded_rows=padded > 0)
+    return mla_plan.prefill(case, [reads[int(back[i])] for i in range(len(reads))], padded_rows=padded)

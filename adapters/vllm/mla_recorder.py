@@ -15,6 +15,10 @@ cu_seq_lens[b + 1] (0.1x), position seq_starts[b] + i - cu_seq_lens[b] of b's bl
 kv_b_proj carries a latent's tag into K and V (mla_backends.TagProjection). A prefill call then
 names, per row, the queries (Q's tags) and the slots of its keys (K's tags).
 
+Under a FULL CUDA graph (mla_graph.py) the decode calls made while capturing keep the tensors they
+were handed and are read when the graph replays (replayed()): block table, seq_lens, cu_seqlens_q
+and FlashMLA's schedule as the replay's metadata build left them in those buffers.
+
     rec = MlaRecorder(setup); attn.recorder = rec
     attn.forward(impl, layer, q, kv_c_normed, k_pe, kv_cache, metadata, output)   # -> rec.decode, rec.prefill
 """
@@ -40,16 +44,42 @@ class MlaRecorder(Recorder):
         self.decode = {}   # layer -> [{rows, q_per_row, block_table [rows, width], seq_lens [rows]}]
         self.prefill = {}  # layer -> [{causal, cu_seqlens_q, cu_seqlens_k, q_tags, k_tags}]
         self.mla_schedules = []
+        # FlashMLA's schedule made by the kernel's first call from that call's seq_lens (0.2x on:
+        # get_mla_metadata returns an empty FlashMLASchedMeta; in a graph, the call replays it),
+        # else at metadata build from the seq_lens get_mla_metadata is shown (0.1x)
+        self.lazy_schedule = hasattr(setup.attn.module, "FlashMLASchedMeta")
 
     # -- decode --------------------------------------------------------------------------------------
-    def _decode(self, block_table, seq_lens, q_lens, kernel):
-        """q_lens: the queries of each kernel row (a list)."""
-        bt, sl = host(block_table, "block_table").to(torch.int64), host(seq_lens, "seq_lens").to(torch.int64)
+    def _decode(self, block_table, seq_lens, kernel, q_per_row=None, cu_seqlens_q=None, schedule=None):
+        """One decode kernel call: its rows' queries are q_per_row each or told by cu_seqlens_q; schedule:
+        (FlashMLA's tile schedule as handed, its q_tokens). While capturing, the tensors are kept and
+        read at replay (replayed())."""
+        call = {"kernel": kernel, "layer": self.layer, "block_table": block_table, "seq_lens": seq_lens,
+                "q_per_row": q_per_row, "cu_seqlens_q": cu_seqlens_q, "schedule": schedule}
+        self.decode.setdefault(self.layer, []).append(call if self.capturing else self._read(call))
+
+    def _read(self, call):
+        """A decode call as its kernel reads it: {kernel, rows, q_lens, block_table, seq_lens} on the host,
+        FlashMLA's schedule checked against the seq_lens the kernel reads (plan-run:cache_seqlens)."""
+        kernel = call["kernel"]
+        bt = host(call["block_table"], "block_table").to(torch.int64)
+        sl = host(call["seq_lens"], "seq_lens").to(torch.int64)
         if bt.shape[0] < sl.shape[0]:
             raise RuntimeError(f"{kernel}: {sl.shape[0]} rows of seq_lens but a block table of {bt.shape[0]} rows")
-        self.decode.setdefault(self.layer, []).append(
-            {"kernel": kernel, "rows": int(sl.shape[0]), "q_lens": list(q_lens), "block_table": bt[: sl.shape[0]],
-             "seq_lens": sl})
+        rows = int(sl.shape[0])
+        if call["cu_seqlens_q"] is not None:
+            cu = host(call["cu_seqlens_q"], "cu_seqlens_q").to(torch.int64)
+            q_lens = (cu[1:rows + 1] - cu[:rows]).tolist()
+        else:
+            q_lens = [call["q_per_row"]] * rows
+        if call["schedule"] is not None:
+            self._check_mla_schedule(*call["schedule"], call["seq_lens"], call["layer"])
+        return {"kernel": kernel, "rows": rows, "q_lens": q_lens, "block_table": bt[:rows], "seq_lens": sl}
+
+    def replayed(self):
+        """The calls as the graph replays them: what the captured tensors hold now."""
+        super().replayed()
+        self.decode = {l: [c if "rows" in c else self._read(c) for c in calls] for l, calls in self.decode.items()}
 
     def flash_mla(self, q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata=None,
                   num_splits=None, softmax_scale=None, causal=False, **others):
@@ -57,28 +87,32 @@ class MlaRecorder(Recorder):
         if not causal and q.shape[1] > 1:
             raise NotImplementedError("flash_mla_with_kvcache(causal=False) over several queries is not modelled")
         self._check_page_size(int(k_cache.shape[1]), "flash_mla_with_kvcache")
+        schedule = None
         if tile_scheduler_metadata is not None and torch.is_tensor(tile_scheduler_metadata):
-            self._check_mla_schedule(tile_scheduler_metadata, cache_seqlens, int(q.shape[1]) * int(q.shape[2]))
-        self._decode(block_table, cache_seqlens, [int(q.shape[1])] * int(q.shape[0]), "flash_mla_with_kvcache")
+            schedule = (tile_scheduler_metadata, int(q.shape[1]) * int(q.shape[2]))
+        self._decode(block_table, cache_seqlens, "flash_mla_with_kvcache", q_per_row=int(q.shape[1]), schedule=schedule)
         b, s, h = q.shape[0], q.shape[1], q.shape[2]
         return torch.zeros(b, s, h, head_dim_v, dtype=q.dtype), torch.zeros(b, h, s, dtype=torch.float32)
 
     def mla_schedule(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k, *args, **kwargs):
         """get_mla_metadata: FlashMLA's tile schedule, made at metadata build for the seq_lens it is
         shown; what it returns holds the schedule's index (1-based), which the kernel call looks up."""
-        self.mla_schedules.append({"seq_lens": host(cache_seqlens, "cache_seqlens").to(torch.int64),
+        seq_lens = None if self.lazy_schedule else host(cache_seqlens, "cache_seqlens").to(torch.int64)
+        self.mla_schedules.append({"seq_lens": seq_lens,
                                    "q_tokens": int(num_q_tokens_per_head_k)})
         marker = torch.full((1, 8), len(self.mla_schedules), dtype=torch.int32)
         return marker, torch.full((int(cache_seqlens.shape[0]) + 1,), len(self.mla_schedules), dtype=torch.int32)
 
-    def _check_mla_schedule(self, marker, cache_seqlens, q_tokens):
+    def _check_mla_schedule(self, marker, q_tokens, cache_seqlens, layer):
         index = int(host(marker, "tile_scheduler_metadata").reshape(-1)[0]) - 1
-        where, layer = f"flash_mla_with_kvcache against FlashMLA schedule {index}", self.layer
+        where = f"flash_mla_with_kvcache against FlashMLA schedule {index}"
         if not 0 <= index < len(self.mla_schedules):
             self.agree.note("tile_scheduler_metadata", "a schedule of this step", "none of them", layer, where)
             return
         s = self.mla_schedules[index]
         ran = host(cache_seqlens, "cache_seqlens").to(torch.int64)
+        if s["seq_lens"] is None:  # made now, by this first call
+            s["seq_lens"] = ran
         if not torch.equal(s["seq_lens"], ran):
             self.agree.note("cache_seqlens", s["seq_lens"].tolist(), ran.tolist(), layer, where)
         self.agree.check("q_tokens", s["q_tokens"], q_tokens, layer, where)
@@ -92,23 +126,20 @@ class MlaRecorder(Recorder):
         req_to_token, b_seq_len = rest[0], rest[1]
         page_size = rest[5] if len(rest) > 5 else kwargs.get("page_size", 1)
         self._check_page_size(int(page_size), "decode_attention_fwd")
-        self._decode(req_to_token, b_seq_len, [1] * int(b_seq_len.shape[0]), "decode_attention_fwd")
+        self._decode(req_to_token, b_seq_len, "decode_attention_fwd", q_per_row=1)
 
     def fa_decode(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None, block_table=None,
                   causal=False, scheduler_metadata=None, num_splits=0, return_softmax_lse=False, **others):
         """FlashAttention MLA's decode: rows of cu_seqlens_q over the paged latent cache."""
         if block_table is None or seqused_k is None:
             raise NotImplementedError("FlashAttention MLA decode without a block table is not modelled")
-        cu = host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64)
-        rows = int(seqused_k.shape[0])
-        q_lens = (cu[1:rows + 1] - cu[:rows]).tolist()
-        if max(q_lens, default=1) > 1 and not causal:
+        if int(max_seqlen_q) > 1 and not causal:
             raise NotImplementedError("FlashAttention MLA decode, causal=False over several queries, is not modelled")
-        if scheduler_metadata is not None:
+        if scheduler_metadata is not None and not self.capturing:  # a captured call's: the eager rerun checks it
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal,
                                  list(others.get("window_size") or [-1, -1]), int(k.shape[1]), int(num_splits or 0))
         self._check_page_size(int(k.shape[1]), "flash_attn_varlen_func")
-        self._decode(block_table, seqused_k, q_lens, "flash_attn_varlen_func")
+        self._decode(block_table, seqused_k, "flash_attn_varlen_func", cu_seqlens_q=cu_seqlens_q)
         out = torch.zeros(q.shape[0], q.shape[1], v.shape[-1], dtype=q.dtype)
         return (out, torch.zeros(q.shape[1], q.shape[0], dtype=torch.float32)) if return_softmax_lse else out
 

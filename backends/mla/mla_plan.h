@@ -39,6 +39,9 @@ struct LatentDecodeMeta {
   int32_t max_seqlen_k = 0;
   int32_t num_splits = 1;           // split-KV chunks per row, merged by LSE (FlashMLA num_splits)
   bool tree_mask = false;           // verify: custom_mask replaces the causal rule
+  // vLLM's CUDA-graph padding: padded kernel rows have no queries and no keys, and the batch's
+  // padded tokens lie in no row (sglang's padded rows each read the dummy page)
+  bool empty_padded_rows = false;
   Buffer<int32_t> block_table;      // [steps][row_capacity][width], full-pool page ids
   Buffer<int32_t> swa_block_table;  // [steps][row_capacity][width], SWA-pool page ids (hybrid only)
   Buffer<int32_t> cache_seqlens;    // [steps][row_capacity]: keys each row reads
@@ -54,6 +57,7 @@ struct LatentDecodeMeta {
 // then MHA over the linear buffer the gather filled, addressed through the descriptor.
 struct PrefillMeta {
   int32_t max_seqlen_q = 0, max_seqlen_k = 0;
+  bool empty_padded_rows = false;  // vLLM's padding: padded rows have no queries and no keys
   Buffer<int32_t> qo_indptr;       // [rows + 1]
   Buffer<int32_t> kv_lens;         // [rows]: keys of each row (seq_len)
   Buffer<int32_t> kv_indptr;       // [rows + 1]: gather CSR

@@ -20,6 +20,7 @@ void io_decode(PlanIo& io, LatentDecodeMeta& m) {
   io.field("max_seqlen_k", m.max_seqlen_k);
   io.field("num_splits", m.num_splits);
   io.field("tree_mask", m.tree_mask);
+  io.optional_field("empty_padded_rows", m.empty_padded_rows);
   io.buffer("block_table", m.block_table);
   io.buffer("swa_block_table", m.swa_block_table);
   io.buffer("cache_seqlens", m.cache_seqlens);
@@ -32,6 +33,7 @@ void io_prefill(PlanIo& io, PrefillMeta& m) {
   io.field("max_seqlen_q", m.max_seqlen_q);
   io.field("max_seqlen_k", m.max_seqlen_k);
   io.field("block_size", m.block_size);
+  io.optional_field("empty_padded_rows", m.empty_padded_rows);
   io.buffer("qo_indptr", m.qo_indptr);
   io.buffer("kv_lens", m.kv_lens);
   io.buffer("kv_indptr", m.kv_indptr);

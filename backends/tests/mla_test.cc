@@ -135,6 +135,24 @@ TEST(MlaPlan, GraphBlockTableIsPrefilledWithPageOneAndPaddedRowsReadPageZero) {
   EXPECT_TRUE(r.findings.empty()) << describe(r);
 }
 
+// vLLM's padding (empty_padded_rows): a padded row has no queries and no keys; one that reads a
+// key is a metadata finding naming its cache_seqlens entry.
+TEST(MlaPlan, EmptyPaddedRowsMustReadNothing) {
+  Scenario s = reused_page_decode();
+  s.batch.graph_bs = 4;
+  CaseContext ctx(s);
+  Planned p = plan_of(s);
+  auto& d = const_cast<mla::LatentDecodeMeta&>(p.mla().decode);
+  d.empty_padded_rows = true;
+  d.cache_seqlens.set(3, 0);
+  d.cu_seqlens_q.set(4, 3);
+  EXPECT_TRUE(metadata_findings(ctx, *p.plan).empty());
+  d.cache_seqlens.set(3, 1);
+  const auto findings = metadata_findings(ctx, *p.plan);
+  ASSERT_FALSE(findings.empty());
+  EXPECT_NE(findings[0].message.find("cache_seqlens[3] is 1, expected 0"), std::string::npos) << findings[0].message;
+}
+
 // A tree of D = 3 (root, two children) after a 3-token prefix, page size 1.
 Scenario tree_verify() {
   Scenario s = small_mla(1, 16, 1, 12);
