@@ -236,7 +236,6 @@ def _proposer(vl, eagle, setup, model):
     config.compilation_config.is_attention_compiled_piecewise = lambda: True  # PIECEWISE graphs: eager attention
     config.compilation_config.level = 0  # 0.1x: not PIECEWISE, the drafter runs eagerly
     config.compilation_config.mode = 0
-    config.compilation_config.cudagraph_capture_sizes = []
     config.pad_for_cudagraph = lambda n: n
     layer_names = [f"layers.{l}" for l in range(len(setup.layers_spec))]
     builders = {}
