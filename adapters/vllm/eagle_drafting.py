@@ -50,7 +50,7 @@ def speculative_config(setup):
     pass drafts token 1, loop iteration u token u + 2), or 1 for draft_extend_v2 (its first pass only)."""
     k = setup.draft_steps + 1 if setup.mode == "draft_decode" else 1
     ns = types.SimpleNamespace
-    draft_model = ns(get_hidden_size=lambda: HIDDEN, get_inputs_embeds_size=lambda: HIDDEN, uses_mrope=False,
+    draft_model = ns(get_hidden_size=lambda: HIDDEN, get_inputs_embeds_size=lambda: HIDDEN, uses_mrope=False, uses_xdrope_dim=0,
                      hf_config=ns(architectures=["LlamaForCausalLMEagle"]), mrope_num_dims=3)
     return ns(num_speculative_tokens=k, method="eagle", parallel_drafting=False, use_eagle=lambda: True,
               speculative_token_tree=str([(0,) * (i + 1) for i in range(k)]), disable_padded_drafter_batch=False,
@@ -159,6 +159,10 @@ def record(vl, setup, module):
     if model.seen is None:
         raise RuntimeError(f"the proposer ran {model.passes} passes; kvfuzz's step is pass {target_pass}")
     _check_pass(setup, model.seen)
+    if setup.mode == "draft_decode":  # the loop keeps max_seq_len as a bound (0.2x on: not lowered by rejection)
+        for calls in rec.calls.values():
+            for c in calls:
+                c["max_seqlen_k_upper_bound"] = True
     rec.agree.report(setup.case)
     return rec
 
@@ -229,6 +233,7 @@ def _proposer(vl, eagle, setup, model):
     config.model_config.use_fp64_gumbel = False
     config.model_config.supports_multimodal_inputs = False
     config.model_config.get_hidden_size = lambda: HIDDEN
+    config.model_config.uses_xdrope_dim = 0
     config.parallel_config.data_parallel_rank = 0
     config.parallel_config.use_sequence_parallel_moe = False
     config.parallel_config.is_moe_model = False
@@ -286,14 +291,19 @@ def _propose_inputs(eagle, proposer, setup, common):
     valid = getattr(setup, "valid", None) or [None] * n
     token_indices, rejected = None, None
     if any(v is not None for v in valid):
+        if not hasattr(proposer, "prepare_inputs_padded"):
+            raise _unsupported(f"vLLM {setup.vl.version} drafts after a verify through the runner's unpadded "
+                               "path (prepare_inputs), which is not modelled")
         drafts = np.array([int(q) - 1 if v is not None else 0 for q, v in zip(setup.query_lens, valid)], np.int32)
         counts = torch.tensor([v if v is not None else 1 for v in valid], dtype=torch.int32, device=dev)
         spec = types.SimpleNamespace(cu_num_draft_tokens=torch.from_numpy(np.cumsum(drafts).astype(np.int32)).to(dev),
                                      num_draft_tokens=drafts.tolist())
         out = proposer.prepare_inputs_padded(common, spec, counts)
-        if _names_rejected(proposer):  # 0.2x on: (metadata, token_indices_to_sample, num_rejected_tokens)
+        if _names_rejected(proposer):  # later: (metadata, token_indices_to_sample, num_rejected_tokens)
             common, token_indices, rejected = out
-        else:  # 0.1x: (metadata, token_indices, token_indices_to_sample)
+        elif len(out) == 2:  # 0.12, 0.13: (metadata, token_indices_to_sample)
+            common, token_indices = out
+        else:  # 0.11: (metadata, token_indices, token_indices_to_sample)
             common, _, token_indices = out
     args = dict(target_token_ids=torch.zeros(tokens, dtype=torch.int32, device=dev), target_positions=positions,
                 target_hidden_states=torch.zeros(tokens, HIDDEN, dtype=setup.dtype, device=dev),
