@@ -21,6 +21,9 @@ gpu_model_runner.py builds it each step:
   causal over the new tokens). kvfuzz's D tokens (root + drafts, stored at columns seq_len ..
   seq_len + D - 1) are exactly those; only chains (topk 1) are what vLLM's FlashAttention and
   Triton backends verify.
+- EAGLE drafting (draft_decode, draft_extend_v2): the runner state is the target step the proposer
+  drafts after (eagle_drafting.target_step, from the case's history); block tables cover the
+  drafting layout's pages (table_lens).
 
     setup = Setup(vl, case, torch.device("cpu"))            # FlashAttention's KV-cache layout
     setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
