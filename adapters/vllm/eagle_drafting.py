@@ -30,7 +30,6 @@ drafting layout fits the context, so the clamp at max_model_len runs but is neve
 
     rec = record(vl, setup, vl.flash_attn)       # the recorded pass's kernel calls, rec.calls[layer]
 """
-import ast
 import importlib
 import sys
 import types
@@ -40,10 +39,6 @@ import torch
 
 MODES = ("draft_decode", "draft_extend_v2")
 HIDDEN = 8  # the stand-in draft model's hidden size (no value reaches a kernel the plan reads)
-
-
-class _Unsupported(Exception):
-    pass
 
 
 def speculative_config(setup):
@@ -91,17 +86,16 @@ def target_step(setup):
     layout = c.array("out_cache_loc").astype(np.int64).reshape(-1, steps)  # [padded_bs * topk, steps]
     setup.draft_slots = layout[:n, setup.draft_step]
     setup.draft_positions = S + setup.draft_step
+    r2t = setup.r2t
+    if int(np.maximum(setup.seq_lens, S + steps).max()) > r2t.shape[1]:
+        raise _unsupported("the target step reaches past the case's max_context_len")
     # the target step's slots: its tokens' columns in kvfuzz's cache (a rejected token's column is
     # one the drafting layout allocated, or past it: what the row's table says there)
-    r2t = setup.r2t
     setup.out_cache_loc = np.concatenate([r2t[int(row), p:s] for row, p, s in zip(setup.rows, start, setup.seq_lens)]
                                          ).astype(np.int64)
     setup.table_lens = np.maximum(setup.seq_lens, S + steps)
     setup.valid = valid
-    setup.total_tokens = setup.num_tokens  # the target step runs eagerly (no padded tokens)
     setup.token_order = np.arange(setup.num_tokens)
-    if int(setup.table_lens.max()) > r2t.shape[1]:
-        raise _unsupported("the target step reaches past the case's max_context_len")
 
 
 def _last_steps(history, wanted):
@@ -148,6 +142,9 @@ def record(vl, setup, module):
     if len({g.kv_gid for g in setup.groups}) != 1:
         raise _unsupported("the layers form several KV-cache groups: vLLM asserts that all drafting layers "
                            "belong to one (validate_same_kv_cache_group)")
+    # the drafter's passes run attention eagerly over the real tokens (its PIECEWISE graphs pad the
+    # model's tokens only): a CUDA-graph case's padded tokens lie in no kernel row
+    setup.total_tokens = setup.num_tokens
     setup.buffers()
     g0 = setup.groups[0]
     common = setup.common_metadata(g0)  # the target step's, its slots checked against kvfuzz's cache
