@@ -98,7 +98,8 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
 rows="fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0
       fa:corpus/vllm/fa_aot_num_splits.json:25490:0.10.2:0.11.0
       fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0
-      fa:corpus/vllm/draft_decode_rejected.json:29845:0.11.0:0.27.1"
+      fa:corpus/vllm/draft_decode_rejected.json:29845:0.11.0:0.27.1
+      fa:corpus/vllm/draft_decode_max_seq_len.json:32312:0.11.0:0.27.1"
 
 case "$1" in
   install)
