@@ -151,6 +151,11 @@ def record(vl, setup, module):
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
     proposer = _proposer(vl, eagle, setup, model)
+    allowed = getattr(proposer, "allowed_attn_types", None)  # 0.10 on CUDA: FlashAttention and TreeAttention
+    metadata_name = setup.backend.__name__.replace("Backend", "Metadata")
+    if allowed and proposer.num_speculative_tokens > 1 and metadata_name not in {c.__name__ for c in allowed}:
+        raise _unsupported(f"vLLM {vl.version} drafts more than one token only with "
+                           f"{sorted(c.__name__ for c in allowed)} (EagleProposer asserts it)")
     inputs = _propose_inputs(eagle, proposer, setup, common)
     with torch.inference_mode():
         proposer.propose(**inputs)
@@ -206,7 +211,7 @@ class _DraftModel(torch.nn.Module):
         h = torch.zeros(n, HIDDEN, dtype=self.setup.dtype, device=self.setup.device)
         return h, h
 
-    def compute_logits(self, hidden_states):
+    def compute_logits(self, hidden_states, *sampling_metadata):
         return torch.zeros(int(hidden_states.shape[0]), 4, device=hidden_states.device)
 
 
@@ -249,7 +254,8 @@ def _proposer(vl, eagle, setup, model):
         g.backend_cls = backend
         builders[g.gid] = backend.get_builder_cls()(g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
     attn_groups = [[ns(backend=g.backend_cls, layer_names=[f"layers.{l}" for l in g.layer_ids], metadata_builders=[builders[g.gid]],
-                       get_metadata_builder=(lambda b: lambda *a: b)(builders[g.gid]), kv_cache_spec=g.spec)
+                       get_metadata_builder=(lambda b: lambda *a: b)(builders[g.gid]), kv_cache_spec=g.spec,
+                       metadata_builder=builders[g.gid])
                     for g in setup.groups]]
     runner = ns(attn_groups=attn_groups)
     proposer = eagle.EagleProposer(config, setup.device, runner)
@@ -280,18 +286,22 @@ def _attention_groups(eagle, proposer, setup, layer_names):
 
 
 def _propose_inputs(eagle, proposer, setup, common):
-    """What gpu_model_runner.propose_draft_token_ids hands the proposer after the target step, padded
-    drafter batch (re-expressed): with drafts in the target step, prepare_inputs_padded (the
-    release's) over SpecDecodeMetadata's cu_num_draft_tokens and the valid sampled counts."""
+    """What gpu_model_runner.propose_draft_token_ids hands the proposer after the target step
+    (re-expressed): with drafts in the target step, the padded drafter batch's prepare_inputs_padded
+    (the release's) over SpecDecodeMetadata's cu_num_draft_tokens and the valid sampled counts; in
+    0.10, which has no padded batch, prepare_inputs over the rejected counts."""
     n, dev = setup.bs, setup.device
     tokens = setup.num_tokens
     positions = torch.from_numpy(setup.positions).to(dev)
     valid = getattr(setup, "valid", None) or [None] * n
     token_indices, rejected = None, None
-    if any(v is not None for v in valid):
-        if not hasattr(proposer, "prepare_inputs_padded"):
-            raise _unsupported(f"vLLM {setup.vl.version} drafts after a verify through the runner's unpadded "
-                               "path (prepare_inputs), which is not modelled")
+    if any(v is not None for v in valid) and not hasattr(proposer, "prepare_inputs_padded"):
+        # 0.10: the runner's only path, prepare_inputs (the accepted tokens, seq_lens less the rejected)
+        rejected_cpu = torch.tensor([int(q) - v if v is not None else 0 for q, v in zip(setup.query_lens, valid)],
+                                    dtype=torch.int32)
+        common, kept = proposer.prepare_inputs(common, rejected_cpu)
+        positions, tokens = positions[kept], int(kept.shape[0])
+    elif any(v is not None for v in valid):
         drafts = np.array([int(q) - 1 if v is not None else 0 for q, v in zip(setup.query_lens, valid)], np.int32)
         counts = torch.tensor([v if v is not None else 1 for v in valid], dtype=torch.int32, device=dev)
         spec = types.SimpleNamespace(cu_num_draft_tokens=torch.from_numpy(np.cumsum(drafts).astype(np.int32)).to(dev),
@@ -312,7 +322,7 @@ def _propose_inputs(eagle, proposer, setup, common):
     params = inspect.signature(proposer.propose).parameters
     if "token_indices_to_sample" in params:
         args["token_indices_to_sample"] = token_indices
-    else:
+    elif "last_token_indices" in params:
         args["last_token_indices"] = token_indices
     if "num_rejected_tokens_gpu" in params:
         args["num_rejected_tokens_gpu"] = rejected
