@@ -24,8 +24,8 @@ runner's padded-batch inputs to the proposer (valid sampled counts as prepare_ne
 returns them for the history's acceptance; cu_num_draft_tokens), the proposer's buffers where its
 __init__ is not run (_proposer). Unsupported: tree drafting (fake_runner.py), layers in more than
 one KV-cache group (vLLM asserts all drafting layers share one) or, in 0.1x, more than one attention
-group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder), a verify
-before drafting in releases without the padded drafter batch (0.10: prepare_inputs). kvfuzz's
+group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
+multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
 drafting layout fits the context, so the clamp at max_model_len runs but is never exercised.
 
     rec = record(vl, setup, vl.flash_attn)       # the recorded pass's kernel calls, rec.calls[layer]
