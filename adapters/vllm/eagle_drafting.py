@@ -15,14 +15,15 @@ kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
   unchanged. The proposer drafts num_speculative_tokens = steps + 1 tokens after the target step the
   case's history says the request last took (its last extend or decode; or its last verify: D
   tokens, of which the accept op's path kept `len(path)`), with vLLM's default padded drafter batch
-  (prepare_inputs_padded over every verified token, the rejected ones as padding).
+  (prepare_inputs_padded over every verified token, the rejected ones as padding; 0.10, which has
+  none, prepare_inputs over the accepted ones).
 - draft_extend_v2 (seq_len counts the new tokens): the proposer's first pass
   (build_for_drafting(draft_index=0)) over a target step of the case's extend tokens.
 
 Re-expressed runner code (a bug there is not found): the target step's batch (target_step), the
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
-returns them for the history's acceptance; cu_num_draft_tokens), the proposer's buffers where its
-__init__ is not run (_proposer). Unsupported: tree drafting (fake_runner.py), layers in more than
+returns them for the history's acceptance; cu_num_draft_tokens; 0.10's prepare_inputs call), the
+configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Unsupported: tree drafting (fake_runner.py), layers in more than
 one KV-cache group (vLLM asserts all drafting layers share one) or, in 0.1x, more than one attention
 group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
 multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
@@ -226,9 +227,9 @@ def _inputs(setup, l, n):
 
 
 def _proposer(vl, eagle, setup, model):
-    """The release's EagleProposer over the runner's attention groups and the draft layers; its
-    __init__ runs where the namespace configuration answers it, else its buffers are set as __init__
-    sets them (re-expressed: see the module docstring)."""
+    """The release's EagleProposer (its own __init__, on the runner's namespace configuration with the
+    fields it reads) over the runner's attention groups (0.1x reads runner.attn_groups) or its own
+    (0.2x on: _attention_groups), the draft layers the case's."""
     config = setup.vllm_config
     ns = types.SimpleNamespace
     config.model_config.enforce_eager = True
