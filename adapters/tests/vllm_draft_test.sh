@@ -11,7 +11,7 @@
 #    rejected tokens): metadata, in-bounds, oracle.
 # (0.11.0's findings on the seed triage as vllm#29845: ci/vllm.sh known and releases, in vllm_seeds_test.)
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
-# About 35 s on 2 idle cores (three kvfuzz checks of about 10 s; 45 to 80 s on the shared machine).
+# About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine).
 # Usage: vllm_draft_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
 set -uo pipefail
 SRC=$1 K=$2 WORK=$3
