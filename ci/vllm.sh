@@ -84,6 +84,9 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/verify_chain_swa.json:clean
        triton:corpus/vllm/verify_chain_swa.json:clean
        triton:corpus/vllm/fa_full_graph_decode.json:clean
+       fa:corpus/vllm/draft_decode_rejected.json:clean
+       triton:corpus/vllm/draft_decode_rejected.json:clean
+       fa:corpus/vllm/draft_extend_v2.json:clean
        flashinfer:corpus/vllm/flashinfer_decode_swa.json:clean
        flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean
        flashinfer:corpus/vllm/fa_full_graph_decode.json:clean
@@ -100,7 +103,9 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
 # unpatched: backend : case file : upstream PR : last release with it : first release without
 rows="fa:corpus/vllm/fa_local_graph_decode.json:26034:0.10.2:0.11.0
       fa:corpus/vllm/fa_aot_num_splits.json:25490:0.10.2:0.11.0
-      fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0"
+      fa:corpus/vllm/fa_group_window_full_layer.json:51756:0.27.1:0.28.0
+      fa:corpus/vllm/draft_decode_rejected.json:29845:0.11.0:0.27.1
+      fa:corpus/vllm/draft_decode_max_seq_len.json:32312:0.11.0:0.27.1"
 
 case "$1" in
   install)

@@ -21,6 +21,9 @@ gpu_model_runner.py builds it each step:
   causal over the new tokens). kvfuzz's D tokens (root + drafts, stored at columns seq_len ..
   seq_len + D - 1) are exactly those; only chains (topk 1) are what vLLM's FlashAttention and
   Triton backends verify.
+- EAGLE drafting (draft_decode, draft_extend_v2): the runner state is the target step the proposer
+  drafts after (eagle_drafting.target_step, from the case's history); block tables cover the
+  drafting layout's pages (table_lens).
 
     setup = Setup(vl, case, torch.device("cpu"))            # FlashAttention's KV-cache layout
     setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
@@ -32,12 +35,14 @@ import types
 import numpy as np
 import torch
 
+import eagle_drafting
+
 
 class UnsupportedCase(Exception):
     """The case needs something this vLLM release or adapter does not model (not a finding)."""
 
 
-MODES = ("decode", "extend", "mixed", "target_verify")
+MODES = ("decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2")
 
 
 def construct(cls, **fields):
@@ -73,7 +78,10 @@ class Setup:
         if self.mode == "idle":
             raise UnsupportedCase("an empty batch: vLLM's runner builds no attention metadata for it")
         if self.mode not in MODES:
-            raise UnsupportedCase(f"mode {self.mode}: vLLM's drafter paths (draft decode, draft extend) are not modelled yet")
+            raise UnsupportedCase(f"mode {self.mode}: not a step vLLM's runner takes")
+        if self.mode == "draft_decode" and int(b.get("topk") or 1) != 1:
+            raise UnsupportedCase(f"tree drafting (topk {b['topk']}): vLLM's EAGLE proposer drafts chains on "
+                                  "FlashAttention and Triton (its tree drafting needs TREE_ATTN, not modelled)")
         self.draft_tokens = int(b.get("draft_tokens") or 0)
         if self.mode == "target_verify" and int(b.get("topk") or 1) != 1 and self.backend.__name__ != "TreeAttentionBackend":
             raise UnsupportedCase(f"a spec tree (topk {b['topk']}): vLLM's FlashAttention and Triton backends verify "
@@ -86,6 +94,7 @@ class Setup:
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
         # vLLM's uniform_decode_query_len: the query length of the batches FULL decode graphs serve (1 + k)
         self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
+        self.draft_steps, self.draft_step = int(b.get("draft_steps") or 0), int(b.get("draft_step") or 0)
         self.cascade = "heuristic"  # cascade attention over shared prefix blocks (cascade.py MODES)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
@@ -129,6 +138,9 @@ class Setup:
         self.out_cache_loc = c.array("out_cache_loc")[: self.num_tokens].astype(np.int64)
         # the step's positions as vLLM computes them, then the padded tokens' (kvfuzz's)
         self.all_positions = np.concatenate([self.positions, c.array("positions")[self.num_tokens:]]).astype(np.int64)
+        self.table_lens = self.seq_lens  # the tokens each row's block table covers
+        if self.mode == "draft_decode":  # the target step the proposer drafts after (eagle_drafting.py)
+            eagle_drafting.target_step(self)
         self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
         self.token_order = np.arange(self.num_tokens)  # and its token t kvfuzz's token token_order[t]
 
@@ -140,6 +152,7 @@ class Setup:
         tokens = np.concatenate([np.arange(starts[r], starts[r + 1]) for r in order] or [np.zeros(0, np.int64)])
         self.row_order, self.token_order = self.row_order[order], self.token_order[tokens]
         self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
+        self.table_lens = self.table_lens[order]
         self.positions, self.out_cache_loc = self.positions[tokens], self.out_cache_loc[tokens]
         self.all_positions[: self.num_tokens] = self.positions
         for g in self.groups:
@@ -184,7 +197,7 @@ class Setup:
                 by_backend.setdefault((x["chunk"] if x["kind"] == "chunked" else 0, spec), []).append(l)
             for (chunk, spec), ids in by_backend.items():
                 g = Group(len(self.groups), "chunked" if chunk else "attention", chunk, pool, ids)
-                g.kv_gid, g.spec = kv_gid, spec
+                g.kv_gid, g.spec, g.group_spec = kv_gid, spec, kv_group.kv_cache_spec
                 g.table_rows = [self._blocks(pool, i) for i in range(self.bs)]
                 self.groups.append(g)
 
@@ -202,7 +215,7 @@ class Setup:
 
     def _blocks(self, pool, i):
         """Batch row i's block ids in `pool`: one per page of its seq_len (KVCacheManager's blocks)."""
-        ps, row, n = self.page_size, int(self.rows[i]), int(self.seq_lens[i])
+        ps, row, n = self.page_size, int(self.rows[i]), int(self.table_lens[i])
         first = self.r2t[row, 0:n:ps].astype(np.int64)
         if pool == "swa":
             first = self.f2s[first]
@@ -266,14 +279,18 @@ class Setup:
                               # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)
                               use_trtllm_attention=False if self.vl.backend == "flashinfer" else None,
                               disable_flashinfer_q_quantization=False, use_non_causal=False)
+        speculative_config = self._speculative_config()
         return ns(model_config=model_config, compilation_config=compilation_config, parallel_config=parallel_config,
                   scheduler_config=scheduler_config, cache_config=cache_config, attention_config=attention_config,
-                  kernel_config=ns(enable_jit_warmup=False), speculative_config=self._speculative_config(),
-                  num_speculative_tokens=self.draft_tokens - 1 if self.mode == "target_verify" else 0,
+                  kernel_config=ns(enable_jit_warmup=False), speculative_config=speculative_config,
+                  num_speculative_tokens=speculative_config.num_speculative_tokens if speculative_config else 0,
                   kv_transfer_config=None, lora_config=None, additional_config={}, use_v2_model_runner=False)
 
     def _speculative_config(self):
-        """A verify step runs with EAGLE's k = D - 1 speculative tokens per request (a chain: no token tree)."""
+        """A verify step runs with EAGLE's k = D - 1 speculative tokens per request (a chain: no token tree);
+        a drafting step with the proposer's (eagle_drafting.py)."""
+        if self.mode in eagle_drafting.MODES:
+            return eagle_drafting.speculative_config(self)
         if self.mode != "target_verify":
             return None
         return types.SimpleNamespace(num_speculative_tokens=self.draft_tokens - 1, method="eagle", parallel_drafting=False,

@@ -11,10 +11,13 @@ cascade attention: two calls merged, a group of the plan with common_prefix_len.
 
     meta, arrays = plan(vl, setup)
 """
+import eagle_drafting
 import vllm_page_table
 from attention_run import record
 
 
 def plan(vl, setup):
+    if setup.mode in eagle_drafting.MODES:  # EAGLE drafting: the proposer's pass (eagle_drafting.py)
+        return vllm_page_table.to_plan(setup, eagle_drafting.record(vl, setup, vl.flash_attn), False)
     rec, full_graph = record(vl, setup, vl.flash_attn)
     return vllm_page_table.to_plan(setup, rec, full_graph)

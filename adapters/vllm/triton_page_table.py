@@ -9,10 +9,13 @@ so the recorded calls are a page_table plan like FlashAttention's (vllm_page_tab
 
     meta, arrays = plan(vl, setup)     # setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
 """
+import eagle_drafting
 import vllm_page_table
 from attention_run import record
 
 
 def plan(vl, setup):
+    if setup.mode in eagle_drafting.MODES:  # EAGLE drafting: the proposer's pass (eagle_drafting.py)
+        return vllm_page_table.to_plan(setup, eagle_drafting.record(vl, setup, vl.triton_attn), False)
     rec, full_graph = record(vl, setup, vl.triton_attn)
     return vllm_page_table.to_plan(setup, rec, full_graph)

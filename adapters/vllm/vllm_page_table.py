@@ -17,5 +17,5 @@ def to_plan(setup, rec, full_graph):
         for layer_calls in calls.values():
             for c in layer_calls:
                 c["empty_padded_rows"] = True
-                c["max_seqlen_k_upper_bound"] = full_graph
+                c["max_seqlen_k_upper_bound"] = full_graph or c.get("max_seqlen_k_upper_bound", False)
     return page_table_plan.to_plan(setup.case, setup.mode, calls, "vllm")

@@ -55,6 +55,7 @@ if ARGS.device == "cpu":
 import kvfuzz_adapter as kv  # noqa: E402
 from fake_runner import Setup, UnsupportedCase  # noqa: E402
 from vllm_release import Vllm  # noqa: E402
+from eagle_drafting import MODES as DRAFTING  # noqa: E402
 
 VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
@@ -66,7 +67,7 @@ import tree_attn_paged_csr  # noqa: E402
 import triton_page_table  # noqa: E402
 from mla_backends import MlaBackend  # noqa: E402
 
-SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify"], "layer_kinds": "all",
+SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2"], "layer_kinds": "all",
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace) if ARGS.backend in MLA else None  # what MLA layers answer
@@ -94,6 +95,8 @@ if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
 def plan(case):
     import torch
 
+    if case.batch["mode"] in DRAFTING and ARGS.backend not in ("fa", "triton"):
+        raise kv.Unsupported(f"EAGLE drafting is modelled on FlashAttention and Triton, not --backend {ARGS.backend}")
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN)
         setup.cascade = ARGS.cascade

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# vLLM's EAGLE drafting under kvfuzz (adapters/vllm/eagle_drafting.py): the release's proposer,
+# planted bugs in a copy of its source must be caught by the drafting seeds (ci/vllm.sh seeds checks
+# them clean on the newest release, ci/vllm.sh releases finds vllm#29845 in 0.11.0):
+#  - slot-one-late: the drafting step's slot mapping one position late (0.33.0's
+#    eagle_step_update_slot_mapping_and_metadata kernel), caught by the adapter's check of vLLM's
+#    K/V writes against kvfuzz's (a crash finding naming the slot);
+#  - seq-lens-not-advanced: the step leaves seq_lens where they were (cache-extent: the query's
+#    own key missing);
+#  - rejected-not-subtracted: vllm#29845 reverted (the padded drafter batch's seq_lens keep the
+#    rejected tokens): metadata, in-bounds, oracle.
+# (0.11.0's findings on the seed triage as vllm#29845: ci/vllm.sh known and releases, in vllm_seeds_test.)
+# ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
+# About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine).
+# Usage: vllm_draft_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
+set -uo pipefail
+SRC=$1 K=$2 WORK=$3
+NEWEST=0.33.0
+for r in $NEWEST 0.11.0; do
+  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh install installs it)"; exit 0; }
+done
+PY=$SRC/.sglang/venv/bin/python
+"$PY" -c 'import torch, triton' 2>/dev/null ||
+  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+cd "$SRC"
+REJECTED=corpus/vllm/draft_decode_rejected.json
+
+# mutant NAME FILE OLD NEW CASE PATTERN: FILE (under the release's vllm/) edited in a copy of the
+# release (a tree of links, the one file copied); the case must then fail with PATTERN in the output.
+mutant() {
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 site=$WORK/site-$1
+  cp -rs "$SRC/.vllm/$NEWEST" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
+  python3 - "$site/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert old in text, f"{old!r} not in {path}"
+open(path, "w").write(text.replace(old, new))
+PY
+  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
+    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
+  if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q -- "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
+  else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
+}
+mutant slot-one-late v1/spec_decode/utils.py \
+  '    slot_id = block_id * block_size + (clamped_position % block_size)' \
+  '    slot_id = block_id * block_size + ((clamped_position + 1) % block_size)' \
+  "$REJECTED" "vLLM's drafting step 1 writes"
+mutant seq-lens-not-advanced v1/spec_decode/utils.py \
+  '    new_seq_len = tl.where(exceeds_max, 1, seq_len + 1)' '    new_seq_len = tl.where(exceeds_max, 1, seq_len)' \
+  "$REJECTED" ": cache-extent:"
+mutant rejected-not-subtracted v1/spec_decode/llm_base_proposer.py \
+  '            common_attn_metadata.seq_lens -= num_rejected_tokens_gpu' '            pass' \
+  "$REJECTED" "(too large)"
+
+[ $failures = 0 ] && echo "vllm_draft_test: all passed" || { echo "vllm_draft_test: $failures failed"; exit 1; }
