@@ -91,14 +91,26 @@ class Allocation:
         self.ps = setup.page_size
         self.page_of = {g.kv_gid: np.zeros(num_blocks, np.int64) for g in setup.groups}
         self.kv_gid_of_layer = {l: g.kv_gid for g in setup.groups for l in g.layer_ids}
+        self.gid_of_layer = {l: g.gid for g in setup.groups for l in g.layer_ids}
+        # per attention group: (batch row, logical block, kvfuzz page) of the blocks outside every
+        # window of its layers, where vLLM and kvfuzz free at different times (to_kvfuzz_pages)
+        self.outside = {}
         self.breaks = []  # what does not map one to one (also seen as wrong keys by kvfuzz's checks)
 
     def to_kvfuzz_pages(self, calls):
-        """Recorded page-table calls {layer: [call]} in place: vLLM's block ids -> kvfuzz's pages."""
+        """Recorded page-table calls {layer: [call]} in place: vLLM's block ids -> kvfuzz's pages. A
+        block no query of the layer's group reads (outside every window) is kvfuzz's page there:
+        vLLM frees those per window size (null blocks), kvfuzz per pool, and the page_table family
+        has one table for all sliding layers; no kernel reads them either way."""
         for layer, layer_calls in calls.items():
             page_of = self.page_of[self.kv_gid_of_layer[layer]]
             for c in layer_calls:
-                c["page_table"] = c["page_table"].new_tensor(page_of[c["page_table"].numpy()])
+                table = page_of[c["page_table"].cpu().numpy()]
+                if table.ndim == 2 and not c.get("common_prefix_len"):  # kernel rows are batch rows
+                    for row, lb, page in self.outside.get(self.gid_of_layer[layer], []):
+                        if row < table.shape[0] and lb < table.shape[1]:
+                            table[row, lb] = page
+                c["page_table"] = c["page_table"].new_tensor(table)
 
     def kvfuzz_slots(self, g, slots):
         """vLLM's slot mapping of group g's tokens as slots of kvfuzz's pool (negative: no slot)."""
@@ -224,6 +236,8 @@ def _isomorphism(setup, alloc, ids):
             g.table_rows.append(blocks)
             for lb, (k, v) in enumerate(zip(row, blocks)):
                 outside = (lb + 1) * ps <= lowest[i]
+                if outside and g.kind == "attention":  # chunked groups' kernel rows are virtual batches
+                    alloc.outside.setdefault(g.gid, []).append((i, lb, k))
                 if v == 0:
                     if k != 0 and not outside:
                         alloc.breaks.append(f"{g}: batch row {i} block {lb} is vLLM's null block inside the window "
