@@ -133,10 +133,12 @@ def replay(vl, setup):
     status = importlib.import_module("vllm.v1.request").RequestStatus
     admissions = iter(range(len(lifetimes.tokens)))
 
-    def allocate(r, n, what):
+    def allocate(r, n, what, drafts=False):
+        """drafts: the scheduler caches no draft token's block (request.num_tokens excludes them)."""
         req = requests[r]
         blocks, hit = pending.pop(r, (None, 0))
-        got = manager.allocate_slots(req, n, num_new_computed_tokens=hit, new_computed_blocks=blocks)
+        got = manager.allocate_slots(req, n, num_new_computed_tokens=hit, new_computed_blocks=blocks,
+                                     delay_cache_blocks=drafts)
         if got is None:
             raise UnsupportedCase(f"vLLM {vl.version}'s KVCacheManager cannot allocate {what} of request {r} "
                                   f"({req.num_computed_tokens} tokens computed) from its pool of {num_blocks} "
@@ -158,14 +160,14 @@ def replay(vl, setup):
         elif kind in ("extend", "decode", "draft"):
             n = {"extend": op.get("len", 0), "decode": 1, "draft": len(op.get("parents", []))}[kind]
             drafts[r] = n if kind == "draft" else 0
-            allocate(r, n, f"history[{i}] ({kind} {n})")
+            allocate(r, n, f"history[{i}] ({kind} {n})", drafts=kind == "draft")
         elif kind == "accept":  # the scheduler rolls back the rejected drafts; their blocks stay
             requests[r].num_computed_tokens -= drafts.pop(r) - len(op["path"])
         elif kind == "free":
             manager.free(requests.pop(r))
         # swa_evict: vLLM's sliding-window manager frees on its own (remove_skipped_blocks)
     for i, (r, n) in enumerate(zip(request_ids, query_lens)):
-        allocate(r, n, f"batch row {i}'s {n} tokens")
+        allocate(r, n, f"batch row {i}'s {n} tokens", drafts=setup.mode == "target_verify")
         if requests[r].num_computed_tokens != int(setup.seq_lens[i]):
             raise RuntimeError(f"kv_cache_manager.py: request {r} holds {requests[r].num_computed_tokens} tokens in "
                                f"vLLM's replay, kvfuzz's batch row {i} has seq_len {int(setup.seq_lens[i])}")
@@ -186,8 +188,11 @@ def _manager(vl, setup):
     pool_of_kv_group = {g.kv_gid: g.pool for g in setup.groups}
     num_blocks = 1 + sum(pages[p] for p in pool_of_kv_group.values())
     ps = setup.page_size
-    config = construct(interface.KVCacheConfig, num_blocks=num_blocks, kv_cache_tensors=[],
-                       kv_cache_groups=list(setup.kv_groups), hash_block_size=ps)
+    # the scheduler's view (generate_scheduler_kv_cache_config): a group of per-layer specs of one
+    # type (UniformTypeKVCacheSpecs) is managed by one of them
+    config = utils.generate_scheduler_kv_cache_config([construct(
+        interface.KVCacheConfig, num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=list(setup.kv_groups),
+        hash_block_size=ps)])
     try:
         manager = _call(kcm.KVCacheManager, kv_cache_config=config, max_model_len=int(setup.r2t.shape[1]),
                         enable_caching=True, use_eagle=False, log_stats=False, enable_kv_cache_events=False,
