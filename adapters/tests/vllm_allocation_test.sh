@@ -5,11 +5,13 @@
 #    (fa_cascade_shared_prefix.json), a hybrid SWA cache with null blocks and two full groups
 #    (fa_hybrid_swa_null_blocks.json, FlashAttention and Triton), a verify step after draft/accept
 #    ops (verify_chain_swa.json);
+#  - a bug of 0.11.0's allocation found there and gone on the newest release
+#    (alloc_swa_null_block_cached.json: the null block hashed into the prefix cache);
 #  - two mutants of vLLM's allocation planted in a copy of the release, each caught: BlockPool.
 #    get_new_blocks handing out a block already in use, and the sliding-window manager freeing one
 #    block too early (inside the window);
 #  - --allocator vllm with a backend whose plan is not a page table is refused (exit 2).
-# About 60 s on 2 idle cores (twelve `kvfuzz check` runs of about 5 s).
+# About 70 s on 2 idle cores (fourteen `kvfuzz check` runs of about 5 s).
 # ctest reports it skipped (never passed) where the releases or .sglang/venv are missing.
 # Usage: vllm_allocation_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
 set -uo pipefail
@@ -41,6 +43,17 @@ done
 out=$(check corpus/vllm/fa_hybrid_swa_null_blocks.json $NEWEST triton ".vllm/$NEWEST")
 echo "$out" | grep -q "ok (every property)" && echo "ok: fa_hybrid_swa_null_blocks is clean on Triton $NEWEST" ||
   { fail "fa_hybrid_swa_null_blocks on Triton $NEWEST"; echo "$out" | tail -3; }
+
+# A bug of vLLM's allocation up to 0.11.0, gone by 0.27.1: a sliding window passing full blocks
+# that accepted drafts filled and nobody cached yet makes them null, and cache_full_blocks hashes the
+# null block into the prefix cache (the second one asserts); later releases skip null blocks.
+seed=corpus/vllm/alloc_swa_null_block_cached.json
+out=$(check $seed 0.11.0 fa .vllm/0.11.0)
+echo "$out" | grep -q "AssertionError @ cache_full_blocks" && echo "ok: $(basename $seed) is found on 0.11.0" ||
+  { fail "$seed is not found on 0.11.0"; echo "$out" | tail -3; }
+out=$(check $seed $NEWEST fa ".vllm/$NEWEST")
+echo "$out" | grep -q "ok (every property)" && echo "ok: $(basename $seed) is clean on $NEWEST" ||
+  { fail "$seed on $NEWEST"; echo "$out" | tail -3; }
 
 # Mutants of vLLM's allocation, in a copy of the release: each must make its seed fail.
 mutant() {  # NAME RELEASE FILE (under vllm/v1/core/) OLD NEW CASE

@@ -48,6 +48,11 @@ def _call(fn, **kwargs):
     return fn(**{k: v for k, v in kwargs.items() if k in params})
 
 
+def scheduled(op):
+    """The tokens a history op schedules (extend, decode, draft; 0 for the others)."""
+    return {"extend": op.get("len", 0), "decode": 1, "draft": len(op.get("parents", []))}.get(op["op"], 0)
+
+
 class Lifetimes:
     """Each admission's token ids, from a pass over the history and the batch: a request's
     lifetime holds as many tokens as it ever reaches; a `share` copies the source's first ids."""
@@ -61,16 +66,12 @@ class Lifetimes:
                 live[r], length[r] = len(self.tokens), 0
                 self.tokens.append([])
                 continue
-            n = 0
+            n = scheduled(op)
             if kind == "share":
                 n = op["len"]
                 self.tokens[live[r]][:n] = self.tokens[live[op["from"]]][:n]
-            elif kind == "extend":
-                n = op["len"]
-            elif kind == "decode":
-                n = 1
             elif kind == "draft":
-                n = drafts[r] = len(op["parents"])
+                drafts[r] = n
             elif kind == "accept":
                 n = len(op["path"]) - drafts.pop(r)
             length[r] += n
@@ -95,7 +96,6 @@ class Allocation:
         # per attention group: (batch row, logical block, kvfuzz page) of the blocks outside every
         # window of its layers, where vLLM and kvfuzz free at different times (to_kvfuzz_pages)
         self.outside = {}
-        self.breaks = []  # what does not map one to one (also seen as wrong keys by kvfuzz's checks)
 
     def to_kvfuzz_pages(self, calls):
         """Recorded page-table calls {layer: [call]} in place: vLLM's block ids -> kvfuzz's pages. A
@@ -146,9 +146,11 @@ def replay(vl, setup):
         req.num_computed_tokens += hit + n
         req.status = status.RUNNING
 
-    drafts = {}
+    last_draft = {}
     for i, op in enumerate(history):
         r, kind = op["request"], op["op"]
+        if kind == "draft":
+            last_draft[r] = op
         if kind == "admit":
             requests[r] = new_request(next(admissions), lifetimes)
         elif kind == "share":
@@ -158,11 +160,9 @@ def replay(vl, setup):
                                       f"request {r} shares with request {op['from']} (it would recompute them)")
             pending[r] = (blocks, hit)
         elif kind in ("extend", "decode", "draft"):
-            n = {"extend": op.get("len", 0), "decode": 1, "draft": len(op.get("parents", []))}[kind]
-            drafts[r] = n if kind == "draft" else 0
-            allocate(r, n, f"history[{i}] ({kind} {n})", drafts=kind == "draft")
+            allocate(r, scheduled(op), f"history[{i}] ({kind} {scheduled(op)})", drafts=kind == "draft")
         elif kind == "accept":  # the scheduler rolls back the rejected drafts; their blocks stay
-            requests[r].num_computed_tokens -= drafts.pop(r) - len(op["path"])
+            requests[r].num_computed_tokens -= scheduled(last_draft[r]) - len(op["path"])
         elif kind == "free":
             manager.free(requests.pop(r))
         # swa_evict: vLLM's sliding-window manager frees on its own (remove_skipped_blocks)
@@ -188,9 +188,10 @@ def _manager(vl, setup):
     pool_of_kv_group = {g.kv_gid: g.pool for g in setup.groups}
     num_blocks = 1 + sum(pages[p] for p in pool_of_kv_group.values())
     ps = setup.page_size
-    # the scheduler's view (generate_scheduler_kv_cache_config): a group of per-layer specs of one
-    # type (UniformTypeKVCacheSpecs) is managed by one of them
-    config = utils.generate_scheduler_kv_cache_config([construct(
+    # the scheduler's view (generate_scheduler_kv_cache_config, 0.11 on): a group of per-layer specs
+    # of one type (UniformTypeKVCacheSpecs) is managed by one of them
+    scheduler_view = getattr(utils, "generate_scheduler_kv_cache_config", lambda configs: configs[0])
+    config = scheduler_view([construct(
         interface.KVCacheConfig, num_blocks=num_blocks, kv_cache_tensors=[], kv_cache_groups=list(setup.kv_groups),
         hash_block_size=ps)])
     try:
@@ -223,7 +224,7 @@ def _cache_hit(manager, request):
 
 def _isomorphism(setup, alloc, ids):
     """Sets each group's table_rows to vLLM's blocks and alloc.page_of to the map back (module
-    docstring), noting every break in alloc.breaks."""
+    docstring). A break is left for the kernels to read: the map keeps a block's first page."""
     ps = setup.page_size
     claimed = {}  # vLLM block -> the KV-cache group whose page it is
     for g in setup.groups:
@@ -243,22 +244,14 @@ def _isomorphism(setup, alloc, ids):
                 outside = (lb + 1) * ps <= lowest[i]
                 if outside and g.kind == "attention":  # chunked groups' kernel rows are virtual batches
                     alloc.outside.setdefault(g.gid, []).append((i, lb, k))
-                if v == 0:
-                    if k != 0 and not outside:
-                        alloc.breaks.append(f"{g}: batch row {i} block {lb} is vLLM's null block inside the window "
-                                            f"(kvfuzz's page {k})")
+                # vLLM's null block (freed: right outside every window, a break inside it, read as
+                # page 0); kvfuzz evicted the page (outside every window) where vLLM may not have yet
+                if v == 0 or k == 0:
                     continue
-                if k == 0:  # kvfuzz evicted it (outside every window); vLLM frees it later
-                    continue
-                if claimed.setdefault(v, g.kv_gid) != g.kv_gid:
-                    alloc.breaks.append(f"{g}: vLLM block {v} (batch row {i} block {lb}) is also kv group "
-                                        f"{claimed[v]}'s")
-                    continue
-                if not seen[v]:
+                # a block of another KV-cache group's (a break) stays page 0 here; a block seen
+                # before keeps its first page (another page here is a break the reads show)
+                if claimed.setdefault(v, g.kv_gid) == g.kv_gid and not seen[v]:
                     seen[v], page_of[v] = True, k
-                elif page_of[v] != k:
-                    alloc.breaks.append(f"{g}: vLLM block {v} is kvfuzz's page {page_of[v]} and, at batch row {i} "
-                                        f"block {lb}, page {k}")
 
 
 def _lowest_visible(setup, g):
