@@ -27,7 +27,8 @@ group's pool. Breaks are resolved deterministically so that the kernel reads wha
 on a GPU: a block's page is the one of its first live (row, block) in batch order; a vLLM null
 block stays the null page. So one vLLM block for two kvfuzz pages hands the second row the first
 row's page, and a block freed inside a window hands the kernel page 0: both are keys kvfuzz's
-stride/divide check and oracle see as wrong (and the step's writes as a slot-mapping mismatch).
+stride/divide check and oracle see as wrong; a step token vLLM writes elsewhere than kvfuzz's
+cache holds it is a plan-run disagreement (plan-run:slot_mapping, Allocation.kvfuzz_slots).
 
     alloc = replay(vl, setup)      # before the builders run; setup.groups' table_rows are vLLM's
     setup.allocation = alloc
@@ -89,7 +90,7 @@ class Allocation:
     [vLLM block] = kvfuzz page (0 for the null block and blocks no live row holds)."""
 
     def __init__(self, setup, num_blocks):
-        self.ps = setup.page_size
+        self.setup, self.ps = setup, setup.page_size
         self.page_of = {g.kv_gid: np.zeros(num_blocks, np.int64) for g in setup.groups}
         self.kv_gid_of_layer = {l: g.kv_gid for g in setup.groups for l in g.layer_ids}
         self.gid_of_layer = {l: g.gid for g in setup.groups for l in g.layer_ids}
@@ -113,10 +114,23 @@ class Allocation:
                 c["page_table"] = c["page_table"].new_tensor(table)
 
     def kvfuzz_slots(self, g, slots):
-        """vLLM's slot mapping of group g's tokens as slots of kvfuzz's pool (negative: no slot)."""
+        """vLLM's slot mapping of group g's tokens as slots of kvfuzz's pool (negative: no slot). Where a
+        token's slot is not kvfuzz's (a broken allocation), the step's write is reported as a plan-run
+        disagreement (plan-run:slot_mapping: the cache kvfuzz laid out against where vLLM writes) and
+        kvfuzz's slots are returned, so that the plan is still checked and the reads show the rest."""
         slots = np.asarray(slots, np.int64)
-        mapped = self.page_of[g.kv_gid][np.maximum(slots, 0) // self.ps] * self.ps + slots % self.ps
-        return np.where(slots < 0, slots, mapped)
+        mapped = np.where(slots < 0, slots, self.page_of[g.kv_gid][np.maximum(slots, 0) // self.ps] * self.ps
+                          + slots % self.ps)
+        expected = self.setup.expected_slots(g.pool)
+        wrong = np.nonzero(mapped != expected)[0]
+        if wrong.size == 0:
+            return mapped
+        t = int(wrong[0])
+        self.setup.case.disagree("slot_mapping", f"slot {int(expected[t])}",
+                                 f"vLLM block {int(slots[t]) // self.ps}, kvfuzz's slot {int(mapped[t])}",
+                                 where=f"{g}, token {t} (position {int(self.setup.positions[t])}) of {wrong.size} "
+                                       "written elsewhere: the cache kvfuzz holds against vLLM's KVCacheManager's blocks")
+        return expected
 
 
 def replay(vl, setup):
