@@ -128,8 +128,9 @@ class Allocation:
         t = int(wrong[0])
         self.setup.case.disagree("slot_mapping", f"slot {int(expected[t])}",
                                  f"vLLM block {int(slots[t]) // self.ps}, kvfuzz's slot {int(mapped[t])}",
-                                 where=f"{g}, token {t} (position {int(self.setup.positions[t])}) of {wrong.size} "
-                                       "written elsewhere: the cache kvfuzz holds against vLLM's KVCacheManager's blocks")
+                                 where=f"{g}, token {t} (position {int(self.setup.positions[t])}) of "
+                                       f"{wrong.size} written elsewhere: the cache kvfuzz holds against "
+                                       "vLLM's KVCacheManager's blocks")
         return expected
 
 
