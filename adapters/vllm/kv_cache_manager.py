@@ -171,8 +171,13 @@ def replay(vl, setup):
         elif kind == "share":
             blocks, hit = _cache_hit(manager, requests[r])
             if hit != op["len"]:
+                why = "it would recompute them"
+                if requests[r].num_tokens <= op["len"]:  # get_computed_blocks hits num_tokens - 1 at most
+                    why = "the request computes no token of its own; vLLM recomputes a cached prompt's last block"
+                elif any(type(g.kv_cache_spec).__name__ != "FullAttentionSpec" for g in setup.kv_groups):
+                    why = "a sliding-window or chunked group's hit is the blocks its window still needs"
                 raise UnsupportedCase(f"history[{i}]: vLLM's prefix cache finds {hit} of the {op['len']} tokens "
-                                      f"request {r} shares with request {op['from']} (it would recompute them)")
+                                      f"request {r} shares with request {op['from']} ({why})")
             pending[r] = (blocks, hit)
         elif kind in ("extend", "decode", "draft"):
             allocate(r, scheduled(op), f"history[{i}] ({kind} {scheduled(op)})", drafts=kind == "draft")
