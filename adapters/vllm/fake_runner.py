@@ -96,6 +96,7 @@ class Setup:
         self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
         self.draft_steps, self.draft_step = int(b.get("draft_steps") or 0), int(b.get("draft_step") or 0)
         self.cascade = "heuristic"  # cascade attention over shared prefix blocks (cascade.py MODES)
+        self.allocation = None  # vLLM's KVCacheManager's blocks mapped onto kvfuzz's pages (kv_cache_manager.py)
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
@@ -180,6 +181,7 @@ class Setup:
             kv_groups = self.vl.kv_cache_groups(self.vllm_config, specs)
         except ValueError as e:  # the engine refuses the model at start-up, before any batch runs
             raise UnsupportedCase(f"vLLM {self.vl.version} groups no KV cache for these layers: {e}") from e
+        self.kv_groups = kv_groups
         self.groups = []
         for kv_gid, kv_group in enumerate(kv_groups):
             layer_ids = [int(name.split(".")[1]) for name in kv_group.layer_names]
@@ -359,6 +361,8 @@ class Setup:
             is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")), dcp_local_seq_lens=None)
 
     def _check_slots(self, g, got):
+        if self.allocation is not None:  # vLLM's block ids, as kvfuzz's pages
+            got = self.allocation.kvfuzz_slots(g, got)
         expected = self.expected_slots(g.pool)
         if not np.array_equal(got, expected):
             t = int(np.nonzero(got != expected)[0][0])

@@ -13,6 +13,8 @@ def to_plan(setup, rec, full_graph):
     and, in a FULL graph, hands the kernel capture's max_seqlen_k (max_model_len): the plan says so
     (empty_padded_rows, max_seqlen_k_upper_bound; FAMILIES.md) and kvfuzz's check accepts exactly that."""
     calls = rec.as_plan_calls()
+    if setup.allocation is not None:  # vLLM's KVCacheManager allocated: its block ids as kvfuzz's pages
+        setup.allocation.to_kvfuzz_pages(calls)
     if setup.graph:
         for layer_calls in calls.values():
             for c in layer_calls:

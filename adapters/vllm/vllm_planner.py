@@ -37,6 +37,9 @@ def parse_args():
     p.add_argument("--cascade", choices=["heuristic", "always", "never"], default="heuristic",
                    help="cascade attention over shared prefix blocks: vLLM's decision, its support conditions "
                         "without the cost model, or off (cascade.py)")
+    p.add_argument("--allocator", choices=["kvfuzz", "vllm"], default="kvfuzz",
+                   help="who fills the block tables: kvfuzz's allocator history, or vLLM's own KVCacheManager "
+                        "replaying it (kv_cache_manager.py; fa and triton)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -45,6 +48,8 @@ def parse_args():
         p.error(f"--cascade always: vLLM runs cascade attention on FlashAttention only, not --backend {args.backend}")
     if args.mla_workspace != "release" and not args.backend.startswith("mla_"):
         p.error(f"--mla-workspace {args.mla_workspace}: only the MLA backends (mla_*) gather context into a workspace")
+    if args.allocator == "vllm" and args.backend not in ("fa", "triton"):
+        p.error(f"--allocator vllm: the page_table backends (fa, triton) map vLLM's blocks back, not --backend {args.backend}")
     return args
 
 
@@ -61,6 +66,7 @@ VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
 import flash_attn_page_table  # noqa: E402
+import kv_cache_manager  # noqa: E402
 import flashinfer_paged_csr  # noqa: E402
 import mla_latent  # noqa: E402
 import tree_attn_paged_csr  # noqa: E402
@@ -100,6 +106,8 @@ def plan(case):
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN)
         setup.cascade = ARGS.cascade
+        if ARGS.allocator == "vllm":
+            setup.allocation = kv_cache_manager.replay(VL, setup)
         return PLAN(VL, setup)
     except UnsupportedCase as e:
         raise kv.Unsupported(str(e))
