@@ -14,17 +14,7 @@
 # About 70 s on 2 idle cores (fourteen `kvfuzz check` runs of about 5 s).
 # ctest reports it skipped (never passed) where the releases or .sglang/venv are missing.
 # Usage: vllm_allocation_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-NEWEST=0.33.0
-for r in $NEWEST 0.11.0; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
-done
-"$SRC/.sglang/venv/bin/python" -c 'import torch, triton' 2>/dev/null ||
-  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 
 check() {  # CASE RELEASE BACKEND SITE -> the check's output
@@ -36,12 +26,12 @@ check() {  # CASE RELEASE BACKEND SITE -> the check's output
 for r in $NEWEST 0.11.0; do
   for seed in fa_cascade_shared_prefix fa_hybrid_swa_null_blocks verify_chain_swa; do
     out=$(check "corpus/vllm/$seed.json" "$r" fa ".vllm/$r")
-    echo "$out" | grep -q "ok (every property)" && echo "ok: $seed is clean on $r under vLLM's allocation" ||
+    grep -q "ok (every property)" <<<"$out" && echo "ok: $seed is clean on $r under vLLM's allocation" ||
       { fail "$seed on $r under --allocator vllm"; echo "$out" | tail -3; }
   done
 done
 out=$(check corpus/vllm/fa_hybrid_swa_null_blocks.json $NEWEST triton ".vllm/$NEWEST")
-echo "$out" | grep -q "ok (every property)" && echo "ok: fa_hybrid_swa_null_blocks is clean on Triton $NEWEST" ||
+grep -q "ok (every property)" <<<"$out" && echo "ok: fa_hybrid_swa_null_blocks is clean on Triton $NEWEST" ||
   { fail "fa_hybrid_swa_null_blocks on Triton $NEWEST"; echo "$out" | tail -3; }
 
 # A bug of vLLM's allocation up to 0.11.0, gone by 0.27.1: a sliding window passing full blocks
@@ -49,10 +39,10 @@ echo "$out" | grep -q "ok (every property)" && echo "ok: fa_hybrid_swa_null_bloc
 # null block into the prefix cache (the second one asserts); later releases skip null blocks.
 seed=corpus/vllm/alloc_swa_null_block_cached.json
 out=$(check $seed 0.11.0 fa .vllm/0.11.0)
-echo "$out" | grep -q "AssertionError @ cache_full_blocks" && echo "ok: $(basename $seed) is found on 0.11.0" ||
+grep -q "AssertionError @ cache_full_blocks" <<<"$out" && echo "ok: $(basename $seed) is found on 0.11.0" ||
   { fail "$seed is not found on 0.11.0"; echo "$out" | tail -3; }
 out=$(check $seed $NEWEST fa ".vllm/$NEWEST")
-echo "$out" | grep -q "ok (every property)" && echo "ok: $(basename $seed) is clean on $NEWEST" ||
+grep -q "ok (every property)" <<<"$out" && echo "ok: $(basename $seed) is clean on $NEWEST" ||
   { fail "$seed on $NEWEST"; echo "$out" | tail -3; }
 
 # Mutants of vLLM's allocation, in a copy of the release: each must make its seed fail.
@@ -67,7 +57,7 @@ assert text.count(old) == 1, f"{old!r} is not once in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
   out=$(check "$case" "$release" fa "$WORK/site")
-  if echo "$out" | grep -q "finding(s)"; then echo "ok: $name ($release) is caught by $(basename "$case")"
+  if grep -q "finding(s)" <<<"$out"; then echo "ok: $name ($release) is caught by $(basename "$case")"
   else fail "$name ($release) is not caught by $case"; echo "$out" | tail -3; fi
 }
 # get_new_blocks hands out, as the last of a multi-block allocation, a block another request holds
@@ -99,6 +89,6 @@ mutant swa-block-freed-early 0.11.0 single_type_kv_cache_manager.py \
 
 msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site ".vllm/$NEWEST" --backend flashinfer --allocator vllm 2>&1 </dev/null)
 rc=$?
-[ $rc = 2 ] && echo "$msg" | grep -q -- "--allocator vllm" && echo "ok: --allocator vllm with flashinfer refused (exit 2)" ||
+[ $rc = 2 ] && grep -q -- "--allocator vllm" <<<"$msg" && echo "ok: --allocator vllm with flashinfer refused (exit 2)" ||
   fail "--allocator vllm --backend flashinfer gave exit $rc: $msg"
 [ $failures -eq 0 ] && echo "vllm allocation test: ok" || { echo "vllm allocation test: $failures failure(s)"; exit 1; }

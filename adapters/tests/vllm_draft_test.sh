@@ -13,18 +13,7 @@
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
 # About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine).
 # Usage: vllm_draft_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-NEWEST=0.33.0
-for r in $NEWEST 0.11.0; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh install installs it)"; exit 0; }
-done
-PY=$SRC/.sglang/venv/bin/python
-"$PY" -c 'import torch, triton' 2>/dev/null ||
-  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 REJECTED=corpus/vllm/draft_decode_rejected.json
 
@@ -42,7 +31,7 @@ open(path, "w").write(text.replace(old, new))
 PY
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
     --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
-  if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q -- "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
+  if grep -q "finding(s)" <<<"$out" && grep -q -- "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
 mutant slot-one-late v1/spec_decode/utils.py \

@@ -12,18 +12,7 @@
 # ctest reports it skipped (never passed) where the releases or .sglang/venv are missing. About
 # 60 s on 2 idle cores (seven kvfuzz checks of about 8 s).
 # Usage: vllm_flashinfer_graph_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-NEWEST=0.33.0
-for r in $NEWEST 0.11.0; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
-done
-PY=$SRC/.sglang/venv/bin/python
-"$PY" -c 'import torch, triton' 2>/dev/null ||
-  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 
 # check CASE RELEASE PATTERN [ADAPTERS-DIR] [SITE] [PATTERN2]: the check's output must hold PATTERN (and PATTERN2)
@@ -31,7 +20,7 @@ check() {
   local case=$1 release=$2 pattern=$3 adapters=${4:-$SRC/adapters} site=${5:-$SRC/.vllm/$2} also=${6:-} out
   out=$("$K" check "$case" --backend "vllm_flashinfer_${release//./_}:flashinfer_paged" \
     --adapter "$PY $adapters/vllm/vllm_planner.py --site $site --backend flashinfer" 2>&1)
-  if echo "$out" | grep -q -- "$pattern" && echo "$out" | grep -q -- "$also"; then return 0; fi
+  if grep -q -- "$pattern" <<<"$out" && grep -q -- "$also" <<<"$out"; then return 0; fi
   echo "$out" | tail -4
   return 1
 }

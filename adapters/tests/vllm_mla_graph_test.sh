@@ -12,16 +12,8 @@
 # About 60 s on 2 idle cores. ctest reports it skipped (never passed) where those releases or the
 # .sglang/venv with torch are missing.
 # Usage: vllm_mla_graph_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-for r in 0.33.0 0.11.0; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
-done
-"$SRC/.sglang/venv/bin/python" -c 'import torch, triton' 2>/dev/null ||
-  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK" && ln -s "$SRC/.vllm" "$WORK/.vllm"  # the copy finds pydantic there
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
+ln -s "$SRC/.vllm" "$WORK/.vllm"  # the copy finds pydantic there
 cd "$SRC"
 GRAPH=corpus/vllm/mla_graph_decode.json VERIFY=corpus/vllm/mla_verify_chain.json
 

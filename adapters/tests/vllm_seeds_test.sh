@@ -19,17 +19,7 @@
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
 # there is no .sglang/venv with torch; ci/test.sh installs both (ci/sglang.sh, ci/vllm.sh) first.
 # Usage: vllm_seeds_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-NEWEST=0.33.0
-for r in $NEWEST 0.10.2 0.11.0 0.27.1 0.28.0; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh releases installs it)"; exit 0; }
-done
-"$SRC/.sglang/venv/bin/python" -c 'import torch, triton' 2>/dev/null ||
-  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+NEEDS="0.33.0 0.10.2 0.11.0 0.27.1 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 
 cd "$SRC"
 KVFUZZ=$K bash ci/vllm.sh seeds || fail "ci/vllm.sh seeds"
@@ -52,7 +42,7 @@ open(path, "w").write(text.replace(old, new))
 PY
   out=$("$K" check "$case" --backend "vllm_${backend}_${release//./_}:$executor" \
     --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$release --backend $backend $flags" 2>&1)
-  if echo "$out" | grep -q "finding(s)" && echo "$out" | grep -q "$pattern"; then echo "ok: $name is caught by $(basename "$case")"
+  if grep -q "finding(s)" <<<"$out" && grep -q "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
 mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
@@ -74,12 +64,12 @@ for flags in "--backend triton --cascade always" "--backend fa --mla-workspace f
   # shellcheck disable=SC2086  # the flags are words
   msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site "$SRC/.vllm/$NEWEST" $flags 2>&1 </dev/null)
   rc=$?
-  [ $rc = 2 ] && echo "$msg" | grep -q -- "${flags##* --}" && echo "ok: '$flags' refused (exit 2)" ||
+  [ $rc = 2 ] && grep -q -- "${flags##* --}" <<<"$msg" && echo "ok: '$flags' refused (exit 2)" ||
     fail "'$flags' gave exit $rc: $msg"
 done
 tree_out=$("$K" check corpus/vllm/tree_verify.json --backend vllm_tree_0_11_0:flashinfer_paged \
   --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site $SRC/.vllm/0.11.0 --backend tree" 2>&1)
-echo "$tree_out" | grep -q "^vllm_tree_0_11_0:flashinfer_paged: ok" && echo "ok: tree_verify is clean on TreeAttention 0.11.0" ||
+grep -q "^vllm_tree_0_11_0:flashinfer_paged: ok" <<<"$tree_out" && echo "ok: tree_verify is clean on TreeAttention 0.11.0" ||
   { fail "tree_verify on TreeAttention 0.11.0 is not clean"; echo "$tree_out" | tail -3; }
 mutant tree-bias-dropped tree_attn_paged_csr.py '            visible &= ~in_bias | np.isfinite(flat[at])' '            pass' \
   corpus/vllm/tree_verify.json "the tree mask says" tree 0.11.0
@@ -101,7 +91,7 @@ seed=corpus/vllm/fa_cascade_shared_prefix.json
 for r in $NEWEST 0.11.0; do
   out=$("$K" check $seed --backend "vllm_fa_${r//./_}:fa" \
     --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/$r --backend fa --cascade always" 2>&1)
-  if echo "$out" | grep -q "ok (every property)"; then echo "ok: $(basename $seed) is clean on $r"; else fail "$seed on $r"; echo "$out" | tail -3; fi
+  if grep -q "ok (every property)" <<<"$out"; then echo "ok: $(basename $seed) is clean on $r"; else fail "$seed on $r"; echo "$out" | tail -3; fi
 done
 mutant cascade-one-block-too-many cascade.py \
   '    prefix = common_prefix_blocks(g.table_rows) * block_size' \

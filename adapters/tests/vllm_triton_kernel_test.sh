@@ -14,19 +14,10 @@
 # ctest reports it skipped where the releases are not under .vllm/ (ci/vllm.sh install) or there
 # is no .sglang/venv with torch and triton (ci/sglang.sh).
 # Usage: vllm_triton_kernel_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-NEWEST=0.33.0 OLDER=0.11.0
-PY=$SRC/.sglang/venv/bin/python
-for r in $NEWEST $OLDER; do
-  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh install)"; exit 0; }
-done
-"$PY" -c 'import torch, triton' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds)"; exit 0; }
-rm -rf "$WORK" && mkdir -p "$WORK"
+NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
+OLDER=0.11.0
 export TRITON_INTERPRET=1
 CASE=$SRC/corpus/vllm/triton_kernel_verify_swa.json
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 
 check() {  # check NAME RELEASE KERNEL_SITE: planner of RELEASE, kernel from KERNEL_SITE; rc and output in WORK/NAME.*
   local name=vllm_triton_${2//./_}

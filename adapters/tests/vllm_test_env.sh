@@ -1,0 +1,18 @@
+# The start every vLLM test script shares, sourced with its arguments and the releases it needs:
+#   NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
+# sets SRC K WORK (SOURCE_DIR KVFUZZ_BIN WORK_DIR), PY (.sglang/venv's Python) and NEWEST; prints
+# "SKIPPED: ..." and exits 0 (ctest: skipped, never passed) where a needed release is not under
+# .vllm/ (ci/vllm.sh install) or the venv has no torch and triton (ci/sglang.sh); empties WORK;
+# fail MESSAGE prints it and counts it in $failures.
+set -uo pipefail
+SRC=$1 K=$2 WORK=$3
+NEWEST=0.33.0
+PY=$SRC/.sglang/venv/bin/python
+for r in $NEEDS; do
+  [ -d "$SRC/.vllm/$r/vllm" ] || { echo "SKIPPED: vLLM $r is not installed (bash ci/vllm.sh install installs it)"; exit 0; }
+done
+"$PY" -c 'import torch, triton' 2>/dev/null ||
+  { echo "SKIPPED: no .sglang/venv with torch and triton (bash ci/sglang.sh seeds makes it)"; exit 0; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
