@@ -87,7 +87,8 @@ BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
                            dict(SUPPORTS, modes=["decode", "extend", "mixed"], page_sizes=[16, 32, 64]))}
 if ATTN is not None:  # MLA models of full layers, eager and under CUDA graphs (mla_latent.py, mla_graph.py)
     BACKENDS[ARGS.backend] = ("mla", mla_latent.plan, dict(
-        SUPPORTS, layer_kinds=["full"], softcap=False, mla=True, non_mla=False, hybrid_swa=False,
+        SUPPORTS, modes=["decode", "extend", "mixed", "target_verify"], layer_kinds=["full"], softcap=False, mla=True,
+        non_mla=False, hybrid_swa=False,
         page_sizes=[ps for ps in SUPPORTS["page_sizes"] + [1, 2, 4, 8] if ATTN.supports_block_size(ps)]))
 FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
