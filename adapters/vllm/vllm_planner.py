@@ -91,6 +91,8 @@ if ATTN is not None:  # MLA models of full layers, eager and under CUDA graphs (
         non_mla=False, hybrid_swa=False,
         page_sizes=[ps for ps in SUPPORTS["page_sizes"] + [1, 2, 4, 8] if ATTN.supports_block_size(ps)]))
 FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
+if ARGS.allocator == "vllm":  # drafting's lookahead slots are not replayed (plan() says so)
+    SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
           "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
@@ -104,6 +106,9 @@ def plan(case):
 
     if case.batch["mode"] in DRAFTING and ARGS.backend not in ("fa", "triton"):
         raise kv.Unsupported(f"EAGLE drafting is modelled on FlashAttention and Triton, not --backend {ARGS.backend}")
+    if case.batch["mode"] in DRAFTING and ARGS.allocator == "vllm":
+        raise kv.Unsupported("EAGLE drafting under vLLM's own allocation is not modelled: its scheduler allocates the "
+                             "drafts' slots as lookahead tokens (allocate_slots' num_lookahead_tokens)")
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN)
         setup.cascade = ARGS.cascade
