@@ -43,7 +43,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
-from page_table_parts import TILE, group_of, p2, part_metadata, visible_np  # noqa: E402
+from page_table_parts import TILE, p2, part_metadata, run_layers, visible_np  # noqa: E402
 
 EMULATE = os.environ.get("KVFLEX_EMULATE") == "1"
 # KVFLEX_FORCE_FLEX=1: kernel_options FORCE_USE_FLEX_ATTENTION (never flex's split-KV decoding kernel)
@@ -138,21 +138,11 @@ def run_part_flex(case, layer, m, window_left):
              precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16})
 def run(case):
     """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod)"""
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
-    for layer in range(len(case.layers)):
-        group, prefix = group_of(case, layer)
-        window_left = int(case.plan["window_left"][layer])
-        n_slots = case.num_slots(layer)
-        merged = None
-        for i, call in enumerate(group["parts"]):
-            m = part_metadata(case, call, f"{prefix}parts.{i}.", n_slots, case.num_tokens)
-            o, l = (run_part_emulated if EMULATE else run_part_flex)(case, layer, m, window_left)
-            merged = (o, l) if merged is None else merge(merged[0], merged[1], o, l)
-        if merged is not None:
-            out[layer], lse[layer] = merged
-    return out, lse
+    def run_call(layer, call, prefix, window_left):
+        m = part_metadata(case, call, prefix, case.num_slots(layer), case.num_tokens)
+        return (run_part_emulated if EMULATE else run_part_flex)(case, layer, m, window_left)
+
+    return run_layers(case, run_call, merge)
 
 
 if __name__ == "__main__":

@@ -112,3 +112,23 @@ def call_lse(case, layer, call, prefix, window_left, attend):
         _, lse[q0:q1] = attend(q[q0:q1], case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots), visible,
                                case.sm_scale, case.softcap)
     return lse
+
+
+def run_layers(case, run_call, merge):
+    """A page_table executor's outputs: for each layer, run_call(layer, call, prefix, window_left) ->
+    (out [tokens, Hq, Dv], lse [tokens, Hq]) for each kernel call of the group the layer reads,
+    merged by LSE in order (merge: numpy_attention.merge). Returns (out, lse) as float32 arrays of
+    case.output_shapes(); a layer with no call keeps 0 / -inf."""
+    out_shape, lse_shape = case.output_shapes()
+    out = np.zeros(out_shape, np.float32)
+    lse = np.full(lse_shape, -np.inf, np.float32)
+    for layer in range(len(case.layers)):
+        group, prefix = group_of(case, layer)
+        window_left = int(case.plan["window_left"][layer])
+        merged = None
+        for i, call in enumerate(group["parts"]):
+            o, l = run_call(layer, call, f"{prefix}parts.{i}.", window_left)
+            merged = (o, l) if merged is None else merge(merged[0], merged[1], o, l)
+        if merged is not None:
+            out[layer], lse[layer] = merged
+    return out, lse

@@ -47,7 +47,7 @@ import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host, sync  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
-from page_table_parts import call_lse, group_of, part_metadata  # noqa: E402
+from page_table_parts import call_lse, part_metadata, run_layers  # noqa: E402
 
 # vLLM's Triton backend takes head sizes from 32 on (TritonAttentionBackend.supports_head_size, 0.33.0);
 # below 16 the kernel's tl.dot does not compile on a GPU (K >= 16)
@@ -131,25 +131,20 @@ def run(case):
     # query's fp16 (what kvfuzz's fp8 values are exact in)
     dt = torch.float16 if case.dtype == "fp8_e4m3" else TORCH_DTYPES[case.dtype]
     cache_dt = torch.float8_e4m3fn if case.dtype == "fp8_e4m3" else dt
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
-    for layer in range(len(case.layers)):
-        group, prefix = group_of(case, layer)
-        window_left = int(case.plan["window_left"][layer])
-        q = dev(case.q[layer], dt)
-        merged, caches = None, {}
-        for i, call in enumerate(group["parts"]):
-            vps = int(call["view_page_size"])
-            if vps % 16:
-                raise kv.Unsupported(f"view page size {vps}: vLLM's Triton backend takes block sizes that are multiples of 16")
-            if vps not in caches:
-                caches[vps] = (paged_cache(case, layer, "k", cache_dt, vps), paged_cache(case, layer, "v", cache_dt, vps))
-            part = run_call(case, layer, call, f"{prefix}parts.{i}.", window_left, caches[vps], q)
-            merged = part if merged is None else merge(merged[0], merged[1], part[0], part[1])
-        if merged is not None:
-            out[layer], lse[layer] = merged
-    return out, lse
+    per_layer = {}  # the layer's query on the device and its caches per view page size
+
+    def run_layer_call(layer, call, prefix, window_left):
+        vps = int(call["view_page_size"])
+        if vps % 16:
+            raise kv.Unsupported(f"view page size {vps}: vLLM's Triton backend takes block sizes that are multiples of 16")
+        if per_layer.get("layer") != layer:
+            per_layer.clear()
+            per_layer.update(layer=layer, q=dev(case.q[layer], dt))
+        if vps not in per_layer:
+            per_layer[vps] = (paged_cache(case, layer, "k", cache_dt, vps), paged_cache(case, layer, "v", cache_dt, vps))
+        return run_call(case, layer, call, prefix, window_left, per_layer[vps], per_layer["q"])
+
+    return run_layers(case, run_layer_call, merge)
 
 
 if __name__ == "__main__":

@@ -22,13 +22,7 @@ REJECTED=corpus/vllm/draft_decode_rejected.json
 mutant() {
   local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 site=$WORK/site-$1
   cp -rs "$SRC/.vllm/$NEWEST" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
-  python3 - "$site/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert old in text, f"{old!r} not in {path}"
-open(path, "w").write(text.replace(old, new))
-PY
+  replace "$site/vllm/$file" "$old" "$new" || return
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
     --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
   if grep -q "finding(s)" <<<"$out" && grep -q -- "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"

@@ -28,16 +28,6 @@ clean() { check "$1" "$2" "ok (every property)" && echo "ok: $(basename "$1") is
 clean corpus/vllm/flashinfer_graph_decode_swa.json 0.11.0
 clean corpus/vllm/fa_local_graph_decode.json $NEWEST
 
-# replace FILE OLD NEW: a planted mutation (python: exact text, must apply)
-replace() {
-  python3 - "$@" <<'PY' || { fail "the mutation no longer applies to $1"; return 1; }
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert old in text, f"{old!r} not in {path}"
-open(path, "w").write(text.replace(old, new))
-PY
-}
 caught() {  # NAME CASE RELEASE PATTERN [ADAPTERS-DIR] [SITE]: a finding whose report holds PATTERN
   local name=$1 case=$2 release=$3 pattern=$4 adapters=${5:-$SRC/adapters} site=${6:-$SRC/.vllm/$3}
   check "$case" "$release" "$pattern" "$adapters" "$site" "finding(s)" && echo "ok: $name is caught by $(basename "$case")" ||

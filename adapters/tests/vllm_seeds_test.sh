@@ -33,13 +33,7 @@ mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output mu
   local executor=fa
   case $backend in tree|flashinfer) executor=flashinfer_paged ;; mla_*) executor=mla ;; esac
   rm -rf "$WORK/m" && cp -r "$WORK/adapters" "$WORK/m" && ln -sfn "$SRC/.vllm" "$WORK/.vllm"
-  python3 - "$WORK/m/vllm/$file" "$old" "$new" <<'PY' || { fail "$name: the mutation no longer applies"; return; }
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-assert old in text, f"{old!r} not in {path}"
-open(path, "w").write(text.replace(old, new))
-PY
+  replace "$WORK/m/vllm/$file" "$old" "$new" || return
   out=$("$K" check "$case" --backend "vllm_${backend}_${release//./_}:$executor" \
     --adapter "$SRC/.sglang/venv/bin/python $WORK/m/vllm/vllm_planner.py --site $SRC/.vllm/$release --backend $backend $flags" 2>&1)
   if grep -q "finding(s)" <<<"$out" && grep -q "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"

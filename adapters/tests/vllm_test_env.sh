@@ -3,7 +3,8 @@
 # sets SRC K WORK (SOURCE_DIR KVFUZZ_BIN WORK_DIR), PY (.sglang/venv's Python) and NEWEST; prints
 # "SKIPPED: ..." and exits 0 (ctest: skipped, never passed) where a needed release is not under
 # .vllm/ (ci/vllm.sh install) or the venv has no torch and triton (ci/sglang.sh); empties WORK;
-# fail MESSAGE prints it and counts it in $failures.
+# fail MESSAGE prints it and counts it in $failures; replace FILE OLD NEW plants a mutation (the exact
+# text OLD must be in FILE, else a failure and status 1).
 set -uo pipefail
 SRC=$1 K=$2 WORK=$3
 NEWEST=0.33.0
@@ -16,3 +17,12 @@ done
 rm -rf "$WORK" && mkdir -p "$WORK"
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+replace() {
+  python3 - "$@" <<'PY' || { fail "the mutation no longer applies to $1"; return 1; }
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+assert old in text, f"{old!r} not in {path}"
+open(path, "w").write(text.replace(old, new))
+PY
+}
