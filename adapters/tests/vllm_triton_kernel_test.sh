@@ -10,7 +10,7 @@
 #    (the launch's `SLIDING_WINDOW=(2 + window_size[0] if window_size[0] >= 0 else 0)`; full layers
 #    keep none) must be caught on it: the executor runs the kernel
 #    it is pointed at (VLLM_SITE), so a kernel bug is a finding.
-# About 2 x 40 s on 2 idle cores (the interpreter runs the kernel and the builder's slot mapping).
+# About 25 s on 2 idle cores (100 s on a loaded machine: the interpreter runs the kernel and the builder's slot mapping).
 # ctest reports it skipped where the releases are not under .vllm/ (ci/vllm.sh install) or there
 # is no .sglang/venv with torch and triton (ci/sglang.sh).
 # Usage: vllm_triton_kernel_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
