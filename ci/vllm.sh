@@ -6,7 +6,7 @@
 # paged_csr (flashinfer, tree: flashinfer_paged) executor runs it.
 #
 #   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest)
-#   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as expected
+#   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as the newest release does it
 #   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
 #   bash ci/vllm.sh matrix             # every seed case against every release (RELEASES)

@@ -118,6 +118,42 @@ run tlocal11 1 $VLLM
 grep -q "^regression *vllm#26034" "$WORK/tlocal11.out" || fail "Triton's local-layer replay in 0.11.0 is not a regression"
 line "$WORK/tgroup.jsonl" cache-extent vllm_triton_0_27_1:fa decode sliding_window 16 extra-before
 run tgroup 1 $VLLM --version vllm=0.27.1
+# This session's vLLM entries, each against a different bug in the same configuration:
+# - vllm#26034's FlashInfer side (the chunked builder's seq_lens over-read, plan-run:kv_lens) is known on
+#   chunked layers in 0.10.2; the same disagreement on a full layer is NEW.
+line "$WORK/fikv.jsonl" plan-run vllm_flashinfer_0_10_2:flashinfer_paged decode chunked 0 "plan-run:kv_lens" '{"graph": true}'
+run fikv 0 $VLLM
+grep -q "^known *vllm#26034" "$WORK/fikv.out" || fail "FlashInfer's chunked kv_lens over-read in 0.10.2 is not vllm#26034"
+line "$WORK/fikvfull.jsonl" plan-run vllm_flashinfer_0_10_2:flashinfer_paged decode full 0 "plan-run:kv_lens" '{"graph": true}'
+run fikvfull 1 $VLLM
+# - vllm-mla-fa3-num-splits: FlashAttention MLA's split count in 0.11.0 is known; FlashMLA's split count,
+#   and FlashAttention MLA's schedule for other cache_seqlens, are NEW.
+line "$WORK/mlasplit.jsonl" plan-run vllm_mla_flashattn_0_11_0:mla decode full 0 "plan-run:num_splits" '{"graph": true}'
+run mlasplit 0 $VLLM
+grep -q "^known *vllm-mla-fa3-num-splits" "$WORK/mlasplit.out" || fail "FlashAttention MLA's split count is not vllm-mla-fa3-num-splits"
+line "$WORK/mlasplit2.jsonl" plan-run vllm_mla_flashmla_0_11_0:mla decode full 0 "plan-run:num_splits" '{"graph": true}'
+run mlasplit2 1 $VLLM
+line "$WORK/mlasched.jsonl" plan-run vllm_mla_flashattn_0_11_0:mla decode full 0 "plan-run:cache_seqlens" '{"graph": true}'
+run mlasched 1 $VLLM
+# - vllm#29845 (drafting after a rejection reads past the draft): known in a 0.11.0 draft decode; the same
+#   read in a plain decode step, and a key missing from the draft's own context, are NEW; in 0.33.0 a regression.
+line "$WORK/rej.jsonl" cache-extent vllm_fa_0_11_0:fa draft_decode full 0 extra-after
+run rej 0 $VLLM --version vllm=0.11.0
+grep -q "^known *vllm#29845" "$WORK/rej.out" || fail "a 0.11.0 draft reading past its position is not vllm#29845"
+line "$WORK/rejdec.jsonl" cache-extent vllm_fa_0_11_0:fa decode full 0 extra-after
+run rejdec 1 $VLLM --version vllm=0.11.0
+line "$WORK/rejmiss.jsonl" cache-extent vllm_fa_0_11_0:fa draft_decode full 0 missing-oldest
+run rejmiss 1 $VLLM --version vllm=0.11.0
+line "$WORK/rej33.jsonl" cache-extent vllm_fa_0_33_0:fa draft_decode full 0 extra-after
+run rej33 1 $VLLM --version vllm=0.33.0
+grep -q "^regression *vllm#29845" "$WORK/rej33.out" || fail "vllm#29845's read in 0.33.0 is not a regression"
+# - vllm#32312 (max_seqlen_k not advanced while drafting): known in a 0.11.0 draft decode, NEW in a verify step.
+MSK="vllm.full.N.max_seqlen_k is N, below its rows' N keys (declared an upper bound)"
+line "$WORK/msk.jsonl" metadata vllm_fa_0_11_0:fa draft_decode full 0 "$MSK"
+run msk 0 $VLLM --version vllm=0.11.0
+grep -q "^known *vllm#32312" "$WORK/msk.out" || fail "the drafting loop's max_seqlen_k is not vllm#32312"
+line "$WORK/mskv.jsonl" metadata vllm_fa_0_11_0:fa target_verify full 0 "$MSK"
+run mskv 1 $VLLM --version vllm=0.11.0
 
 # FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
 # its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather

@@ -56,10 +56,13 @@ def capture_and_replay(vl, setup, rec, builders, run_layers):
     rec.agree."""
     for g in setup.groups:
         builder = builders[g.gid]
+        rec.planning = g.layer_ids[0]
         run_layers(rec, g, builder.build_for_cudagraph_capture(setup.common_metadata(g, capture=True)))
     replay = {g.gid: _replay_metadata(vl, setup, setup.common_metadata(g)) for g in setup.groups}
     for g in setup.groups:
+        rec.planning = g.layer_ids[0]
         builders[g.gid].build(common_prefix_len=0, common_attn_metadata=replay[g.gid])
+    rec.planning = -1
     rec.replayed()
     _eager_agreement(vl, setup, rec, builders, replay, run_layers)
 
@@ -95,6 +98,7 @@ def _eager_agreement(vl, setup, rec, builders, replay, run_layers):
         b = builders[g.gid]
         builder = type(b)(b.kv_cache_spec, b.layer_names, setup.vllm_config, setup.device)
         builder.enable_cuda_graph = False
+        eager.planning = g.layer_ids[0]
         run_layers(eager, g, builder.build(common_prefix_len=0, common_attn_metadata=replay[g.gid]))
     rec.install(vl.flashinfer)
     where = "FULL CUDA graph replay: the captured decode buffers against an eager plan of the replay's batch"

@@ -60,6 +60,7 @@ def plan(vl, setup):
             flashinfer_graph.capture_and_replay(vl, setup, rec, builders, run_layers)
         else:  # eager (PIECEWISE under graphs: attention outside them, the padded tokens in no row)
             for g in setup.groups:
+                rec.planning = g.layer_ids[0]
                 run_layers(rec, g, builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g)))
     except ValueError as e:  # layers of one group with different windows: its first batch fails
         if "Window left is not the same" not in str(e):

@@ -79,7 +79,7 @@ class _Wrapper:
         if seq_lens is not None:  # what FlashInfer schedules (kv_lens) against what its CSR gives the kernel
             scheduled = host(seq_lens, "seq_lens").to(torch.int64)
             if not torch.equal(scheduled, csr):
-                self.rec.agree.note("seq_lens", scheduled.tolist(), csr.tolist(), -1,
+                self.rec.agree.note("seq_lens", scheduled.tolist(), csr.tolist(), self.rec.planning,
                                     f"{type(self).__name__.strip('_')} plan: seq_lens against the CSR's lengths")
         self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
         self._sm_scale, self._causal = sm_scale, bool(causal)
@@ -161,7 +161,7 @@ class _Scheduler:
                 lens = host(kv_lens.as_strided((batch,), (1,)), "kv_lens").to(torch.int64)
             else:  # past the host buffer itself: what it reads there is not known (zeros assumed)
                 self.wrapper.rec.agree.note("kv_lens", f"{batch} kv lengths read", f"a {stored}-entry host buffer",
-                                            -1, "FlashInfer's decode scheduler (fast_plan_decode on a CUDA-graph replay)")
+                                            self.wrapper.rec.planning, "FlashInfer's decode scheduler (fast_plan_decode on a CUDA-graph replay)")
                 lens = torch.cat([lens, torch.zeros(batch - lens.numel(), dtype=torch.int64)])
         self.wrapper.scheduled = lens[:batch]
         return ()
@@ -215,6 +215,9 @@ class Recorder:
     def __init__(self, setup):
         self.setup = setup
         self.layer, self.impl, self.query = -1, None, None  # the layer whose forward runs, and its query
+        # the first layer of the group whose builder plans now (-1: none): a plan-step disagreement is
+        # that layer's, so its fingerprint names the layer kind (set by the callers of build())
+        self.planning = -1
         self.calls = {}  # layer -> [recorded wrapper runs]
         self.agree = PlanRun()
 
