@@ -130,8 +130,7 @@ nlohmann::json index_line(const CampaignOptions& o, const KeyGroup& g, int64_t i
     replay = replay_command(replay_of(o, first, backend, saved, seed));
   } else {
     const std::string file = "case-" + std::to_string(index) + ".json";
-    replay =
-        gen_command(draw, profile) + " > " + file + " && " + replay_command(replay_of(o, first, backend, file, seed));
+    replay = replay_command(replay_of(o, first, backend, file, seed), gen_command(draw, profile) + " > " + file);
   }
   nlohmann::json line = {{"key", g.fingerprint.key()},
                          {"fingerprint", g.fingerprint.to_json()},

@@ -1,5 +1,7 @@
 #include "fuzz/case_draw.h"
 
+#include "fuzz/replay.h"
+
 #include "reference/rng.h"
 
 namespace kvfuzz {
@@ -94,7 +96,7 @@ CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_sh
 }
 
 std::string gen_command(const CaseDraw& d, Profile profile) {
-  std::string cmd = "kvfuzz gen --seed " + std::to_string(d.seed);
+  std::string cmd = shell_quote(replay_program()) + " gen --seed " + std::to_string(d.seed);
   if (d.shape_seed) cmd += " --shape " + std::to_string(*d.shape_seed);
   return cmd + " --profile " + std::string(to_string(profile));
 }

@@ -1,8 +1,28 @@
 #include "fuzz/replay.h"
 
 #include <cctype>
+#include <filesystem>
 
 namespace kvfuzz {
+namespace {
+
+std::string& program() {
+  static std::string p = "kvfuzz";
+  return p;
+}
+
+std::string check_args(const Replay& r, const std::string& file) {
+  std::string cmd = " check " + shell_quote(file) + " --backend " + shell_quote(r.backend);
+  for (const std::string& f : r.flags) cmd += " " + shell_quote(f);
+  for (const std::string& f : r.faults) cmd += " --fault " + shell_quote(f);
+  if (r.variant_seed != 0) cmd += " --variant-seed " + std::to_string(r.variant_seed);
+  return cmd;
+}
+
+}  // namespace
+
+void set_replay_program(const std::string& path) { program() = path; }
+const std::string& replay_program() { return program(); }
 
 std::string shell_quote(const std::string& s) {
   bool safe = !s.empty();
@@ -15,12 +35,20 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
-std::string replay_command(const Replay& r) {
-  std::string cmd = "kvfuzz check " + shell_quote(r.file) + " --backend " + shell_quote(r.backend);
-  for (const std::string& f : r.flags) cmd += " " + shell_quote(f);
-  for (const std::string& f : r.faults) cmd += " --fault " + shell_quote(f);
-  if (r.variant_seed != 0) cmd += " --variant-seed " + std::to_string(r.variant_seed);
-  return cmd;
+std::string replay_command(const Replay& r, const std::string& before) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  const std::string file =
+      before.empty() && !ec ? (cwd / fs::path(r.file)).lexically_normal().string() : r.file;
+  std::string cmd = shell_quote(replay_program()) + check_args(r, file);
+  if (!before.empty()) cmd = before + " && " + cmd;
+  if (r.flags.empty() || ec) return cmd;
+  return "(cd " + shell_quote(cwd.string()) + " && " + cmd + ")";
+}
+
+std::string portable_replay_command(const Replay& r) {
+  return "kvfuzz" + check_args(r, r.file);
 }
 
 }  // namespace kvfuzz

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 #include "backends/common/backend_failure.h"
@@ -12,6 +14,7 @@
 #include "properties/fingerprint.h"
 #include "properties/opaque_extent.h"
 #include "properties/read_diff.h"
+#include "properties/scale_fit.h"
 #include "properties/tolerance.h"
 #include "reference/input_out_of_range.h"
 
@@ -204,10 +207,12 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
       const std::vector<int64_t>& got = resolved.columns;
       const std::vector<std::string>& foreign = resolved.foreign;
       std::vector<int64_t> missing, extra, twice;
-      std::set_difference(expected.begin(), expected.end(), got.begin(), got.end(), std::back_inserter(missing));
-      for (size_t i = 0; i < got.size(); ++i) {
-        if (i > 0 && got[i] == got[i - 1]) twice.push_back(got[i]);
-        else if (!std::binary_search(expected.begin(), expected.end(), got[i])) extra.push_back(got[i]);
+      if (resolved.columns_known) {
+        std::set_difference(expected.begin(), expected.end(), got.begin(), got.end(), std::back_inserter(missing));
+        for (size_t i = 0; i < got.size(); ++i) {
+          if (i > 0 && got[i] == got[i - 1]) twice.push_back(got[i]);
+          else if (!std::binary_search(expected.begin(), expected.end(), got[i])) extra.push_back(got[i]);
+        }
       }
       if (missing.empty() && extra.empty() && twice.empty() && foreign.empty()) continue;
       const std::string property = foreign.empty() ? "cache-extent" : "in-bounds";
@@ -216,7 +221,7 @@ void check_extent(const CaseContext& ctx, const BackendRun& run, std::vector<Fin
       if (!budget.take(ctx, property, layer, mechanism)) continue;
       std::ostringstream os;
       os << describe_row(ctx, layer, row, token) << ":\n  expected keys " << format_ranges(expected)
-         << "\n  read keys     " << format_ranges(got);
+         << "\n  read keys     " << (resolved.columns_known ? format_ranges(got) : "(not recovered)");
       if (!missing.empty()) os << "\n  missing       " << format_ranges(missing);
       if (!extra.empty()) os << "\n  extra         " << format_ranges(extra);
       if (!twice.empty()) os << "\n  read twice    " << format_ranges(twice);
@@ -249,15 +254,26 @@ void check_foreign(const CaseContext& ctx, const OpaqueReads& reads, std::vector
   }
 }
 
-// What an oracle disagreement with a right read set looks like: NaN or infinity where the oracle
-// is finite, an LSE in base 2 (log2(e) times the natural one), or else by how far the run's worst
-// error lies past its bound: within 8 times it (marginal: rounding beyond the declared precision)
-// or beyond (gross). Per run, not per query, so that one bug gives one name.
-std::string values_mechanism(bool non_finite, bool lse_base2, double run_worst_ratio) {
+// What an oracle disagreement with a right read set looks like, decided per run so that one bug
+// gives one name: NaN or infinity where the oracle is finite (per query); an LSE in base 2 (log2(e)
+// times the natural one) with every output right; a softmax scale other than the case's that
+// explains every sampled disagreement (scale_fit.h); or else by how far the run's worst error lies
+// past its bound: within 8 times it (marginal: rounding beyond the declared precision) or beyond
+// (gross).
+struct RunValues {
+  bool lse_base2 = true;  // every disagreement: LSE in base 2, output right
+  std::optional<double> scale;
+  double worst_ratio = 0.0;
+};
+
+std::string values_mechanism(bool non_finite, const RunValues& v) {
   if (non_finite) return "values:non-finite";
-  if (lse_base2) return "values:lse-base2";
-  return run_worst_ratio <= 8.0 ? "values:marginal" : "values:gross";
+  if (v.lse_base2) return "values:lse-base2";
+  if (v.scale) return "values:scale";
+  return v.worst_ratio <= 8.0 ? "values:marginal" : "values:gross";
 }
+
+constexpr size_t kScaleSamples = 8;  // disagreements the scale fit checks, spread over the run
 
 }  // namespace
 
@@ -271,9 +287,10 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
   struct Disagreement {
     Finding finding;
     bool non_finite, lse_base2;
+    ScaleSample sample;
   };
   std::vector<Disagreement> found;  // named once the run's worst error is known
-  double run_worst_ratio = 0.0;
+  RunValues run_values;
   for (int32_t layer = 0; layer < run.out.layers; ++layer) {
     const Layer& l = s.model.layers[static_cast<size_t>(layer)];
     int64_t token = 0;
@@ -315,8 +332,10 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
           if (lse_bad) worst_ratio = std::max(worst_ratio, tol.lse > 0 ? lse_err / tol.lse : HUGE_VAL);
           non_finite |= !std::isfinite(got_lse) && std::isfinite(ref_lse);
           constexpr double kLog2e = 1.4426950408889634;
-          const bool lse_base2 =
-              lse_bad && std::isfinite(ref_lse) && std::abs(got_lse - ref_lse * kLog2e) <= tol.lse * kLog2e + 1e-3;
+          // Base 2 within the LSE's bound (and the float rounding of the product), no looser: a
+          // small LSE is near log2(e) times itself whatever went wrong.
+          const bool lse_base2 = worst_d < 0 && lse_bad && std::isfinite(ref_lse) &&
+                                 std::abs(got_lse - ref_lse * kLog2e) <= (tol.lse + 0x1p-22 * std::abs(ref_lse)) * kLog2e;
           std::ostringstream os;
           os.precision(9);
           os << describe_row(ctx, layer, row, token) << ", q head " << h << " (" << n << " visible keys):";
@@ -327,16 +346,42 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
           // A query that read the wrong keys: its values follow from them, and so does the name.
           const auto wrong_reads = reads != nullptr ? reads->find({layer, token}) : ReadMechanisms::const_iterator{};
           const bool by_reads = reads != nullptr && wrong_reads != reads->end();
-          if (!by_reads) run_worst_ratio = std::max(run_worst_ratio, worst_ratio);
-          found.push_back({{"oracle", "", os.str(), layer, row, token}, non_finite, lse_base2});
+          if (!by_reads && !non_finite) {
+            run_values.worst_ratio = std::max(run_values.worst_ratio, worst_ratio);
+            run_values.lse_base2 &= lse_base2;
+          }
+          ScaleSample sample{layer, token, h, std::vector<double>(got, got + s.model.v_head_dim), got_lse};
+          found.push_back({{"oracle", "", os.str(), layer, row, token}, non_finite, lse_base2, std::move(sample)});
           if (by_reads) found.back().finding.mechanism = "reads:" + wrong_reads->second;
         }
       }
     }
   }
+  // The value disagreements (right reads, finite): all base 2, else maybe one wrong scale.
+  std::vector<const Disagreement*> by_values;
+  for (const Disagreement& d : found)
+    if (d.finding.mechanism.empty() && !d.non_finite) by_values.push_back(&d);
+  run_values.lse_base2 &= !by_values.empty();
+  if (!run_values.lse_base2 && !by_values.empty()) {
+    std::vector<ScaleSample> samples;
+    const size_t step = std::max<size_t>(1, by_values.size() / kScaleSamples);
+    for (size_t i = 0; i < by_values.size() && samples.size() < kScaleSamples; i += step)
+      samples.push_back(by_values[i]->sample);
+    run_values.scale = fitted_scale(ctx, pm, samples);
+  }
   ReportBudget budget;
+  std::set<std::pair<int32_t, int64_t>> non_finite_queries;  // one finding per query, not per head
   for (Disagreement& d : found) {
-    if (d.finding.mechanism.empty()) d.finding.mechanism = values_mechanism(d.non_finite, d.lse_base2, run_worst_ratio);
+    if (d.finding.mechanism.empty()) d.finding.mechanism = values_mechanism(d.non_finite, run_values);
+    if (d.finding.mechanism == "values:non-finite" && !non_finite_queries.insert({d.finding.layer, d.finding.token}).second)
+      continue;
+    if (d.finding.mechanism == "values:scale") {
+      std::ostringstream os;
+      os.precision(6);
+      os << "\n  every sampled disagreement is softmax at scale " << *run_values.scale << ", not the case's sm_scale "
+         << s.model.sm_scale << " (" << *run_values.scale / s.model.sm_scale << " times it)";
+      d.finding.message += os.str();
+    }
     if (budget.take(ctx, "oracle", d.finding.layer, d.finding.mechanism)) findings.push_back(std::move(d.finding));
   }
   if (unbounded > 0 && notes)

@@ -64,6 +64,9 @@ struct ResolvedReads {
   std::vector<int64_t> columns;  // ascending, repeats kept
   std::vector<std::string> foreign;
   std::vector<std::string> foreign_kinds;  // read_diff.h's tags: other-request, unowned-slot, ...
+  // False when the own columns could not be recovered (an opaque executor's probes did not
+  // decode): `columns` is then empty and says nothing; only `foreign` is checked.
+  bool columns_known = true;
 };
 ResolvedReads resolve_reads(const CaseContext& ctx, const BackendRun& run, int32_t layer, int64_t token);
 

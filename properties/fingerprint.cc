@@ -59,7 +59,13 @@ std::string failure_mechanism(const std::string& message) {
     start = end + 1;
   }
   const bool traceback = message.find("Traceback (most recent call last)") != std::string::npos;
-  std::string what = normalize_message(!traceback ? message : !raised.empty() ? raised : last);
+  // Without a traceback the failure is its first line, without what the adapter printed last (a
+  // hang's log tail is there or not by timing) and whichever run it happened in (the case's own
+  // or the probes' reruns): one failure, one key.
+  std::string head = message.substr(0, message.find("; its last output:"));
+  static const std::string kProbe = "probe runs failed: ";
+  if (head.rfind(kProbe, 0) == 0) head.erase(0, kProbe.size());
+  std::string what = normalize_message(!traceback ? head : !raised.empty() ? raised : last);
   if (traceback && !function.empty()) what += " @ " + function;
   return what;
 }

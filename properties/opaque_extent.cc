@@ -11,6 +11,8 @@
 namespace kvfuzz {
 namespace {
 
+constexpr int32_t kMaxUndecodable = 4;  // findings of read sets that do not decode, per run
+
 // How the probes code owners and columns into channels.
 //   owners: base-B digits of the owner id, B = C (one channel per digit), or B = 2 with one
 //     channel (digit 1 coded, digit 0 not) when C = 1; a channel's count is then exact for any
@@ -101,11 +103,12 @@ struct Counts {
   std::string problem;          // why the output does not decode
 };
 
-Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t layer, int64_t token, bool packed) {
-  const Model& m = s.model;
+// `source[j]`: the q head whose output shows kv head j's channels (j * group unless the head
+// probe found the kernel maps q heads to other kv heads).
+Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t token, bool packed,
+              const std::vector<int32_t>& source) {
   Counts k;
-  const int32_t group = m.q_heads / m.kv_heads;
-  const double lse = out.lse_at(layer, token, 0);
+  const double lse = out.lse_at(layer, token, source[0]);
   if (std::isinf(lse) && lse < 0) {
     k.channel.assign(static_cast<size_t>(c.channels), 0);
     return k;
@@ -124,7 +127,8 @@ Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t 
   k.total = std::llround(mf);
   k.channel.assign(static_cast<size_t>(c.channels), 0);
   for (int32_t ch = 0; ch < c.channels; ++ch) {
-    const double x = static_cast<double>(out.out_at(layer, token, (ch / c.vd) * group)[ch % c.vd]) * static_cast<double>(k.total);
+    const double x =
+        static_cast<double>(out.out_at(layer, token, source[static_cast<size_t>(ch / c.vd)])[ch % c.vd]) * static_cast<double>(k.total);
     if (!std::isfinite(x) || x < -0.25 || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + 0.25 || std::abs(x - std::round(x)) > 0.25) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
@@ -137,9 +141,79 @@ Counts decode(const Scenario& s, const Coding& c, const RunOutput& out, int32_t 
 }
 
 std::string owner_name(const Coding& c, const ForwardBatch& fb, int32_t owner) {
+  if (owner < 0 || owner >= c.owners)  // a channel no owner is coded on: the codes came back displaced
+    return "probe channel " + std::to_string(owner) + ", which codes no owner (values displaced within or across heads)";
   if (owner == c.none()) return "slots no live token holds (free, evicted, the dummy page or past a page's end)";
   if (owner == c.other()) return "keys of requests outside the batch";
   return "keys of request " + std::to_string(fb.request_ids[static_cast<size_t>(owner)]) + " (row " + std::to_string(owner) + ")";
+}
+
+// The head probe (kv_heads > 1): Q = K = 0 and V = (j + 1, 0, ...) in kv head j for every key
+// and every unowned slot, so q head h's out[0] is exactly j + 1 for the one kv head j it read,
+// whatever it read of it; a mix of heads gives a fraction.
+ValueFn head_values(bool mla) {
+  return [mla](int32_t, Tensor t, int32_t, int32_t, int32_t head, std::span<float> out) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    if (t == Tensor::v || (t == Tensor::k && mla)) out[0] = static_cast<float>(head + 1);
+  };
+}
+
+Poison head_poison(const Model& m) {
+  Poison p;
+  p.v_row.assign(static_cast<size_t>(m.kv_heads) * m.v_head_dim, 0.0f);
+  for (int32_t h = 0; h < m.kv_heads; ++h) p.v_row[static_cast<size_t>(h) * m.v_head_dim] = static_cast<float>(h + 1);
+  return p;
+}
+
+constexpr int32_t kReadNothing = -1, kReadMixed = -2, kReadUnknown = -3;
+
+// The kv head each q head read in the head probe's output: kReadNothing, kReadMixed, kReadUnknown
+// (not finite: nothing decodes) or the head.
+std::vector<int32_t> heads_read(const Model& m, const RunOutput& out, int32_t layer, int64_t token) {
+  std::vector<int32_t> read(static_cast<size_t>(m.q_heads), kReadNothing);
+  for (int32_t h = 0; h < m.q_heads; ++h) {
+    const double lse = out.lse_at(layer, token, h);
+    if (std::isinf(lse) && lse < 0) continue;
+    const double x = out.out_at(layer, token, h)[0] - 1.0;
+    if (!std::isfinite(x) || std::isnan(lse)) {
+      read[static_cast<size_t>(h)] = kReadUnknown;
+      continue;
+    }
+    const bool whole = std::isfinite(x) && std::abs(x - std::round(x)) <= 0.02 && x > -0.5 && x < m.kv_heads - 0.5;
+    read[static_cast<size_t>(h)] = whole ? static_cast<int32_t>(std::lround(x)) : kReadMixed;
+  }
+  return read;
+}
+
+// "q head 1 read kv head 1, q head 2 read kv head 0 (GQA maps q head h to kv head h / 2)", or
+// empty when every q head read its own kv head. `source` gets, for each kv head, a q head that read
+// it (its own first q head when that one did); false when some kv head was read by none.
+bool head_mapping(const Model& m, const std::vector<int32_t>& read, std::string& wrong, std::vector<int32_t>& source) {
+  const int32_t group = m.q_heads / m.kv_heads;
+  std::ostringstream os;
+  int32_t n = 0;
+  for (int32_t h = 0; h < m.q_heads; ++h) {
+    const int32_t got = read[static_cast<size_t>(h)];
+    if (got == kReadNothing || got == h / group) continue;
+    if (n++ < 3) {
+      os << (n > 1 ? ", " : "") << "q head " << h << " read ";
+      if (got == kReadMixed) os << "a mix of kv heads";
+      else os << "kv head " << got;
+    }
+  }
+  if (n > 3) os << " and " << n - 3 << " more q heads";
+  if (n > 0) os << " (GQA maps q head h to kv head h / " << group << "): the keys of another head";
+  wrong = os.str();
+  bool all = true;
+  for (int32_t j = 0; j < m.kv_heads; ++j) {
+    auto& src = source[static_cast<size_t>(j)];
+    src = j * group;
+    if (read[static_cast<size_t>(src)] == j) continue;
+    const auto it = std::find(read.begin(), read.end(), j);
+    if (it != read.end()) src = static_cast<int32_t>(it - read.begin());
+    else all = false;
+  }
+  return all;
 }
 
 bool finite_row(const RunOutput& out, const Model& m, int32_t layer, int64_t token) {
@@ -180,6 +254,11 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
     fns.push_back(value_fn(ctx.values()));
     poisons.push_back(nan_poison());
   }
+  const bool head_probe = m.kv_heads > 1 && !m.mla;  // one kv head: no head to mix up
+  if (head_probe) {
+    fns.push_back(head_values(m.mla));
+    poisons.push_back(head_poison(m));
+  }
   for (int32_t o = 0; o < c.owner_probes; ++o) {
     fns.push_back(probe_values(c, m.mla, [&c, o](int32_t request, int32_t) {
       return Code{c.digit_channel(c.digit(c.owner(request), o))};
@@ -216,10 +295,12 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
     result.reads.clear();
     return result;
   }
-  const size_t first_owner = nan_run ? 1 : 0, first_column = first_owner + static_cast<size_t>(c.owner_probes);
+  const size_t head_run = nan_run ? 1 : 0;
+  const size_t first_owner = head_run + (head_probe ? 1 : 0), first_column = first_owner + static_cast<size_t>(c.owner_probes);
 
   int64_t masked = 0;
   std::string masked_where;
+  int32_t undecodable_filed = 0;
   for (int32_t layer = 0; layer < result.layers; ++layer) {
     for (int64_t token = 0; token < result.num_tokens; ++token) {
       const int32_t row = ctx.row_of(token);
@@ -228,16 +309,43 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
                                 std::to_string(fb.request_ids[static_cast<size_t>(row)]) + "), query position " +
                                 std::to_string(fb.positions[static_cast<size_t>(token)]);
       ResolvedReads& r = result.reads[static_cast<size_t>(layer) * static_cast<size_t>(result.num_tokens) + static_cast<size_t>(token)];
+      // A read set that does not decode is unknown, not empty. Where the case's own run gave
+      // NaN or infinity at this query, the probes' failure says nothing more: the oracle check
+      // names it (values:non-finite). Else it is a finding, a few per run.
+      const auto undecodable = [&](const std::string& mechanism, const std::string& what) {
+        r.columns_known = false;
+        if (!finite_row(run.out, m, layer, token) || undecodable_filed++ >= kMaxUndecodable) return;
+        result.findings.push_back({"cache-extent", "", where + ": " + what, layer, row, token});
+        result.findings.back().mechanism = mechanism;
+      };
+      std::vector<int32_t> source(static_cast<size_t>(m.kv_heads));
+      for (int32_t j = 0; j < m.kv_heads; ++j) source[static_cast<size_t>(j)] = j * (m.q_heads / m.kv_heads);
+      if (head_probe) {
+        const std::vector<int32_t> read = heads_read(m, outputs[head_run], layer, token);
+        if (std::find(read.begin(), read.end(), kReadUnknown) != read.end()) {
+          undecodable("undecodable", "the read set does not decode: the head probe's output is not finite");
+          continue;
+        }
+        std::string wrong;
+        const bool every_head = head_mapping(m, read, wrong, source);
+        if (!wrong.empty()) {
+          r.foreign.push_back(wrong);
+          r.foreign_kinds.push_back("other-head");
+        }
+        if (!every_head) {  // some kv head's codes reach no output: the owners and columns are unknown
+          r.columns_known = false;
+          continue;
+        }
+      }
       // Owners: every read must carry the row's own owner digit in every owner probe.
       int64_t total = -1;
       std::map<int32_t, int64_t> foreign;  // owner (exact with one owner probe) -> reads
       int64_t foreign_reads = 0, uncoded = 0;
       bool decodable = true;
       for (int32_t o = 0; o < c.owner_probes && decodable; ++o) {
-        const Counts k = decode(s, c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false);
+        const Counts k = decode(c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false, source);
         if (!k.problem.empty()) {
-          result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
-          result.findings.back().mechanism = "undecodable";
+          undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;
           break;
         }
@@ -272,18 +380,15 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       int64_t own_total = 0;
       bool overflow = false;
       for (int32_t q = 0; q < c.column_probes; ++q) {
-        const Counts k = decode(s, c, outputs[first_column + static_cast<size_t>(q)], layer, token, true);
+        const Counts k = decode(c, outputs[first_column + static_cast<size_t>(q)], layer, token, true, source);
         if (!k.problem.empty()) {
-          result.findings.push_back({"cache-extent", "", where + ": the read set does not decode: " + k.problem, layer, row, token});
-          result.findings.back().mechanism = "undecodable";
+          undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;
           break;
         }
         if (k.total != total) {
-          result.findings.push_back({"cache-extent", "", where + ": the probe runs read " + std::to_string(total) + " and " +
-                                                             std::to_string(k.total) + " keys: the read set depends on the values",
-                                     layer, row, token});
-          result.findings.back().mechanism = "value-dependent-reads";
+          undecodable("value-dependent-reads", "the probe runs read " + std::to_string(total) + " and " +
+                                                   std::to_string(k.total) + " keys: the read set depends on the values");
           decodable = false;
           break;
         }

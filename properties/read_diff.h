@@ -18,7 +18,8 @@
 namespace kvfuzz {
 
 // With foreign reads, the worst of their kinds alone (given by the caller: outside-pool,
-// other-row, other-request, unwritten-slot, unowned-slot, ...): where a misaddressed read lands,
+// other-row, other-request, other-head (the row's own keys of another kv head: a GQA head-mapping
+// error), unwritten-slot, unowned-slot, ...): where a misaddressed read lands,
 // and so which own keys it leaves out, follows from the allocator's history, not the mechanism.
 // Otherwise tags joined by '+', in a fixed order: "shifted-older" / "shifted-newer" (the visible
 // set moved by a constant) or the missing-* and extra-* tags, then "read-twice". Missing keys are

@@ -9,7 +9,9 @@ the calls of a group are merged by LSE.
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table.py"
 
 KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
-drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; and masked_tail, which
+drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; gqa_mod (q head h reads
+kv head h % kv_heads, not h // (q_heads / kv_heads)), no_scale (softmax of q.k without sm_scale),
+nan_out (every output NaN); and masked_tail, which
 is not a bug: it loads the unwritten tail of each row's last page and masks it (weight exactly 0),
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
@@ -74,7 +76,11 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
             visible &= keys[None, :] >= last_key - window_left
         # Rows by slot (case.pool_rows): the pools of `long` cases come sparse and are not materialized.
         k, v = case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots)
-        o, l = attend(q_all[q0:q1], k, v, visible, case.sm_scale, case.softcap)
+        if BREAK == "gqa_mod":  # every q head its own copy of kv head h % kv_heads
+            heads = np.arange(q_all.shape[1]) % k.shape[1]
+            k, v = k[:, heads], v[:, heads]
+        scale = 1.0 if BREAK == "no_scale" else case.sm_scale
+        o, l = attend(q_all[q0:q1], k, v, visible, scale, case.softcap)
         out[q0:q1], lse[q0:q1] = o, l
 
 
@@ -108,6 +114,8 @@ def run(case):
             out[layer], lse[layer] = merged
     if BREAK == "lse_base2":
         lse = lse / math.log(2.0)
+    if BREAK == "nan_out":
+        out[:] = np.nan
     if BREAK == "oob_write":
         q = case.q
         ctypes.memset(q.ctypes.data + q.nbytes, 0, 64)  # 64 bytes past the end of an input

@@ -1,4 +1,5 @@
 """The declaration an adapter sends first: name, role, family, what it supports, its precision."""
+import sys
 
 FAMILIES = ("page_table", "paged_csr", "token_csr", "mla")
 
@@ -9,12 +10,23 @@ class Unsupported(Exception):
     case as unsupported, not as a finding, and keeps the worker."""
 
 
+def _refuse(role, name, what):
+    """A declaration that cannot be right is the adapter's bad input: one clear line on stderr and
+    exit status 2 (kvfuzz then refuses the adapter, exit 2, quoting this line), no traceback."""
+    sys.stderr.write(f"kvfuzz_adapter: @kv.{role}(name={name!r}): {what}\n")
+    raise SystemExit(2)
+
+
 def _declare(role, fn, name, family, supports, precision, description):
+    name = name or getattr(fn, "__name__", None)
     if family not in FAMILIES:
-        raise ValueError(f"unknown family {family!r}; known: {', '.join(FAMILIES)}")
+        _refuse(role, name, f"unknown family {family!r}; known: {', '.join(FAMILIES)} (FAMILIES.md)")
+    for what, value in (("supports", supports), ("precision", precision)):
+        if value is not None and not isinstance(value, dict):
+            _refuse(role, name, f"{what} must be a dict, got {type(value).__name__}")
     fn.kvfuzz_declaration = {
         "kvfuzz_adapter": 1,
-        "name": name or fn.__name__,
+        "name": name,
         "role": role,
         "family": family,
         "description": description or (fn.__doc__ or "").strip().split("\n")[0],

@@ -46,7 +46,7 @@ struct Finding {
 // A saved finding (its record names the case and the backend) or a case with --backend.
 Finding resolve(const std::string& path, const std::string& backend) {
   if (!backend.empty())
-    return {path, backend, {{"case", path}, {"replay", replay_command({path, backend, {}, 0, {}})}}};
+    return {path, backend, {{"case", path}, {"replay", portable_replay_command({path, backend, {}, 0, {}})}}};
   const nlohmann::json record = read_finding_record(path);
   const std::string replay = record.value("replay", "");
   Finding f{record.value("case", ""), replay_backend(replay), nullptr};

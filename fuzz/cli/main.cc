@@ -4,13 +4,19 @@
 //   kvfuzz gen --seed 7 --profile small > case.json
 //   kvfuzz check case.json --backend all
 //   kvfuzz report findings -o findings/report.html
+#include <filesystem>
 #include <iostream>
 
 #include "backends/common/harness_error.h"
 #include "fuzz/cli/commands.h"
+#include "fuzz/replay.h"
 #include "reference/case_error.h"
 
 int main(int argc, char** argv) {
+  // Replay lines name this binary by its absolute path: they run pasted anywhere (fuzz/replay.h).
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) kvfuzz::set_replay_program(self.string());
   CLI::App app{"kvfuzz: fuzzes paged KV-cache attention metadata against an exact CPU oracle"};
   app.require_subcommand(1);
   int exit_code = 0;

@@ -17,8 +17,18 @@ std::vector<const Backend*> select_backends(const std::string& name) {
   }
   if (!of_adapter.empty()) return of_adapter;
   std::string known;
-  for (const Backend* b : all_backends()) known += (known.empty() ? "" : ", ") + std::string(b->name());
-  throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)");
+  bool adapters = false;
+  for (const Backend* b : all_backends()) {
+    known += (known.empty() ? "" : ", ") + std::string(b->name());
+    adapters |= !b->replay_flags().empty();
+  }
+  // Without --adapter only the built-in backends exist: an executor's or planner's name comes
+  // from its adapter's declaration.
+  const std::string hint = adapters ? ""
+                                    : "; an executor or planner of your own is named by its adapter: add --adapter "
+                                      "'COMMAND' (e.g. --adapter 'python3 adapters/examples/numpy_page_table.py', "
+                                      "docs/adapters.md)";
+  throw InvalidCase("--backend: unknown backend '" + name + "' (known: " + known + ", all)" + hint);
 }
 
 CLI::Validator seed_check() {

@@ -32,10 +32,14 @@ std::vector<std::string> replay_lines(const std::string& text, const std::string
   return lines;
 }
 
-// Runs a printed line with `kvfuzz` standing for the built binary, from `cwd`.
+// Runs a printed line as pasted, from a directory other than the one it was printed in (no
+// kvfuzz on PATH: it names the built binary and the case by their absolute paths).
 Result run_printed(const std::string& line, const std::filesystem::path& cwd) {
-  EXPECT_EQ(line.rfind("kvfuzz check ", 0), 0u) << line;
-  return test::run_shell("cd " + shell_quote(cwd.string()) + " && " + std::string(KVFUZZ_BIN) + line.substr(6));
+  const std::string bin = std::filesystem::canonical(KVFUZZ_BIN).string();
+  EXPECT_EQ(line.rfind(bin + " check /", 0), 0u) << line;
+  const auto elsewhere = cwd / "elsewhere";
+  std::filesystem::create_directories(elsewhere);
+  return test::run_shell("cd " + shell_quote(elsewhere.string()) + " && " + line);
 }
 
 void expect_replays(const std::vector<std::string>& lines, const std::filesystem::path& cwd) {
@@ -99,10 +103,21 @@ TEST(Replay, CheckShrinkAndFaultsPrintLinesThatReplay) {
 }
 
 TEST(Replay, LineNamesEverythingTheFindingNeeds) {
-  EXPECT_EQ(replay_command({"findings/oracle-fa-3.json", "fa", {"fa_local_token_table"}, 0, {}}),
+  EXPECT_EQ(portable_replay_command({"findings/oracle-fa-3.json", "fa", {"fa_local_token_table"}, 0, {}}),
             "kvfuzz check findings/oracle-fa-3.json --backend fa --fault fa_local_token_table");
-  EXPECT_EQ(replay_command({"my findings/it's.json", "mla", {"a", "b"}, 12345, {}}),
+  EXPECT_EQ(portable_replay_command({"my findings/it's.json", "mla", {"a", "b"}, 12345, {}}),
             "kvfuzz check 'my findings/it'\\''s.json' --backend mla --fault a --fault b --variant-seed 12345");
+  // As pasted: absolute paths; an adapter's command runs from the directory kvfuzz ran in.
+  const std::string cwd = std::filesystem::current_path().string();
+  set_replay_program("/opt/kv fuzz/kvfuzz");
+  EXPECT_EQ(replay_command({"findings/oracle-fa-3.json", "fa", {}, 0, {}}),
+            "'/opt/kv fuzz/kvfuzz' check " + shell_quote(cwd + "/findings/oracle-fa-3.json") + " --backend fa");
+  EXPECT_EQ(replay_command({"/abs/x.json", "numpy_page_table", {}, 0, {"--adapter", "python3 a.py"}}),
+            "(cd " + shell_quote(cwd) +
+                " && '/opt/kv fuzz/kvfuzz' check /abs/x.json --backend numpy_page_table --adapter 'python3 a.py')");
+  EXPECT_EQ(replay_command({"case-3.json", "fa", {}, 0, {}}, "kvfuzz gen --seed 3 --profile tiny > case-3.json"),
+            "kvfuzz gen --seed 3 --profile tiny > case-3.json && '/opt/kv fuzz/kvfuzz' check case-3.json --backend fa");
+  set_replay_program("kvfuzz");
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("$HOME;rm"), "'$HOME;rm'");
 }
