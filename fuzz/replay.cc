@@ -39,16 +39,13 @@ std::string replay_command(const Replay& r, const std::string& before) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
-  const std::string file =
-      before.empty() && !ec ? (cwd / fs::path(r.file)).lexically_normal().string() : r.file;
+  const std::string file = before.empty() && !ec ? (cwd / fs::path(r.file)).lexically_normal().string() : r.file;
   std::string cmd = shell_quote(replay_program()) + check_args(r, file);
   if (!before.empty()) cmd = before + " && " + cmd;
   if (r.flags.empty() || ec) return cmd;
   return "(cd " + shell_quote(cwd.string()) + " && " + cmd + ")";
 }
 
-std::string portable_replay_command(const Replay& r) {
-  return "kvfuzz" + check_args(r, r.file);
-}
+std::string portable_replay_command(const Replay& r) { return "kvfuzz" + check_args(r, r.file); }
 
 }  // namespace kvfuzz

@@ -334,8 +334,9 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
           constexpr double kLog2e = 1.4426950408889634;
           // Base 2 within the LSE's bound (and the float rounding of the product), no looser: a
           // small LSE is near log2(e) times itself whatever went wrong.
-          const bool lse_base2 = worst_d < 0 && lse_bad && std::isfinite(ref_lse) &&
-                                 std::abs(got_lse - ref_lse * kLog2e) <= (tol.lse + 0x1p-22 * std::abs(ref_lse)) * kLog2e;
+          const bool lse_base2 =
+              worst_d < 0 && lse_bad && std::isfinite(ref_lse) &&
+              std::abs(got_lse - ref_lse * kLog2e) <= (tol.lse + 0x1p-22 * std::abs(ref_lse)) * kLog2e;
           std::ostringstream os;
           os.precision(9);
           os << describe_row(ctx, layer, row, token) << ", q head " << h << " (" << n << " visible keys):";
@@ -373,7 +374,8 @@ void check_agreement(const CaseContext& ctx, const Backend& backend, const Backe
   std::set<std::pair<int32_t, int64_t>> non_finite_queries;  // one finding per query, not per head
   for (Disagreement& d : found) {
     if (d.finding.mechanism.empty()) d.finding.mechanism = values_mechanism(d.non_finite, run_values);
-    if (d.finding.mechanism == "values:non-finite" && !non_finite_queries.insert({d.finding.layer, d.finding.token}).second)
+    if (d.finding.mechanism == "values:non-finite" &&
+        !non_finite_queries.insert({d.finding.layer, d.finding.token}).second)
       continue;
     if (d.finding.mechanism == "values:scale") {
       std::ostringstream os;

@@ -127,8 +127,8 @@ Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t toke
   k.total = std::llround(mf);
   k.channel.assign(static_cast<size_t>(c.channels), 0);
   for (int32_t ch = 0; ch < c.channels; ++ch) {
-    const double x =
-        static_cast<double>(out.out_at(layer, token, source[static_cast<size_t>(ch / c.vd)])[ch % c.vd]) * static_cast<double>(k.total);
+    const double x = static_cast<double>(out.out_at(layer, token, source[static_cast<size_t>(ch / c.vd)])[ch % c.vd]) *
+                     static_cast<double>(k.total);
     if (!std::isfinite(x) || x < -0.25 || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + 0.25 || std::abs(x - std::round(x)) > 0.25) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
@@ -142,7 +142,8 @@ Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t toke
 
 std::string owner_name(const Coding& c, const ForwardBatch& fb, int32_t owner) {
   if (owner < 0 || owner >= c.owners)  // a channel no owner is coded on: the codes came back displaced
-    return "probe channel " + std::to_string(owner) + ", which codes no owner (values displaced within or across heads)";
+    return "probe channel " + std::to_string(owner) +
+           ", which codes no owner (values displaced within or across heads)";
   if (owner == c.none()) return "slots no live token holds (free, evicted, the dummy page or past a page's end)";
   if (owner == c.other()) return "keys of requests outside the batch";
   return "keys of request " + std::to_string(fb.request_ids[static_cast<size_t>(owner)]) + " (row " + std::to_string(owner) + ")";
@@ -296,7 +297,8 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
     return result;
   }
   const size_t head_run = nan_run ? 1 : 0;
-  const size_t first_owner = head_run + (head_probe ? 1 : 0), first_column = first_owner + static_cast<size_t>(c.owner_probes);
+  const size_t first_owner = head_run + (head_probe ? 1 : 0),
+               first_column = first_owner + static_cast<size_t>(c.owner_probes);
 
   int64_t masked = 0;
   std::string masked_where;
@@ -388,7 +390,8 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
         }
         if (k.total != total) {
           undecodable("value-dependent-reads", "the probe runs read " + std::to_string(total) + " and " +
-                                                   std::to_string(k.total) + " keys: the read set depends on the values");
+                                                   std::to_string(k.total) +
+                                                   " keys: the read set depends on the values");
           decodable = false;
           break;
         }

@@ -22,8 +22,10 @@ std::string read_diff_mechanism(const std::vector<int64_t>& expected, const std:
   if (!foreign_kinds.empty()) {
     // Reads that went elsewhere: where each one landed (and so which own keys it left out or hit
     // twice) depends on the allocator's history, not on the mechanism. The worst kind names it.
-    static const char* const kSeverity[] = {"outside-pool", "other-row", "other-request", "other-request-or-unowned",
-                                            "other-head", "unwritten-slot", "unowned-slot", "padding-slot", "beyond-length", "read-many"};
+    static const char* const kSeverity[] = {
+        "outside-pool",  "other-row",      "other-request", "other-request-or-unowned",
+        "other-head",    "unwritten-slot", "unowned-slot",  "padding-slot",
+        "beyond-length", "read-many"};
     for (const char* kind : kSeverity)
       if (std::find(foreign_kinds.begin(), foreign_kinds.end(), kind) != foreign_kinds.end()) return kind;
     return foreign_kinds.front();

@@ -34,7 +34,9 @@ QueryKeys query_keys(const CaseContext& ctx, int32_t layer, int64_t token, int32
   return out;
 }
 
-int64_t vd_all(const QueryKeys& keys) { return keys.qk.empty() ? 0 : static_cast<int64_t>(keys.v.size() / keys.qk.size()); }
+int64_t vd_all(const QueryKeys& keys) {
+  return keys.qk.empty() ? 0 : static_cast<int64_t>(keys.v.size() / keys.qk.size());
+}
 
 struct Attention {
   double lse = -HUGE_VAL;
@@ -48,7 +50,8 @@ Attention attend_at(const QueryKeys& keys, double alpha, double softcap, int32_t
   a.abs_out = a.out;
   if (keys.qk.empty()) return a;
   std::vector<double> s(keys.qk.size());
-  for (size_t i = 0; i < s.size(); ++i) s[i] = softcap > 0 ? softcap * std::tanh(alpha * keys.qk[i] / softcap) : alpha * keys.qk[i];
+  for (size_t i = 0; i < s.size(); ++i)
+    s[i] = softcap > 0 ? softcap * std::tanh(alpha * keys.qk[i] / softcap) : alpha * keys.qk[i];
   const double mx = *std::max_element(s.begin(), s.end());
   double total = 0;
   for (size_t i = 0; i < s.size(); ++i) {

@@ -25,8 +25,8 @@ namespace kvfuzz {
 
 struct ScaleSample {
   int32_t layer = 0;
-  int64_t token = 0;  // a real row's query token
-  int32_t head = 0;   // q head
+  int64_t token = 0;        // a real row's query token
+  int32_t head = 0;         // q head
   std::vector<double> out;  // [v_head_dim]: what the run returned
   double lse = 0;           // natural log, what the run returned
 };

@@ -83,7 +83,8 @@ TEST(Cli, BadInputExitsTwoWithAMessage) {
       {"check " + temp_file("ok.json", good) + " --backend nosuch", "--backend: unknown backend 'nosuch'"},
       // ... with the hint that an executor of your own comes with --adapter
       {"check " + temp_file("ok.json", good) + " --backend numpy_page_table", "add --adapter 'COMMAND'"},
-      {"check " + temp_file("ok.json", good) + " --fault nosuch", "--fault: no selected backend has a fault named 'nosuch'"},
+      {"check " + temp_file("ok.json", good) + " --fault nosuch",
+       "--fault: no selected backend has a fault named 'nosuch'"},
       {"oracle " + std::filesystem::temp_directory_path().string(), "is a directory, not a case file"},
       {"run --cases -1", "--cases: must be a number >= 0, got '-1'"},
       {"run --seconds soon", "--seconds: must be a number >= 0, got 'soon'"},

@@ -102,9 +102,10 @@ TEST(Fingerprint, FailuresAreNamedByExceptionAndInnermostFunction) {
   EXPECT_EQ(failure_mechanism("probe runs failed: adapter 'python3 /tmp/a b.py' gave no answer within 2 s"),
             "adapter Q gave no answer within N s");
   // A crash's traceback in the last output still names it.
-  EXPECT_EQ(failure_mechanism("adapter 'x' exited with status 1; its last output:\nTraceback (most recent call last):\n"
-                              "  File \"/x/a.py\", line 3, in run\n    y = x[9]\nIndexError: list index out of range\n"),
-            "IndexError: list index out of range @ run");
+  EXPECT_EQ(
+      failure_mechanism("adapter 'x' exited with status 1; its last output:\nTraceback (most recent call last):\n"
+                        "  File \"/x/a.py\", line 3, in run\n    y = x[9]\nIndexError: list index out of range\n"),
+      "IndexError: list index out of range @ run");
   EXPECT_EQ(bounds_mechanism("custom_mask", "write at index 96, outside its capacity 64"), "custom_mask:write-above");
   EXPECT_EQ(bounds_mechanism("kv_indptr", "read at index -1, outside its capacity 9"), "kv_indptr:read-below");
   EXPECT_EQ(normalize_message("layer 2 (chunked), row 1 (request 4), query position 9 (column 9): kv[3] is 5, expected 7"),
