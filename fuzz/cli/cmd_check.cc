@@ -4,6 +4,7 @@
 //   kvfuzz check case.json --backend fa --fault fa_local_token_table --variant-seed 12
 #include <algorithm>
 #include <iostream>
+#include <map>
 
 #include "backends/registry.h"
 #include "fuzz/case_check.h"
@@ -15,6 +16,11 @@
 #include "reference/scenario_json.h"
 
 namespace kvfuzz::cli {
+namespace {
+
+constexpr int kShownPerKey = 4;  // findings printed per fingerprint key; the rest are counted
+
+}  // namespace
 
 void add_check(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("check", "Run every property on one case and report what is wrong (exit 1 on a finding)");
@@ -39,12 +45,17 @@ void add_check(CLI::App& app, int& exit_code) {
     for (const Finding& n : report.notes) std::cout << n.backend << ": note: " << n.property << ": " << n.message << "\n";
     for (const Backend* b : backends) {
       int n = 0;
+      std::map<std::string, int> per_key;  // findings of each fingerprint key: the first few are shown
       for (const Finding& f : report.findings) {
         if (f.backend != b->name()) continue;
-        std::cout << b->name() << ": " << f.property << ": " << f.message << "\n  fingerprint: " << fingerprint_of(s, f).key()
-                  << "\n";
         ++n;
+        const std::string key = fingerprint_of(s, f).key();
+        if (++per_key[key] > kShownPerKey) continue;
+        std::cout << b->name() << ": " << f.property << ": " << f.message << "\n  fingerprint: " << key << "\n";
       }
+      for (const auto& [key, count] : per_key)
+        if (count > kShownPerKey)
+          std::cout << b->name() << ": " << count - kShownPerKey << " more finding(s) of " << key << " not shown\n";
       const bool unsupported = std::any_of(report.unsupported.begin(), report.unsupported.end(),
                                            [&](const std::string& u) { return u.rfind(std::string(b->name()) + ": ", 0) == 0; });
       if (n == 0 && !unsupported) std::cout << b->name() << ": ok (every property)\n";
