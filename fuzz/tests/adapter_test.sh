@@ -83,6 +83,12 @@ done
 expect 2 "did not start" adapter_missing -- "$K" backends --adapter "/nonexistent/adapter"
 expect 2 "not a known family" adapter_bad_family -- "$K" backends --adapter \
   "python3 -c 'import os; os.write(4, b\"{\\\"kvfuzz_adapter\\\": 1, \\\"name\\\": \\\"x\\\", \\\"role\\\": \\\"executor\\\", \\\"family\\\": \\\"nope\\\"}\\n\"); import time; time.sleep(5)'"
+# A kvfuzz_adapter declaration of an unknown family: one line naming it, exit 2, no traceback.
+printf 'import sys\nsys.path.insert(0, "%s/adapters")\nimport kvfuzz_adapter as kv\n@kv.executor(name="x", family="pagetable")\ndef run(case):\n    pass\nkv.serve(run)\n' \
+  "$SRC" >"$WORK/bad_family.py"
+expect 2 "kvfuzz_adapter: @kv.executor\(name='x'\): unknown family 'pagetable'; known: page_table" adapter_bad_family_python -- \
+  "$K" backends --adapter "python3 $WORK/bad_family.py"
+! grep -q Traceback "$WORK/adapter_bad_family_python.out" || fail "adapter_bad_family_python: a traceback"
 expect 2 "first message must be the declaration" adapter_garbage -- "$K" backends --adapter \
   "python3 -c 'import os; os.write(4, b\"{}\\n\"); import time; time.sleep(5)'"
 expect 0 "fa:numpy_page_table" adapter_listed -- "$K" backends --adapter "$EXEC"
