@@ -31,7 +31,7 @@ struct ScaleSample {
   double lse = 0;           // natural log, what the run returned
 };
 
-// The one softmax scale alpha > 0 (not the case's own) at which every sample agrees, if any.
+// The one softmax scale alpha > 0, more than 1% from the case's own, at which every sample agrees, if any.
 std::optional<double> fitted_scale(const CaseContext& ctx, const PrecisionModel& pm,
                                    const std::vector<ScaleSample>& samples);
 
