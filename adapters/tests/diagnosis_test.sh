@@ -3,7 +3,8 @@
 # (KVFUZZ_EXAMPLE_BREAK, adapters/examples/numpy_page_table.py) are filed under the name of what
 # went wrong, and a different planted bug is not given that name.
 #   gqa_mod   q head h reads kv head h % kv_heads   -> in-bounds other-head, oracle reads:other-head
-#   no_scale  softmax of q.k without sm_scale        -> oracle values:scale (the scale it used named)
+#   no_scale  softmax of q.k without sm_scale        -> oracle values:scale (the scale it used named);
+#             not given to bf16_out (outputs cut to bf16) nor to lse_base2
 #   nan_out   every output NaN                       -> oracle values:non-finite, once per query
 #   hang      no answer                              -> one hang key, without the adapter's last output
 # Usage: diagnosis_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
@@ -69,6 +70,11 @@ done
 grep -q "as oracle/fa:numpy_page_table/.*: values:scale" "$WORK/no_scale_shrink.out" &&
   grep -q "requests 2 -> 1" "$WORK/no_scale_shrink.out" ||
   { fail "no_scale shrink"; cat "$WORK/no_scale_shrink.out"; }
+# Outputs rounded past the declared precision are not a scale error either.
+check bf16_out bf16_out "$GQA"
+exits bf16_out 1
+has bf16_out ': values:(marginal|gross)$' keys
+lacks bf16_out 'values:scale' keys
 # An LSE in base 2 (outputs right) is not a scale error.
 check lse_base2 lse_base2 "$MHA"
 exits lse_base2 1
