@@ -128,6 +128,3 @@ def main():
     wrong, total = check(run, batch, qw, vw)
     return verdict(wrong, f"sglang {release} extend_attention_fwd: {wrong} of {total} queries wrong")
 
-
-if __name__ == "__main__":
-    run_main(main)
