@@ -288,15 +288,14 @@ ReproFiles repro_files(const nlohmann::json& bundle, const std::string& harness_
                        const std::string& body_template, bool one_file) {
   const std::string name = repro_harness_name(bundle);
   // the harness keeps its BUNDLE global; the body sets it before it runs
-  const std::string harness =
-      replace_marker(harness_template, kBundleMarker, "BUNDLE = None  # set by the reproducer that imports this module",
-                     "template");
+  const std::string harness = replace_marker(
+      harness_template, kBundleMarker, "BUNDLE = None  # set by the reproducer that imports this module", "template");
   std::string body = repro_script(bundle, body_template);
   if (one_file)
     return {"", "", harness + "\n\n" + replace_marker(body, kHarnessMarker, "kv = sys.modules[__name__]", "body")};
-  return {name + ".py", harness,
-          replace_marker(body, kHarnessMarker, "import " + name + " as kv  # kvfuzz\'s harness, beside this file",
-                         "body")};
+  return {
+      name + ".py", harness,
+      replace_marker(body, kHarnessMarker, "import " + name + " as kv  # kvfuzz\'s harness, beside this file", "body")};
 }
 
 std::string repro_embed(const std::string& template_text, const std::string& adapters_dir) {

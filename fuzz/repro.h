@@ -51,7 +51,7 @@ std::string repro_harness_name(const nlohmann::json& bundle);
 // bundle, importing the harness (`harness_template`: common.py + the target's template, modules
 // embedded) as `kv`; with one_file, one script of both, the harness first. Throws InvalidCase when a
 // template lacks its marker line.
-//   ReproFiles f = repro_files(bundle, repro_embed(common + tpl, "adapters"), read_input("adapters/repro/body.py", n), false);
+//   ReproFiles f = repro_files(bundle, repro_embed(common + tpl, "adapters"), body_py, false);
 ReproFiles repro_files(const nlohmann::json& bundle, const std::string& harness_template,
                        const std::string& body_template, bool one_file);
 
