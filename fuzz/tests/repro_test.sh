@@ -109,7 +109,7 @@ cmp -s "$WORK/w0.py" "$WORK/w0b.py" || fail "the case and its record give differ
 "$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report -o "$WORK/fi.md" || fail "--report exited $?"
 grep -q "^# BatchPrefillWithPagedKVCacheWrapper with a custom mask" "$WORK/fi.md" || fail "the report's title is not the notes' title"
 grep -q "^\*\*Affected\*\*: flashinfer 0.7.2.post1 up to the latest release checked" "$WORK/fi.md" || fail "no affected range"
-grep -q "corpus/gpu/repro/flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
+grep -q "flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
 grep -q "^- request 1: 1 cached tokens, queries at positions 1 2 3" "$WORK/fi.md" || fail "the batch is not described"
 grep -q "where(num_pages > 0" "$WORK/fi.md" || fail "no suggested fix"
 printf 'line one\nBUG: it\nRESULT {"exit": 1}' >"$WORK/out.txt"
