@@ -180,8 +180,9 @@ generate() {
       continue
     fi
     lines=$(wc -l <"$dir/$file")
-    printf '%-56s %4s lines (harness %s: %s)\n' "$file" "$lines" "$(ls "$dir/$(dirname "$file")"/kvfuzz_repro_*.py |
-      xargs -n1 basename | tr '\n' ' ' | sed 's/ $//')" "$(cat "$dir/$(dirname "$file")"/kvfuzz_repro_*.py | wc -l)"
+    harness=$(sed -n 's/^import \(kvfuzz_repro_[a-z0-9_]*\) as kv.*/\1.py/p' "$dir/$file")
+    printf '%-56s %4s lines (its harness %s: %s lines)\n' "$file" "$lines" "$harness" \
+      "$(wc -l <"$dir/$(dirname "$file")/$harness")"
     [ "$lines" -le $MAX_LINES ] || { echo "FAIL: $file is $lines lines, more than $MAX_LINES"; failures=$((failures + 1)); }
   done <<<"$REPROS"
   return $failures

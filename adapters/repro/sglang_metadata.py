@@ -175,10 +175,10 @@ def build_fa(sg, setup, case):
     fa.merge_state_v2 = standin.merge_state_v2
     if hasattr(fa, "merge_state_v2_wrapper"):
         fa.merge_state_v2_wrapper = standin.merge_state_v2
-    # 0.5.23: FA3's scheduler_metadata precompute (tile scheduling only, not which keys are read):
-    # off, as production runs it where sgl_kernel has no get_scheduler_metadata.
+    # 0.5.23: FA3's scheduler_metadata precompute, as sgl_kernel's get_scheduler_metadata makes it (the
+    # stand-in's schedule: FA3's size, the num_splits it was made for, checked at each call)
     if hasattr(backend, "_get_scheduler_metadata"):
-        backend._get_scheduler_metadata = None
+        backend._get_scheduler_metadata = standin.get_scheduler_metadata
     kernel_call(sg.init_metadata, backend, setup)
     step = f" (draft step {setup.draft_step})" if BUNDLE["mode"] == "draft_decode" else ""
     return backend, f"FlashAttentionBackend{step} with the FA3 stand-in kernel (fa3_standin: not from upstream)"
