@@ -60,8 +60,9 @@ sglang/repro/sglang_24617_fa_swa_spec.py:corpus/regressions/fa__fa_swa_spec_untr
 
 # sglang's own backends: msgspec (0.5.23's configuration classes), where ci/sglang.sh installed it
 SGENV=PYTHONPATH=.sglang/pyextra
-# Runs beyond CI's (REPRO_FULL=1 adds them; about 40 s more): the other fixes and fixed releases
+# Runs beyond CI's (REPRO_FULL=1 adds them; about 60 s more): the other fixes and fixed releases
 FULL_RUNS="sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23 with the proposed fix fa-extend-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-extend-local|0
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 with the proposed fix triton-draft-swa-short, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix triton-draft-swa-short|0
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13 with fix 32902, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13 --fix 32902|0
 sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11|1
 sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11 with fix 24617, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11 --fix 24617|0
@@ -93,6 +94,7 @@ sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23, FlashAttentionBackend w
 sglang/repro/kvfuzz_fa_verify_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_draft_local|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23 with the proposed fix fa-draft-swa-cascade, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-draft-swa-cascade|0
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|1
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.23 (the fixed release), CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|0${REPRO_FULL:+
 $FULL_RUNS}"}

@@ -138,7 +138,7 @@ bad "no fingerprint record" "$fi_case"
 bad "planner:executor pair" "$fi_case" --backend flashinfer_paged
 bad "no reproducer template" "$fi_case" --backend fa:fa
 bad "template .* is not written yet" "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --templates "$WORK"
-mkdir -p "$WORK/tpl/repro" && cp "$SRC/adapters/repro/common.py" "$WORK/tpl/repro/"
+mkdir -p "$WORK/tpl/repro" && cp "$SRC/adapters/repro/common.py" "$SRC/adapters/repro/body.py" "$WORK/tpl/repro/"
 printf 'EMBEDDED = {}  # kvfuzz repro embeds: gone=sglang/gone.py\nBUNDLE = None  # kvfuzz repro\n' >"$WORK/tpl/repro/sglang_metadata.py"
 bad "embeds .*sglang/gone.py, which does not exist" "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa \
   --templates "$WORK/tpl/repro"
