@@ -92,6 +92,16 @@ def _check_shapes(q_dtype, k_dtype, v_dtype, d, dv, heads, kv_heads):
     _check(dv % 8 == 0, "head_size_v should be a multiple of 8")
 
 
+def refusal(q_dtype, d, dv, heads, kv_heads):
+    """What FA3 says refusing these dtypes and head dims (None: it takes them). Usage:
+    refusal(torch.float32, 64, 64, 8, 1) -> 'FlashAttention only supports fp16, bf16, and fp8_e4m3 data type'"""
+    try:
+        _check_shapes(q_dtype, q_dtype, q_dtype, d, dv, heads, kv_heads)
+    except (RuntimeError, NotImplementedError) as e:
+        return str(e)
+    return None
+
+
 def _round_headdim(d, v=False):
     """round_up_headdim / round_up_headdimv (flash_api.cpp:492-518)."""
     return next((r for r in (64, 96, 128, 192, 256) if d <= r), 512 if v else 256)

@@ -163,6 +163,9 @@ def build_fa(sg, setup, case):
             not hasattr(fa.FlashAttentionBackend, "init_forward_metadata_capture_cuda_graph"):
         cannot_run("FA draft decode under a CUDA graph in 0.5.13 and later (per-step write slices) is not modelled")
     standin = importlib.import_module("fa3_standin")
+    refused = standin.refusal(setup.dtype, setup.q_width, setup.v_width, case.model["q_heads"], case.model["kv_heads"])
+    if refused:  # a case FA3 cannot run says nothing about sglang's metadata
+        cannot_run(f"FA3 does not take this case ({refused}): FA3 runs bf16 / fp16 at its head dims")
 
     def unexpected(*args, **kwargs):
         raise NotImplementedError("flash_attn_varlen_func was called: the FA3 stand-in models the paged kernel only")

@@ -131,6 +131,9 @@ def refusals(failures):
             failures.append(f"{what}: FA3 takes it, the stand-in refuses ({got})")
         if message is not None and (got is None or message not in got):
             failures.append(f"{what}: FA3 refuses it ({message}), the stand-in says {got!r}")
+    # the reproducer's pre-check (a case FA3 refuses cannot run there: exit 2) says what the call says
+    if fa3_standin.refusal(torch.float32, 64, 64, 8, 1) is None or fa3_standin.refusal(torch.bfloat16, 64, 64, 8, 1):
+        failures.append("refusal() disagrees with the call on fp32 / bf16 at head dim 64")
     half = lambda *shape: torch.zeros(*shape, dtype=torch.float16)  # noqa: E731
     got = raises(RuntimeError, lambda: fa3_standin.flash_attn_with_kvcache(
         half(1, 1, 8), half(4, 1, 1, 8), half(4, 1, 1, 8), page_table=torch.tensor([[0, 1]]),  # int64
