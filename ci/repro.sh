@@ -19,9 +19,10 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 140 s for check (26 runs, Triton's interpreter the slowest; the 8 FA runs about 40 s of CPU, the
-# FA3 stand-in's test 2 s; and the packed 0.5.23 source against the whole release), 4 min for reports
-# (REPRO_FULL=1: the 5 runs of FULL_RUNS too, about 25 s more).
+# About 145 s for check on 2 idle cores (generating the 25 scripts 2 s; 27 runs, Triton's interpreter the
+# slowest; the 9 FA runs about 45 s of CPU, the FA3 stand-in's test 3 s; and the packed 0.5.23 source
+# against the whole release; 554 s wall on a machine loaded by 7 builds), 4 min for reports
+# (REPRO_FULL=1: the 6 runs of FULL_RUNS too, about 45 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
