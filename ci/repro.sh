@@ -19,9 +19,10 @@
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 145 s for check on 2 idle cores (generating the 25 scripts 2 s; 27 runs, Triton's interpreter the
-# slowest; the 9 FA runs about 45 s of CPU, the FA3 stand-in's test 3 s; and the packed 0.5.23 source
-# against the whole release; 554 s wall on a machine loaded by 7 builds), 4 min for reports
+# check: about 140 s on 2 idle cores before the scripts were generated (measured then); generating the 25
+# scripts adds 2 s and the cascade fix's run one FA run (27 runs, Triton's interpreter the slowest; the
+# FA3 stand-in's test 3 s of CPU; and the packed 0.5.23 source against the whole release). Measured
+# 2026-11-27 on a machine loaded by 7 builds: 554 s wall. 4 min for reports
 # (REPRO_FULL=1: the 6 runs of FULL_RUNS too, about 45 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
