@@ -75,7 +75,8 @@ def row(out, issues):
     name = re.fullmatch(r"(.+)\.\d+\.out", out.name).group(1) + ".py"  # FILE.N.out -> FILE.py
     label_file = out.with_suffix(".label")
     label = label_file.read_text().strip() if label_file.is_file() else ""
-    scripts = sorted(ROOT.glob(f"corpus/*/repro/{name}"))
+    # the copy the run ran (ci/repro.sh's run folder), else the generated one (ci/repro.sh generate)
+    scripts = [p for p in [out.parent / name] + sorted(ROOT.glob(f"build/repro/*/repro/{name}")) if p.is_file()]
     script = scripts[0] if scripts else ROOT / name
     r = result(out)
     m = re.search(r": exit (\d+)$", label)
@@ -93,7 +94,7 @@ def row(out, issues):
                                  f"visible {worst['should_read']} ({worst['visible']})")
     err = "" if not r or not r["queries"] else (r["max_error"] if isinstance(r["max_error"], str)
                                                  else f"{r['max_error']:.3g}")
-    return [f"`{script.relative_to(ROOT) if script.is_file() else name}`", issue, f"{release}{fixes}",
+    return [f"`{name}`", issue, f"{release}{fixes}",
             (r or {}).get("device", ""), f"{code} {verdict}", err,
             "" if not r else f"{r['wrong']} of {r['queries']}" if r["queries"] else "none checked", keys]
 

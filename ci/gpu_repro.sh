@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The committed reproducers (corpus/gpu/repro/, docs/repro.md) on a CUDA machine: FlashInfer's
+# The reproducers (docs/repro.md; generated from their committed cases by `bash ci/repro.sh generate`
+# into build/repro, which the GPU call carries: `carry: ["build/repro"]`) on a CUDA machine: FlashInfer's
 # masked paged prefill through its wrapper (with and without the proposed fix), sglang's Triton
 # extend kernel as compiled for this GPU (the window-0 convention, sglang#39287's Triton half, the
 # sm90 narrow-V bug), and flex attention over the long case's 2^31-element pool. Each run's exit
@@ -7,7 +8,7 @@
 # GPU_OUTPUTS=OUT). Offline: the pinned packages from .gpu/wheels, installed as ci/gpu.sh does
 # (python3 ci/gpu_wheels.py fetches them elsewhere). No kvfuzz build needed. About 3 to 6 minutes
 # (FlashInfer's JIT builds are most of it). sglang's own backends with their kernels on the GPU (the
-# production pair, corpus/sglang/repro/: TritonAttnBackend and FlashInferAttnBackend) run on each
+# production pair, build/repro/sglang/repro/: TritonAttnBackend and FlashInferAttnBackend) run on each
 # release's Python source, .gpu/wheels/sglang_src-RELEASE.tgz (ci/gpu_sglang_src.py packs it here; a
 # run whose archive is missing is skipped); OUT/pair_table.md is then every run's row
 # (ci/gpu_pair_table.py: exit, max error, keys read vs visible; corpus/sglang/README.md).

@@ -2,7 +2,7 @@
 
     python3 ci/gpu_sglang_src.py [--folder .gpu/wheels] [--installed .sglang] RELEASE...
 
-The production-pair reproducers (corpus/sglang/repro/, adapters/repro/sglang_triton_metadata.py)
+The production-pair reproducers (generated into build/repro/sglang/repro/, adapters/repro/sglang_metadata.py)
 import sglang's own TritonAttnBackend, and with it most of sglang.srt, from an unpacked release
 (--site DIR). The release unpacked is 131 MB (0.5.23) and a GPU call carries 64 MiB, so this writes
 FOLDER/sglang_src-RELEASE.tgz: every .py file of the package but the diffusion server

@@ -13,7 +13,7 @@ the kernels it compiles from them are unchanged. Of sglang only the Triton atten
 (its own wheel, whatever Python that is for: the files are read as source) and the folder gets
 sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, with the wheel's
 METADATA and LICENSE: 94 KB for 0.5.23 (wheel 39 MB), 26 KB for 0.5.10.post1 (6 MB). sglang's own
-TritonAttnBackend (the production-pair reproducers, corpus/sglang/repro/) needs the release's Python
+TritonAttnBackend (the production-pair reproducers, build/repro/sglang/repro/) needs the release's Python
 source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_src.py; about 22 MB in
 all). FlashMLA (adapters/gpu/flashmla.py): sgl_flashmla-0.4.3.zip holds sgl-kernel's FlashMLA library
 and its Python wrapper from sglang-kernel 0.4.3 (the release sglang 0.5.13 pins, built for torch

@@ -1,59 +1,70 @@
 #!/usr/bin/env bash
-# kvfuzz's standalone reproducers of real findings (docs/repro.md): each committed beside its
-# minimal case, regenerated from it, run on the release that has the bug and with the fix (or on
-# the fixed release), and the upstream issue drafts written from those runs.
+# kvfuzz's standalone reproducers of real findings (docs/repro.md): each generated from its minimal
+# case (the inputs are committed, the scripts are not), run on the release that has the bug and with
+# the fix (or on the fixed release), and the upstream issue drafts written from those runs.
 #
 #   bash ci/repro.sh install   # FlashInfer 0.7.2.post1's Python files into .flashinfer/ (its CPU
 #                              # reproducer reads prefill.py); sglang's releases come from ci/sglang.sh
-#   bash ci/repro.sh check     # each reproducer: regenerated = committed; each CPU run's exit status
-#                              # as recorded in RUNS (a run whose package is not here is skipped)
+#   bash ci/repro.sh generate  # every reproducer into REPRO_DIR (default build/repro): NAME.py, the
+#                              # script a report links (at most 150 lines), and beside it the harness
+#                              # it imports (kvfuzz_repro_<target>.py); their lengths
+#   bash ci/repro.sh check     # generate (into a scratch folder): each script at most 150 lines; each
+#                              # CPU run's exit status as recorded in RUNS (a run whose package is not
+#                              # here is skipped), from a copy outside the checkout
 #   bash ci/repro.sh reports   # corpus/*/reports/<issue>.md: the drafts, quoting the CPU runs and,
 #                              # for sglang's metadata findings, kvfuzz explain through adapters/sglang
-#   bash ci/repro.sh run DIR   # only the runs, outputs in DIR (ci/gpu_repro.sh: the GPU runs)
+#   bash ci/repro.sh run DIR   # only the runs, outputs in DIR (ci/gpu_repro.sh: the GPU runs), of the
+#                              # reproducers generated now (or, without kvfuzz, those in REPRO_DIR)
 #
 # KVFUZZ: the kvfuzz binary (default build/fuzz/kvfuzz). PY: a Python with numpy and torch (default
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
-# About 140 s for check (26 runs, Triton's interpreter the slowest; the 8 FA runs about 40 s of CPU, the
-# FA3 stand-in's test 2 s; and the packed 0.5.23 source against the whole release), 4 min for reports
-# (REPRO_FULL=1: the 5 runs of FULL_RUNS too, about 25 s more).
+# check: about 140 s on 2 idle cores before the scripts were generated (measured then); generating the 25
+# scripts adds 2 s and the cascade fix's run one FA run (27 runs, Triton's interpreter the slowest; the
+# FA3 stand-in's test 3 s of CPU; and the packed 0.5.23 source against the whole release). Measured
+# 2026-11-27 on a machine loaded by 7 builds: 554 s wall. 4 min for reports
+# (REPRO_FULL=1: the 6 runs of FULL_RUNS too, about 45 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 PY=${PY:-$( [ -x .sglang/venv/bin/python ] && echo .sglang/venv/bin/python || echo python3 )}
 FLASHINFER=.flashinfer/0.7.2.post1
+REPRO_DIR=${REPRO_DIR:-build/repro}
+# The longest script a report may link (the harness it imports is beside it)
+MAX_LINES=150
 
-# The reproducers: file : minimal case : planner:executor
-REPROS="corpus/gpu/repro/flashinfer_page_mask_indptr.py:corpus/gpu/flashinfer_mask_indptr_empty_row.json:flashinfer_paged:flashinfer_paged_csr
-corpus/gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask_indptr_crash.json:flashinfer_paged:flashinfer_paged_csr
-corpus/gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
-corpus/gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
-corpus/gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton
-corpus/gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table
-corpus/sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton
-corpus/sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton
-corpus/sglang/repro/kvfuzz_flashinfer_ragged_window.py:corpus/sglang/flashinfer_ragged_window.json:sglang_flashinfer_0_5_23:flashinfer_paged
-corpus/sglang/repro/sglang_39287_flashinfer_backend.py:corpus/sglang/flashinfer_verify_swa_start.json:sglang_flashinfer_0_5_23:flashinfer_paged
-corpus/sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged
-corpus/sglang/repro/sglang_22679_flashinfer_verify_swa.py:corpus/sglang/flashinfer_verify_swa.json:sglang_flashinfer_0_5_13:flashinfer_paged
-corpus/sglang/repro/sglang_26513_flashinfer_swa_ragged.py:corpus/sglang/flashinfer_swa_ragged.json:sglang_flashinfer_0_5_12_post1:flashinfer_paged
-corpus/sglang/repro/sglang_39287_flashinfer_mask.py:corpus/sglang/flashinfer_verify_swa_mask.json:sglang_flashinfer_0_5_23:flashinfer_paged
-corpus/sglang/repro/kvfuzz_flashinfer_swa_full_prefix.py:corpus/sglang/flashinfer_swa_full_prefix.json:sglang_flashinfer_0_5_13:flashinfer_paged
-corpus/sglang/repro/kvfuzz_fa_mixed_local.py:corpus/sglang/fa_mixed_local.json:sglang_fa_0_5_23:fa
-corpus/sglang/repro/kvfuzz_fa_draft_extend_local.py:corpus/sglang/fa_draft_extend_local.json:sglang_fa_0_5_23:fa
-corpus/sglang/repro/kvfuzz_fa_verify_local.py:corpus/sglang/fa_verify_local.json:sglang_fa_0_5_23:fa
-corpus/sglang/repro/kvfuzz_fa_draft_local.py:corpus/sglang/fa_draft_local.json:sglang_fa_0_5_23:fa
-corpus/sglang/repro/kvfuzz_fa_draft_swa_cascade.py:corpus/sglang/fa_draft_swa_cascade.json:sglang_fa_0_5_23:fa
-corpus/sglang/repro/sglang_32902_fa_local_token_table.py:corpus/regressions/fa__fa_local_token_table.json:sglang_fa_0_5_13:fa
-corpus/sglang/repro/sglang_24617_fa_swa_spec.py:corpus/regressions/fa__fa_swa_spec_untranslated.json:sglang_fa_0_5_11:fa"
+# The reproducers: file (under REPRO_DIR) : minimal case : planner:executor
+REPROS="gpu/repro/flashinfer_page_mask_indptr.py:corpus/gpu/flashinfer_mask_indptr_empty_row.json:flashinfer_paged:flashinfer_paged_csr
+gpu/repro/flashinfer_page_mask_indptr_crash.py:corpus/gpu/flashinfer_mask_indptr_crash.json:flashinfer_paged:flashinfer_paged_csr
+gpu/repro/sglang_triton_window0.py:corpus/gpu/sglang_triton_window0.json:triton:sglang_triton
+gpu/repro/sglang_39287_triton.py:corpus/sglang/triton_verify_tree_window.json:triton:sglang_triton
+gpu/repro/triton_sm90_extend_narrow_v.py:corpus/gpu/sglang_triton_extend_narrow_v.json:triton:sglang_triton
+gpu/repro/pytorch_flex_int32_offsets.py:corpus/gpu/flex_long_int32_offsets.json:fa:flex_page_table
+sglang/repro/sglang_32087_triton_decode_window.py:corpus/sglang/triton_swa_decode_window.json:sglang_triton_0_5_23:triton
+sglang/repro/kvfuzz_triton_no_local.py:corpus/sglang/triton_no_local.json:sglang_triton_0_5_23:triton
+sglang/repro/sglang_39287_triton_backend.py:corpus/sglang/triton_verify_tree_window.json:sglang_triton_0_5_23:triton
+sglang/repro/sglang_26651_triton_draft_extend_v2_graph.py:corpus/sglang/triton_draft_extend_v2_graph.json:sglang_triton_0_5_12_post1:triton
+sglang/repro/kvfuzz_triton_draft_swa.py:corpus/sglang/triton_draft_swa.json:sglang_triton_0_5_23:triton
+sglang/repro/kvfuzz_flashinfer_ragged_window.py:corpus/sglang/flashinfer_ragged_window.json:sglang_flashinfer_0_5_23:flashinfer_paged
+sglang/repro/sglang_39287_flashinfer_backend.py:corpus/sglang/flashinfer_verify_swa_start.json:sglang_flashinfer_0_5_23:flashinfer_paged
+sglang/repro/sglang_31501_flashinfer_det_window.py:corpus/sglang/flashinfer_det_swa_window.json:sglang_flashinfer_0_5_13_det:flashinfer_paged
+sglang/repro/sglang_22679_flashinfer_verify_swa.py:corpus/sglang/flashinfer_verify_swa.json:sglang_flashinfer_0_5_13:flashinfer_paged
+sglang/repro/sglang_26513_flashinfer_swa_ragged.py:corpus/sglang/flashinfer_swa_ragged.json:sglang_flashinfer_0_5_12_post1:flashinfer_paged
+sglang/repro/sglang_39287_flashinfer_mask.py:corpus/sglang/flashinfer_verify_swa_mask.json:sglang_flashinfer_0_5_23:flashinfer_paged
+sglang/repro/kvfuzz_flashinfer_swa_full_prefix.py:corpus/sglang/flashinfer_swa_full_prefix.json:sglang_flashinfer_0_5_13:flashinfer_paged
+sglang/repro/kvfuzz_fa_mixed_local.py:corpus/sglang/fa_mixed_local.json:sglang_fa_0_5_23:fa
+sglang/repro/kvfuzz_fa_draft_extend_local.py:corpus/sglang/fa_draft_extend_local.json:sglang_fa_0_5_23:fa
+sglang/repro/kvfuzz_fa_verify_local.py:corpus/sglang/fa_verify_local.json:sglang_fa_0_5_23:fa
+sglang/repro/kvfuzz_fa_draft_local.py:corpus/sglang/fa_draft_local.json:sglang_fa_0_5_23:fa
+sglang/repro/kvfuzz_fa_draft_swa_cascade.py:corpus/sglang/fa_draft_swa_cascade.json:sglang_fa_0_5_23:fa
+sglang/repro/sglang_32902_fa_local_token_table.py:corpus/regressions/fa__fa_local_token_table.json:sglang_fa_0_5_13:fa
+sglang/repro/sglang_24617_fa_swa_spec.py:corpus/regressions/fa__fa_swa_spec_untranslated.json:sglang_fa_0_5_11:fa"
 
 # sglang's own backends: msgspec (0.5.23's configuration classes), where ci/sglang.sh installed it
 SGENV=PYTHONPATH=.sglang/pyextra
-# Runs beyond CI's (REPRO_FULL=1 adds them; about 40 s more): the other fixes and fixed releases
+# Runs beyond CI's (REPRO_FULL=1 adds them; about 60 s more): the other fixes and fixed releases
 FULL_RUNS="sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23 with the proposed fix fa-extend-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-extend-local|0
+sglang/repro/kvfuzz_triton_draft_swa|sglang 0.5.23 with the proposed fix triton-draft-swa-short, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix triton-draft-swa-short|0
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13 with fix 32902, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13 --fix 32902|0
 sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11|1
 sglang/repro/sglang_24617_fa_swa_spec|sglang 0.5.11 with fix 24617, CPU|.sglang/0.5.11|$SGENV|--site .sglang/0.5.11 --fix 24617|0
@@ -85,6 +96,7 @@ sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23, FlashAttentionBackend w
 sglang/repro/kvfuzz_fa_verify_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_draft_local|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23 with the proposed fix fa-draft-swa-cascade, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-draft-swa-cascade|0
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|1
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.23 (the fixed release), CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|0${REPRO_FULL:+
 $FULL_RUNS}"}
@@ -142,8 +154,9 @@ run_all() {
       continue
     fi
     ran=$((ran + 1))
-    # a copy outside the checkout runs: the script imports nothing of kvfuzz
-    cp "corpus/$path.py" "$dir/$file.py"
+    # a copy outside the checkout runs: the script imports nothing of kvfuzz but its harness beside it
+    cp "$gen/$path.py" "$dir/$file.py"
+    cp "$gen/$(dirname "$path")"/kvfuzz_repro_*.py "$dir/"
     # shellcheck disable=SC2086  # the environment and the arguments are words
     env $environment timeout "${REPRO_TIMEOUT:-600}" "$PY" "$dir/$file.py" $args >"$dir/$file.$n.out" 2>&1 &&
       rc=0 || rc=$?
@@ -159,11 +172,40 @@ run_all() {
   return $failures
 }
 
+# generate DIR: every reproducer of REPROS into DIR (its harness beside it); prints each script's and
+# harness's length; fails when a script is longer than MAX_LINES
+generate() {
+  local dir=$1 failures=0 file case planner executor lines
+  while IFS=: read -r file case planner executor; do
+    mkdir -p "$dir/$(dirname "$file")"
+    if ! "$KVFUZZ" repro "$case" --backend "$planner:$executor" -o "$dir/$file"; then
+      echo "FAIL: $KVFUZZ repro $case --backend $planner:$executor -o $dir/$file"
+      failures=$((failures + 1))
+      continue
+    fi
+    lines=$(wc -l <"$dir/$file")
+    harness=$(sed -n 's/^import \(kvfuzz_repro_[a-z0-9_]*\) as kv.*/\1.py/p' "$dir/$file")
+    printf '%-56s %4s lines (its harness %s: %s lines)\n' "$file" "$lines" "$harness" \
+      "$(wc -l <"$dir/$(dirname "$file")/$harness")"
+    [ "$lines" -le $MAX_LINES ] || { echo "FAIL: $file is $lines lines, more than $MAX_LINES"; failures=$((failures + 1)); }
+  done <<<"$REPROS"
+  return $failures
+}
+
 case "$1" in
   install) install_flashinfer ;;
+  generate)
+    [ -x "$KVFUZZ" ] || { echo "ci/repro.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
+    rm -rf "$REPRO_DIR" && generate "$REPRO_DIR" ;;
   run)  # only the runs (RUNS or REPRO_RUNS), outputs in DIR
     mkdir -p "$2"
-    failures=0 skipped=""
+    failures=0 skipped="" gen=$REPRO_DIR
+    if [ -x "$KVFUZZ" ]; then
+      gen=$(mktemp -d)
+      generate "$gen" >"$2/generate.txt" || { cat "$2/generate.txt"; exit 1; }
+    elif [ ! -d "$gen" ]; then
+      echo "ci/repro.sh: neither $KVFUZZ nor generated reproducers in $REPRO_DIR (bash ci/repro.sh generate)" >&2; exit 2
+    fi
     run_all "$2" || failures=$?
     echo "${skipped:+SKIPPED: }${skipped:-runs: $failures not as expected}"
     exit $((failures > 0))
@@ -171,13 +213,9 @@ case "$1" in
   check|reports)
     [ -x "$KVFUZZ" ] || { echo "ci/repro.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
     failures=0
-    while IFS=: read -r file case planner executor; do
-      if ! "$KVFUZZ" repro "$case" --backend "$planner:$executor" | cmp -s - "$file"; then
-        echo "FAIL: $file is not what kvfuzz repro writes (regenerate: $KVFUZZ repro $case --backend $planner:$executor -o $file)"
-        failures=$((failures + 1))
-      fi
-    done <<<"$REPROS"
     out=$(mktemp -d) skipped=""
+    gen=$out/generated
+    generate "$gen" || failures=$((failures + $?))
     run_all "$out" || failures=$((failures + $?))
     # The FA reproducers' one piece not from upstream, FA3's stand-in kernel, against float64 (about 2 s)
     if [ -z "$skipped" ]; then
@@ -204,7 +242,7 @@ case "$1" in
         tar -xzf "$out/gpu/wheels/sglang_src-0.5.23.tgz" -C "$out/src"; then
         for repro in kvfuzz_triton_draft_swa sglang_39287_triton_backend; do
           for site in .sglang/0.5.23 "$out/src"; do
-            env $SGENV "$PY" "corpus/sglang/repro/$repro.py" --site "$site" >"$out/$repro.${site//\//_}.txt" 2>&1 &&
+            env $SGENV "$PY" "$gen/sglang/repro/$repro.py" --site "$site" >"$out/$repro.${site//\//_}.txt" 2>&1 &&
               rc=0 || rc=$?
             echo "exit $rc" >>"$out/$repro.${site//\//_}.txt"
           done
@@ -233,7 +271,7 @@ case "$1" in
         dir=$(dirname "$case")/reports
         mkdir -p "$dir"
         runs=()
-        if [ -f "corpus/$how.py" ]; then
+        if [ -f "$gen/$how.py" ]; then
           for dir_ in "$out" ${GPU_OUTPUTS:-}; do
             for label in "$dir_/$(basename "$how")".*.label; do
               [ -f "$label" ] && runs+=(--run-output "$(cat "$label")=${label%.label}.out")

@@ -2,8 +2,8 @@
 
     PYTHONPATH=SITE python3 ci/sglang_flashinfer_import_check.py REPRO.py --site DIR [--fix N]...
 
-REPRO.py is one of corpus/sglang/repro/*flashinfer*.py (adapters/repro/sglang_metadata.py with a
-sglang_flashinfer_* finding); SITE holds FlashInfer and its Python dependencies (ci/gpu.sh's
+REPRO.py is one of the generated sglang/repro/*flashinfer*.py (`bash ci/repro.sh generate`: a
+sglang_flashinfer_* finding's script, its harness kvfuzz_repro_sglang_metadata.py beside it); SITE holds FlashInfer and its Python dependencies (ci/gpu.sh's
 .gpu/site on a GPU machine; here e.g. flashinfer_python and apache_tvm_ffi for this Python
 installed with pip --target). The reproducer loads the release at --site as it does on the GPU
 (FlashInfer real, every other kernel package stubbed), with torch told a CUDA device is there
@@ -27,8 +27,9 @@ def main():
     ap.add_argument("--site", required=True)
     ap.add_argument("--fix", action="append", default=[])
     args = ap.parse_args()
-    script = runpy.run_path(args.repro, run_name="import_check")  # defines, runs nothing
-    if "real_flashinfer" not in script:
+    body = runpy.run_path(args.repro, run_name="import_check")  # defines, runs nothing
+    script = vars(body["kv"]) if "kv" in body else body  # the harness it imports (or one file)
+    if "real_flashinfer" not in script or "BUNDLE" not in body:
         print(f"{args.repro} is not a reproducer of sglang_metadata.py", file=sys.stderr)
         sys.exit(2)
     import torch
@@ -37,6 +38,7 @@ def main():
     torch.version.cuda = torch.version.cuda or "13.0"
     torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
     torch.cuda.get_device_name = lambda *a, **k: "none (import check)"
+    script["BUNDLE"] = body["BUNDLE"]  # what the script hands its harness before it runs
     load = argparse.Namespace(site=args.site, fix=args.fix, deterministic=False)
     try:
         sg, _ = script["load_sglang"](load, "cpu")  # exits 2 when FlashInfer does not import

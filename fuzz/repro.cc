@@ -108,7 +108,7 @@ std::map<std::pair<int32_t, int32_t>, int64_t> slot_of(const CacheState& c) {
   return out;
 }
 
-nlohmann::json rows_json(const Prepared& p, const LogicalBatch& lb) {
+nlohmann::json rows_json(const Scenario& s, const Prepared& p, const LogicalBatch& lb) {
   const auto slots = slot_of(p.cache);
   nlohmann::json rows = nlohmann::json::array();
   for (size_t r = 0; r < lb.rows.size(); ++r) {
@@ -136,10 +136,18 @@ nlohmann::json rows_json(const Prepared& p, const LogicalBatch& lb) {
       const LogicalQuery& lq = row.queries[q];
       nlohmann::json own = nlohmann::json::array();
       for (const ColumnRange& cr : lq.own) own.push_back({cr.begin, cr.end});
+      // what it should read in each layer (reference/logical.h's visible set: SEMANTICS.md §3)
+      nlohmann::json sees = nlohmann::json::array();
+      for (const Layer& layer : s.model.layers) {
+        nlohmann::json ranges = nlohmann::json::array();
+        for (const ColumnRange& cr : visible(layer, row, static_cast<int32_t>(q))) ranges.push_back({cr.begin, cr.end});
+        sees.push_back(ranges);
+      }
       queries.push_back({{"token", lb.q_indptr[r] + static_cast<int64_t>(q)},
                          {"column", lq.column},
                          {"position", lq.position},
-                         {"own", own}});
+                         {"own", own},
+                         {"visible", sees}});
     }
     rows.push_back({{"request", row.request},
                     {"req_pool_index", p.batch.req_pool_indices[r]},
@@ -214,21 +222,80 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
           {"bs", fb.bs},
           {"positions", fb.positions},
           {"out_cache_loc", fb.out_cache_loc},
-          {"rows", rows_json(p, lb)},
+          {"rows", rows_json(s, p, lb)},
           {"plan", plan_json(s, p, n.planner)},
           {"engine_request", target.size() > 9 && target.ends_with("_metadata") ? engine_request(s, p) : nullptr}};
 }
 
-std::string repro_script(const nlohmann::json& bundle, const std::string& template_text) {
-  const std::string marker = "BUNDLE = None  # kvfuzz repro";
-  const size_t at = template_text.find(marker);
-  if (at == std::string::npos)
-    throw InvalidCase("reproducer template has no '" + marker + "' line for the case's data");
-  // JSON has single quotes only inside strings, where \u0027 means the same: the raw string stays closed.
-  std::string data = bundle.dump();
+namespace {
+
+// JSON for a Python raw string: single quotes only occur inside JSON strings, where \u0027 means the same.
+std::string raw_safe(std::string data) {
   for (size_t i = data.find('\''); i != std::string::npos; i = data.find('\'', i)) data.replace(i, 1, "\\u0027");
-  return template_text.substr(0, at) + "BUNDLE = json.loads(r'''" + data + "''')" +
-         template_text.substr(at + marker.size());
+  return data;
+}
+
+// The bundle as JSON a person can read: one top-level field a line, each row (a request of the batch)
+// a line, each array of the engine's planner request a line (the batch as literal tensors).
+std::string bundle_lines(const nlohmann::json& bundle) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : bundle.items()) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += nlohmann::json(key).dump() + ": ";
+    if (key == "rows" && value.is_array() && !value.empty()) {
+      out += "[";
+      for (size_t r = 0; r < value.size(); ++r) out += (r ? ",\n  " : "\n  ") + value[r].dump();
+      out += "]";
+    } else if (key == "engine_request" && value.is_object()) {
+      out += "{\"case\": " + value["case"].dump() + ", \"arrays\": {";
+      bool first_array = true;
+      for (const auto& [name, a] : value["arrays"].items()) {
+        out += (first_array ? "\n  " : ",\n  ") + nlohmann::json(name).dump() + ": " + a.dump();
+        first_array = false;
+      }
+      out += "}}";
+    } else {
+      out += value.dump();
+    }
+  }
+  return raw_safe(out + "\n}");
+}
+
+std::string replace_marker(const std::string& text, const std::string& marker, const std::string& with,
+                           const std::string& what) {
+  const size_t at = text.find(marker);
+  if (at == std::string::npos) throw InvalidCase("reproducer " + what + " has no '" + marker + "' line");
+  return text.substr(0, at) + with + text.substr(at + marker.size());
+}
+
+const char* const kBundleMarker = "BUNDLE = None  # kvfuzz repro";
+const char* const kHarnessMarker = "import kvfuzz_repro_harness as kv  # kvfuzz repro: harness";
+
+}  // namespace
+
+std::string repro_script(const nlohmann::json& bundle, const std::string& template_text) {
+  return replace_marker(template_text, kBundleMarker, "BUNDLE = json.loads(r\'\'\'" + bundle_lines(bundle) + "\'\'\')",
+                        "template");
+}
+
+std::string repro_harness_name(const nlohmann::json& bundle) {
+  return "kvfuzz_repro_" + bundle["target"].get<std::string>();
+}
+
+ReproFiles repro_files(const nlohmann::json& bundle, const std::string& harness_template,
+                       const std::string& body_template, bool one_file) {
+  const std::string name = repro_harness_name(bundle);
+  // the harness keeps its BUNDLE global; the body sets it before it runs
+  const std::string harness = replace_marker(
+      harness_template, kBundleMarker, "BUNDLE = None  # set by the reproducer that imports this module", "template");
+  std::string body = repro_script(bundle, body_template);
+  if (one_file)
+    return {"", "", harness + "\n\n" + replace_marker(body, kHarnessMarker, "kv = sys.modules[__name__]", "body")};
+  return {
+      name + ".py", harness,
+      replace_marker(body, kHarnessMarker, "import " + name + " as kv  # kvfuzz\'s harness, beside this file", "body")};
 }
 
 std::string repro_embed(const std::string& template_text, const std::string& adapters_dir) {

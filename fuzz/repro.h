@@ -31,9 +31,29 @@ std::string repro_target(const std::string& backend);
 // from a case). Throws InvalidCase when the case cannot be prepared.
 nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const nlohmann::json& finding);
 
-// The template with its `BUNDLE = None  # kvfuzz repro` line replaced by the bundle; throws
+// The template with its `BUNDLE = None  # kvfuzz repro` line replaced by the bundle (JSON in a raw
+// string, one field a line, each row and each array of the engine's request a line); throws
 // InvalidCase when the template has no such line.
 std::string repro_script(const nlohmann::json& bundle, const std::string& template_text);
+
+// A reproducer as the script a person reads and, beside it, kvfuzz's harness it imports.
+struct ReproFiles {
+  std::string harness_file;  // "kvfuzz_repro_<target>.py" ("" with one_file)
+  std::string harness;       // its text: common.py, the target's template, the modules it embeds
+  std::string body;          // the script: the batch (BUNDLE), the engine's calls, the comparison
+};
+
+// "kvfuzz_repro_<target>": the module name of the bundle's harness (one per target, shared by the
+// reproducers written into one folder).
+std::string repro_harness_name(const nlohmann::json& bundle);
+
+// The body (`body_template`: adapters/repro/body.py or the target's <target>_body.py) with the
+// bundle, importing the harness (`harness_template`: common.py + the target's template, modules
+// embedded) as `kv`; with one_file, one script of both, the harness first. Throws InvalidCase when a
+// template lacks its marker line.
+//   ReproFiles f = repro_files(bundle, repro_embed(common + tpl, "adapters"), body_py, false);
+ReproFiles repro_files(const nlohmann::json& bundle, const std::string& harness_template,
+                       const std::string& body_template, bool one_file);
 
 // The template with its `EMBEDDED = {}  # kvfuzz repro embeds: NAME=PATH ...` line (if any)
 // replaced by each file's source as `EMBEDDED["NAME"] = r'''...'''` (PATH relative to

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "fuzz/repro.h"
 #include "reference/case_error.h"
 #include "reference/io.h"
 
@@ -169,7 +170,9 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
       << text(notes, "needs", "standalone: numpy, torch and the " + package + " package; no kvfuzz")
       << "). It builds the batch below, computes the expected output in float64 from the "
          "tokens' logical positions, prints the keys each query should read and did read, and exits 1 when the bug is "
-         "there, 0 when it is not.\n\n";
+         "there, 0 when it is not. It imports kvfuzz's harness, `"
+      << repro_harness_name(bundle) << ".py`, from beside it; `kvfuzz repro " << text(bundle["finding"], "case")
+      << " --backend " << bundle.value("backend", "") << " -o " << repro << "` writes both.\n\n";
   else
     o << "No standalone script yet: the keys below come from the release's own metadata code (its backend class on a "
          "stand-in model runner, kvfuzz's adapters/sglang, on a CPU) run by kvfuzz's checked executor; the replay line "

@@ -1,14 +1,16 @@
-"""A standalone reproducer written by `kvfuzz repro` (kvfuzz's docs/repro.md).
-
-It needs numpy, torch and the package under test (see the part after the data), not kvfuzz.
-The batch is data (BUNDLE below: each request's cached and new tokens with the slot and
-position of each, each query's token, position and structural keys, the layers' windows or
-chunks, the seed); the values come from numpy's generator on that seed. The expected output
-is computed here in float64 from logical positions alone: a query at position P sees the keys
-of its own request at positions max(0, P - W) .. P (sliding window of radius W), the keys of
-its chunk (chunked attention) or every earlier key (full), spec-decode drafts only their tree
-ancestors. A probe run (Q = K = 0, so every key the kernel reads weighs the same, and V one-hot
-per slot) shows which keys each query did read.
+"""kvfuzz's harness of a standalone reproducer written by `kvfuzz repro` (kvfuzz's docs/repro.md):
+the reproducer (the script beside this module) holds the batch and the calls; this module, written
+with it, the rest. It needs numpy, torch and the package under test (see the part after this one),
+not kvfuzz.
+The batch is data (the reproducer's BUNDLE: each request's cached and new tokens with the slot and
+position of each, each query's token, position, structural keys and the keys it should read in each
+layer, the layers' windows or chunks, the seed); the values come from numpy's generator on that
+seed. The expected output is computed here in float64 over the keys each query should read, which
+kvfuzz derived from logical positions alone: a query at position P sees the keys of its own request
+at positions max(0, P - W) .. P (sliding window of radius W), the keys of its chunk (chunked
+attention) or every earlier key (full), spec-decode drafts only their tree ancestors. A probe run
+(Q = K = 0, so every key the kernel reads weighs the same, and V one-hot per slot) shows which keys
+each query did read.
 
 Exit status: 1 the bug is there (a query reads other keys, its output is off, or the kernel
 raises), 0 it is not, 2 it cannot run here (a package or device is missing), 3 this script
@@ -16,8 +18,8 @@ failed (a traceback outside the kernel call). The last line, `RESULT {json}`, sa
 machines (kvfuzz's ci/gpu_pair_table.py): exit, device, queries, wrong, max_error, the worst
 query's keys (should read / read), what raised or why it cannot run.
 """
-# This first part is adapters/repro/common.py of kvfuzz: the data, the values, the expected
-# output and the verdict. The part after it (the target's template) calls the kernel.
+# This first part is adapters/repro/common.py of kvfuzz: the values, the expected output and the
+# verdict. The part after it (the target's template) calls the kernel.
 import argparse
 import json
 import os
@@ -140,16 +142,11 @@ class Batch:
             for q in row.queries:
                 yield row, q
 
-    def visible(self, layer, row, q):
-        """Columns query q of row may read in layer, from logical positions (kvfuzz SEMANTICS.md §3)."""
-        P = q["position"]
-        kind = layer["kind"]
-        lo = max(0, P - layer["window"]) if kind == "sliding_window" else \
-            P // layer["chunk"] * layer["chunk"] if kind == "chunked" else 0
-        cols = [c for c in range(row.prefix_len) if row.positions[c] >= lo]
-        for b, e in q["own"]:
-            cols += [c for c in range(b, e) if row.positions[c] >= lo]
-        return cols
+    def visible(self, layer_index, row, q):
+        """Columns query q of row may read in layer layer_index: kvfuzz's own visible set, written by
+        `kvfuzz repro` into each query ("visible": per layer, column ranges; SEMANTICS.md §3, from
+        logical positions alone)."""
+        return [c for b, e in q["visible"][layer_index] for c in range(b, e)]
 
     def values(self, layer, q_width, v_width, rng):
         """Q [T, H, q_width], K pool [slots, Hk, q_width], V pool [slots, Hk, v_width] in the dtype:
@@ -249,7 +246,7 @@ def check(run, batch, q_width, v_width, covered=None, layers=None, probe_reads=T
         print(f"layer {li} ({layer['kind']}{', W = %d' % layer['window'] if layer['kind'] == 'sliding_window' else ''}"
               f"{', chunk %d' % layer['chunk'] if layer['kind'] == 'chunked' else ''}):")
         for row, qd in batch.queries():
-            cols = batch.visible(layer, row, qd)
+            cols = batch.visible(li, row, qd)
             if covered is not None:
                 cols = covered(li, row, qd, cols)
             slots = [row.slots[c] for c in cols]

@@ -186,6 +186,3 @@ def main():
     return verdict(bad + wrong, f"{label}: {bad} of {len(masked_calls(batch))} masked calls with wrong row "
                                 f"offsets; on the GPU {wrong} of {total} queries wrong")
 
-
-if __name__ == "__main__":
-    run_main(main)

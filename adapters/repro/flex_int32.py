@@ -94,7 +94,7 @@ def main():
         print(f"layer {li} ({kind}{', W = %d' % wl if wl >= 0 else ''}):")
         pos_of = {s: i for i, s in enumerate(live)}
         for row, qd in batch.queries():
-            slots = [row.slots[c] for c in batch.visible(layer, row, qd)]
+            slots = [row.slots[c] for c in batch.visible(li, row, qd)]
             t = qd["token"]
             # the expectation over the visible keys' rows (host copies; the pool is only on the device)
             sel = np.array([pos_of[s] for s in slots], np.int64)
@@ -108,6 +108,3 @@ def main():
                   f"{err:.3g}{'   <-- WRONG' if bad else ''}")
     return verdict(wrong, f"flex_attention over {slots_pad:,} slots: {wrong} of {total} queries wrong")
 
-
-if __name__ == "__main__":
-    run_main(main)

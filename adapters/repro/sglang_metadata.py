@@ -163,6 +163,9 @@ def build_fa(sg, setup, case):
             not hasattr(fa.FlashAttentionBackend, "init_forward_metadata_capture_cuda_graph"):
         cannot_run("FA draft decode under a CUDA graph in 0.5.13 and later (per-step write slices) is not modelled")
     standin = importlib.import_module("fa3_standin")
+    refused = standin.refusal(setup.dtype, setup.q_width, setup.v_width, case.model["q_heads"], case.model["kv_heads"])
+    if refused:  # a case FA3 cannot run says nothing about sglang's metadata
+        cannot_run(f"FA3 does not take this case ({refused}): FA3 runs bf16 / fp16 at its head dims")
 
     def unexpected(*args, **kwargs):
         raise NotImplementedError("flash_attn_varlen_func was called: the FA3 stand-in models the paged kernel only")
@@ -175,10 +178,10 @@ def build_fa(sg, setup, case):
     fa.merge_state_v2 = standin.merge_state_v2
     if hasattr(fa, "merge_state_v2_wrapper"):
         fa.merge_state_v2_wrapper = standin.merge_state_v2
-    # 0.5.23: FA3's scheduler_metadata precompute (tile scheduling only, not which keys are read):
-    # off, as production runs it where sgl_kernel has no get_scheduler_metadata.
+    # 0.5.23: FA3's scheduler_metadata precompute, as sgl_kernel's get_scheduler_metadata makes it (the
+    # stand-in's schedule: FA3's size, the num_splits it was made for, checked at each call)
     if hasattr(backend, "_get_scheduler_metadata"):
-        backend._get_scheduler_metadata = None
+        backend._get_scheduler_metadata = standin.get_scheduler_metadata
     kernel_call(sg.init_metadata, backend, setup)
     step = f" (draft step {setup.draft_step})" if BUNDLE["mode"] == "draft_decode" else ""
     return backend, f"FlashAttentionBackend{step} with the FA3 stand-in kernel (fa3_standin: not from upstream)"
@@ -207,13 +210,20 @@ def widths(batch):
     return 0, batch.D, batch.Dv
 
 
-def main():
+def arguments():
+    """The reproducer's command line: --site DIR, --fix N (repeatable), --deterministic."""
     ap = argparse.ArgumentParser(description="sglang's own attention backend with its real kernels")
     ap.add_argument("--site", default=os.environ.get("SGLANG_SITE", ""), help="an unpacked sglang wheel's folder")
     ap.add_argument("--fix", action="append", default=[], help="apply upstream fix N (the embedded fixes module)")
     ap.add_argument("--deterministic", action="store_true", default=BUNDLE["planner"].endswith("_det"),
                     help="serve as --enable-deterministic-inference does (default: as the finding's planner did)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def engine_setup(args):
+    """The release at --site imported (its fixes applied) and kvfuzz's stand-in model runner, pools and
+    ForwardBatch for BUNDLE's batch, in the dtype the kernels run in: (sg, setup, batch). setup also
+    carries the device, the dtype, the widths Q/K and V run at and the case as the runner reads it."""
     try:
         import torch
     except ImportError:
@@ -228,7 +238,7 @@ def main():
     dev = torch.device("cuda" if cuda else "cpu")
     setup = fake_runner.Setup(sg, case, dev, deterministic=args.deterministic,
                               attention_backend={"fa": "fa3"}.get(engine_backend(), engine_backend()))
-    # Triton's interpreter runs fp16 (bf16 on a GPU); the FA stand-in computes in float32 from any dtype
+    # Triton's interpreter runs fp16 (bf16 on a GPU); the FA stand-in the case's dtype (FA3's: bf16, fp16)
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
     dtype = dtypes.get(batch.dtype, torch.float16) if engine_backend() == "fa" else \
         torch.bfloat16 if cuda and batch.dtype == "bf16" else torch.float16
@@ -237,41 +247,43 @@ def main():
         if pool is not None:
             pool.k, pool.v = [x.to(dtype) for x in pool.k], [x.to(dtype) for x in pool.v]
     setup.dtype = setup.runner.dtype = setup.runner.kv_cache_dtype = dtype
-    build = {"flashinfer": build_flashinfer, "fa": build_fa}.get(engine_backend(), build_triton)
-    backend, name = build(sg, setup, case)
-    fb = setup.layer_batch()
-    loc = torch.from_numpy(np.asarray(BUNDLE["out_cache_loc"], np.int64)).to(dev)
-    f2s = np.asarray(BUNDLE["full_to_swa"][:batch.slots], np.int64)
-    full_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "full"]
-    swa_ids = [i for i, x in enumerate(case.layers) if x["pool"] == "swa"]
-    fixes = "".join(f" with fix {n}" for n in args.fix)
+    setup.device, setup.case, setup.q_width, setup.v_width, setup.cuda = dev, case, qw, vw, cuda
     STATS.update(release=sg.version, fixes=args.fix)
-    where = torch.cuda.get_device_name() if cuda else "the CPU" + ("" if engine_backend() == "fa" else " (Triton interpreter)")
-    print(f"sglang {sg.version}{fixes} {name} (its metadata code{'' if engine_backend() == 'fa' else ' and kernels'}) on "
-          f"{where}, {batch.dtype}, mode "
-          f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
-
-    def run(li, q, k, v):
-        kt, vt = torch.from_numpy(k).to(dev, dtype), torch.from_numpy(v).to(dev, dtype)
-        if case.layers[li]["pool"] == "swa":  # swa slot full_to_swa[s] holds what full slot s holds
-            live = torch.from_numpy(np.nonzero(f2s > 0)[0]).to(dev)
-            i = swa_ids.index(li)
-            setup.swa.k[i].zero_(), setup.swa.v[i].zero_()
-            setup.swa.k[i][torch.from_numpy(f2s).to(dev)[live]] = kt[live]
-            setup.swa.v[i][torch.from_numpy(f2s).to(dev)[live]] = vt[live]
-        else:
-            i = full_ids.index(li) if setup.swa is not None else li
-            setup.full.k[i].copy_(kt)
-            setup.full.v[i].copy_(vt)
-        qt = torch.from_numpy(q).to(dev, dtype).reshape(batch.T, batch.H * qw)
-        o = kernel_call(backend.forward, qt, kt[loc], vt[loc], setup.layers[li], fb, save_kv_cache=False)
-        if cuda:
-            kernel_call(torch.cuda.synchronize)
-        return o.float().reshape(batch.T, batch.H, vw).cpu().numpy()
-
-    wrong, total = check(run, batch, qw, vw)
-    return verdict(wrong, f"sglang {sg.version}{fixes} {name}: {wrong} of {total} queries wrong")
+    return sg, setup, batch
 
 
-if __name__ == "__main__":
-    run_main(main)
+def build_backend(sg, setup):
+    """The release's own backend class for the finding's planner, its metadata initialised for the
+    batch (eagerly, or CUDA-graph capture then replay): (backend, its name)."""
+    build = {"flashinfer": build_flashinfer, "fa": build_fa}.get(engine_backend(), build_triton)
+    return build(sg, setup, setup.case)
+
+
+def banner(sg, args, name, setup, batch):
+    """The run's first line: release, fixes, backend, device, dtype, mode."""
+    import torch
+    where = torch.cuda.get_device_name() if setup.cuda else \
+        "the CPU" + ("" if engine_backend() == "fa" else " (Triton interpreter)")
+    return (f"sglang {sg.version}{''.join(f' with fix {n}' for n in args.fix)} {name} (its metadata code"
+            f"{'' if engine_backend() == 'fa' else ' and kernels'}) on {where}, {batch.dtype}, mode "
+            f"{BUNDLE['mode']}{', CUDA graph' if setup.graph else ''}")
+
+
+def fill_pools(setup, li, k, v):
+    """Layer li's K/V pool (full, or SWA: slot full_to_swa[s] holds what full slot s holds) set to the
+    pools k, v [slots, Hk, width] (numpy); returns them as tensors (kt, vt) indexed by full slot."""
+    import torch
+    dev, dtype = setup.device, setup.dtype
+    kt, vt = torch.from_numpy(k).to(dev, dtype), torch.from_numpy(v).to(dev, dtype)
+    layers = setup.case.layers
+    if layers[li]["pool"] == "swa":
+        f2s = torch.from_numpy(np.asarray(BUNDLE["full_to_swa"][:k.shape[0]], np.int64)).to(dev)
+        live = torch.nonzero(f2s > 0).flatten()
+        i = [j for j, x in enumerate(layers) if x["pool"] == "swa"].index(li)
+        setup.swa.k[i].zero_(), setup.swa.v[i].zero_()
+        setup.swa.k[i][f2s[live]], setup.swa.v[i][f2s[live]] = kt[live], vt[live]
+    else:
+        i = [j for j, x in enumerate(layers) if x["pool"] == "full"].index(li) if setup.swa is not None else li
+        setup.full.k[i].copy_(kt)
+        setup.full.v[i].copy_(vt)
+    return kt, vt

@@ -3,9 +3,9 @@
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
 go away, while every other case stays clean (one entry, 26512, is an upstream change that was
 reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
-description (cited), as the smallest change to the release's own functions (one, fa-extend-local,
-is the fix kvfuzz proposes in a report draft, with no upstream PR yet); where a later release
-with the fix is installable, run that release instead.
+description (cited), as the smallest change to the release's own functions (three, fa-extend-local,
+fa-draft-swa-cascade and triton-draft-swa-short, are fixes kvfuzz proposes in report drafts, with no
+upstream PR yet); where a later release with the fix is installable, run that release instead.
 """
 import contextlib
 import functools
@@ -193,6 +193,68 @@ def fix_fa_extend_local(sg):
     cls.init_forward_metadata = patched
 
 
+def fix_fa_draft_swa_cascade(sg):
+    """kvfuzz's proposed fix for kvfuzz-fa-draft-swa-cascade (no upstream PR; adapters/repro/reports.json):
+    FA3 draft decode with topk > 1 runs a sliding-window layer as a cascade whose prefix call hands a
+    row's topk branch queries to the kernel as one query block aligned bottom-right, so branch i's
+    window ends topk - 1 - i keys early. Draft decode has no expanded window metadata to fall back to
+    (excluding window layers from the cascade would leave them without their draft chain), so the fix
+    keeps the cascade and gives its prefix call one query per branch, each branch its own entry over
+    the row's prefix, with the window reduced by step + 1: the draft at step s sits at position
+    seq_len + s, the expand call reads its s + 1 chain tokens, and the prefix keeps positions from
+    seq_len + s - W on (none when W < s + 1). Re-expressed as: forward_decode of such a layer with the
+    prefix call's arguments rewritten so; the expand call and the merge unchanged."""
+    import torch
+
+    fa = _fa()
+    cls = fa.FlashAttentionBackend
+    original = cls.forward_decode
+
+    @functools.wraps(original)
+    def patched(self, q, k, v, layer, forward_batch, *args, **kwargs):
+        window = getattr(layer, "sliding_window_size", None)
+        if forward_batch.spec_info is None or self.topk <= 1 or window is None or window < 0 or self.use_mla:
+            return original(self, q, k, v, layer, forward_batch, *args, **kwargs)
+        kernel, expand = fa.flash_attn_with_kvcache, self.forward_metadata_spec_decode_expand
+        left = window - (self.speculative_step_id + 1)
+
+        def per_branch(*a, **kw):
+            if kw.get("page_table") is expand.page_table:  # the expand call: each branch's chain, as it is
+                return kernel(*a, **kw)
+            rows = kw["page_table"].shape[0]
+            lens = kw["cache_seqlens"].repeat_interleave(self.topk)
+            kw.update(page_table=kw["page_table"].repeat_interleave(self.topk, dim=0),
+                      cache_seqlens=lens if left >= 0 else torch.zeros_like(lens),
+                      cu_seqlens_q=torch.arange(rows * self.topk + 1, dtype=torch.int32, device=lens.device),
+                      max_seqlen_q=1, window_size=(max(left, 0), 0))
+            return kernel(*a, **kw)
+
+        with _swapped(fa, "flash_attn_with_kvcache", per_branch):
+            return original(self, q, k, v, layer, forward_batch, *args, **kwargs)
+
+    cls.forward_decode = patched
+
+
+def fix_triton_draft_swa_short(sg):
+    """kvfuzz's proposed fix for kvfuzz-triton-draft-swa-short (no upstream PR; adapters/repro/
+    reports.json), for the releases with the window rail (0.5.23; before it a no-op): TritonMultiStepDraftBackend's window rail keeps min(total, W) keys of a
+    window-W layer (cache_locs.generate_draft_decode_window_kv_indices) where a draft token sees W + 1,
+    and every buffer the rail fills is sized bs * W. Re-expressed as: the multi-step backend's own
+    sliding_window_size, which only the rail reads (its kernel's window, the buffers' width and the
+    per-step slices), is W + 1; the per-step backends keep W."""
+    tb = importlib.import_module("sglang.srt.layers.attention.triton_backend")
+    cls = tb.TritonMultiStepDraftBackend
+    original = cls.__init__
+
+    @functools.wraps(original)
+    def patched(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        if getattr(self, "window_rail", False):  # the rail (releases before it: no-op)
+            self.sliding_window_size += 1
+
+    cls.__init__ = patched
+
+
 def fix_39287(sg):
     """sglang PR 39287 (open), FlashInfer half, for 0.5.23: EAGLE target verify on a sliding-window
     layer trims the prefix to the window (update_sliding_window: paged_kernel_lens = min(seq_lens, W),
@@ -271,7 +333,8 @@ def _swapped(module, name, value):
 
 
 FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902,
-         "39287": fix_39287, "fa-extend-local": fix_fa_extend_local}
+         "39287": fix_39287, "fa-extend-local": fix_fa_extend_local, "triton-draft-swa-short": fix_triton_draft_swa_short,
+         "fa-draft-swa-cascade": fix_fa_draft_swa_cascade}
 
 
 def apply(sg, number):

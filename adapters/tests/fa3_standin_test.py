@@ -1,10 +1,13 @@
 """The FA3 stand-in (adapters/repro/fa3_standin.py), the one non-upstream piece of the FA
 reproducers, against a float64 attention from logical positions: paged caches with shuffled pages,
-GQA, varlen queries aligned bottom-right, causal, sliding windows, chunks, soft cap, LSE merges.
-Each configuration also runs a wrong stand-in (its window or chunk one larger, or not causal),
-which must fail: the check can fail.
+GQA, varlen queries aligned bottom-right, causal, sliding windows, chunks, soft cap, LSE merges
+(fp16, head dims FA3 takes). Each configuration also runs a wrong stand-in (its window or chunk one
+larger, or not causal), which must fail: the check can fail. Then what FA3 refuses (flash_api.cpp's
+checks: fp32, head dim 1, V narrower than Q/K), where it faults (a page outside the cache in a loaded
+tile, never in a tile the window skips) and its schedule (scheduler_metadata of another size, or
+made for other num_splits than the call's).
 
-    .sglang/venv/bin/python adapters/tests/fa3_standin_test.py     # about 2 s
+    .sglang/venv/bin/python adapters/tests/fa3_standin_test.py     # about 3 s
 """
 import math
 import os
@@ -22,16 +25,16 @@ def paged(rng, lens, page, hk, d, dv):
     page_table, k_by_position, v_by_position)."""
     pages_of = [(n + page - 1) // page for n in lens]
     order = rng.permutation(sum(pages_of) + 1)  # one spare page nobody owns
-    k_cache = torch.from_numpy(rng.standard_normal((len(order), page, hk, d)).astype(np.float32))
-    v_cache = torch.from_numpy(rng.standard_normal((len(order), page, hk, dv)).astype(np.float32))
+    k_cache = torch.from_numpy(rng.standard_normal((len(order), page, hk, d)).astype(np.float16))
+    v_cache = torch.from_numpy(rng.standard_normal((len(order), page, hk, dv)).astype(np.float16))
     table = torch.zeros(len(lens), max(pages_of), dtype=torch.int32)
     kpos, vpos, at = [], [], 0
     for b, n in enumerate(lens):
         ids = order[at:at + pages_of[b]]
         at += pages_of[b]
         table[b, :len(ids)] = torch.from_numpy(ids.astype(np.int32))
-        kpos.append(np.stack([k_cache[ids[p // page], p % page].numpy() for p in range(n)]).astype(np.float64))
-        vpos.append(np.stack([v_cache[ids[p // page], p % page].numpy() for p in range(n)]).astype(np.float64))
+        kpos.append(np.stack([k_cache[ids[p // page], p % page].float().numpy() for p in range(n)]).astype(np.float64))
+        vpos.append(np.stack([v_cache[ids[p // page], p % page].float().numpy() for p in range(n)]).astype(np.float64))
     return k_cache, v_cache, table, kpos, vpos
 
 
@@ -55,10 +58,10 @@ def oracle(q, kpos, vpos, cache_len, q_len, scale, kind, radius, softcap):
 def run(rng, kind, radius, softcap, page, shift=0):
     """The largest |stand-in - oracle| over a batch of three rows (shift: a wrong stand-in, its window
     or chunk one larger, or for full attention not causal)."""
-    heads, hk, d, dv = 4, 2, 8, 6
+    heads, hk, d, dv = 4, 2, 64, 32  # FA3 takes V narrower than Q/K only for Q/K <= 64
     lens, q_lens = [9, 1, 14], [3, 1, 5]
     k_cache, v_cache, table, kpos, vpos = paged(rng, lens, page, hk, d, dv)
-    q = rng.standard_normal((sum(q_lens), heads, d)).astype(np.float32)
+    q = rng.standard_normal((sum(q_lens), heads, d)).astype(np.float16)
     cu = torch.tensor(np.concatenate([[0], np.cumsum(q_lens)]), dtype=torch.int32)
     window = (radius + shift, -1) if kind == "window" else (-1, -1)
     chunk = radius + shift if kind == "chunk" else None
@@ -71,14 +74,14 @@ def run(rng, kind, radius, softcap, page, shift=0):
     for b in range(len(lens)):
         lo, hi = int(cu[b]), int(cu[b + 1])
         ref = oracle(q[lo:hi], kpos[b], vpos[b], lens[b], q_lens[b], 0.3, kind, radius, softcap)
-        err = max(err, float(np.abs(out[lo:hi].double().numpy() - ref).max()))
+        err = max(err, float(np.abs(out[lo:hi].double().numpy() - ref).max()))  # out is fp16
     return err
 
 
 def merge_error(rng):
     """merge_state_v2 of two calls over disjoint key ranges (the cascade) against one call over both."""
-    k_cache, v_cache, table, _, _ = paged(rng, [12], 4, 1, 8, 8)
-    q = torch.from_numpy(rng.standard_normal((2, 2, 8)).astype(np.float32))
+    k_cache, v_cache, table, _, _ = paged(rng, [12], 4, 1, 64, 64)
+    q = torch.from_numpy(rng.standard_normal((2, 2, 64)).astype(np.float16))
     cu = torch.tensor([0, 2], dtype=torch.int32)
     call = lambda t, n, causal: fa3_standin.flash_attn_with_kvcache(  # noqa: E731
         q, k_cache, v_cache, page_table=t, cache_seqlens=torch.tensor([n], dtype=torch.int32), cu_seqlens_q=cu,
@@ -88,6 +91,123 @@ def merge_error(rng):
     second, lse_b = call(table[:, 2:], 4, False)  # keys 8..11: the table from its third page
     merged, _ = fa3_standin.merge_state_v2(first, lse_a.T.contiguous(), second, lse_b.T.contiguous())
     return float((merged - whole).abs().max())
+
+
+def raises(kind, fn):
+    """The exception fn raises if it is of kind (its message), else None."""
+    try:
+        fn()
+    except kind as e:  # noqa: BLE001
+        return str(e)
+    return None
+
+
+def call(q, k_cache, v_cache, table, lens, window=(-1, -1), **kw):
+    """One varlen call, one entry per row of table, q's tokens split evenly."""
+    per = q.shape[0] // table.shape[0]
+    cu = torch.arange(table.shape[0] + 1, dtype=torch.int32) * per
+    return fa3_standin.flash_attn_with_kvcache(q, k_cache, v_cache, page_table=table.to(torch.int32),
+                                               cache_seqlens=torch.tensor(lens, dtype=torch.int32), cu_seqlens_q=cu,
+                                               max_seqlen_q=per, causal=True, window_size=window, **kw)
+
+
+def refusals(failures):
+    """What flash_api.cpp refuses: each shape refused with FA3's message, and a legal twin accepted."""
+    shapes = [  # (what, dtype, d, dv, FA3's message or None when FA3 takes it)
+        ("fp32", torch.float32, 64, 64, "only supports fp16, bf16"),
+        ("head dim 1", torch.float16, 1, 1, "head_size should be a multiple of 8"),
+        ("head dim 8, V 4", torch.float16, 8, 4, "head_size_v should be a multiple of 8"),
+        ("V narrower than Q/K (128, 64)", torch.float16, 128, 64, "If V headdim is different"),
+        ("head dim 264", torch.bfloat16, 264, 264, "at most 256"),
+        ("bf16, head dim 8", torch.bfloat16, 8, 8, None),
+        ("Q/K 64, V 32", torch.float16, 64, 32, None),
+        ("Q/K 192, V 128", torch.bfloat16, 192, 128, None),
+    ]
+    for what, dtype, d, dv, message in shapes:
+        k, v = torch.zeros(4, 1, 1, d, dtype=dtype), torch.zeros(4, 1, 1, dv, dtype=dtype)
+        got = raises(RuntimeError, lambda: call(torch.zeros(1, 1, d, dtype=dtype), k, v, torch.tensor([[0, 1]]), [2]))
+        print(f"{what}: {'refused: ' + got if got else 'accepted'}")
+        if message is None and got is not None:
+            failures.append(f"{what}: FA3 takes it, the stand-in refuses ({got})")
+        if message is not None and (got is None or message not in got):
+            failures.append(f"{what}: FA3 refuses it ({message}), the stand-in says {got!r}")
+    # the reproducer's pre-check (a case FA3 refuses cannot run there: exit 2) says what the call says
+    if fa3_standin.refusal(torch.float32, 64, 64, 8, 1) is None or fa3_standin.refusal(torch.bfloat16, 64, 64, 8, 1):
+        failures.append("refusal() disagrees with the call on fp32 / bf16 at head dim 64")
+    half = lambda *shape: torch.zeros(*shape, dtype=torch.float16)  # noqa: E731
+    got = raises(RuntimeError, lambda: fa3_standin.flash_attn_with_kvcache(
+        half(1, 1, 8), half(4, 1, 1, 8), half(4, 1, 1, 8), page_table=torch.tensor([[0, 1]]),  # int64
+        cache_seqlens=torch.tensor([2], dtype=torch.int32), cu_seqlens_q=torch.tensor([0, 1], dtype=torch.int32),
+        max_seqlen_q=1, causal=True))
+    print(f"an int64 page table: {got or 'accepted'}")
+    if got is None or "page_table must have dtype torch.int32" not in got:
+        failures.append(f"an int64 page table: FA3 refuses it, the stand-in says {got!r}")
+
+
+def faults(failures, rng):
+    """A decode query at 599 on a window-8 layer, page size 1, head dim 64 (sm90 tiles of 128 keys:
+    the kernel loads keys 512..599 only, block.h): a page outside the cache under keys 0..127 is
+    never read, one under key 590 (masked by the window, in the loaded tile) or 595 (attended) is."""
+    k_cache, v_cache, table, kpos, vpos = paged(rng, [600], 1, 1, 64, 64)
+    q = torch.from_numpy(rng.standard_normal((1, 1, 64)).astype(np.float16))
+    want = oracle(q.numpy(), kpos[0], vpos[0], 600, 1, 64 ** -0.5, "window", 8, 0.0)
+    for key, loaded in ((0, False), (127, False), (590, True), (595, True)):
+        t = table.clone()
+        if not loaded:
+            t[0, :128] = -1  # the whole first tile unreadable
+        t[0, key] = k_cache.shape[0] + 3
+        got = raises(IndexError, lambda: call(q, k_cache, v_cache, t, [600], window=(8, 0)))
+        print(f"page outside the cache under key {key}: {'IndexError' if got else 'no fault'}")
+        if loaded and got is None:
+            failures.append(f"key {key}: its tile is loaded, a page outside the cache must fault")
+        if not loaded:
+            if got is not None:
+                failures.append(f"key {key}: its tile is never loaded (window 8 at 599), yet the stand-in faults: {got}")
+            else:
+                err = float(np.abs(call(q, k_cache, v_cache, t, [600], window=(8, 0)).double().numpy() - want).max())
+                if not err < 5e-3:
+                    failures.append(f"key {key}: with the first tile unreadable the output is off by {err}")
+    # the tiles loaded cover every key attended (the tile model never drops a read key)
+    for d, heads, hk, window, chunk, lens, q_len in ((64, 4, 1, (37, 0), 0, 900, 300), (128, 2, 2, (-1, 0), 0, 700, 5),
+                                                       (128, 8, 1, (-1, 0), 96, 1000, 250), (256, 1, 1, (3, 0), 0, 400, 1)):
+        p = fa3_standin._Params(1, q_len, lens, heads, hk, d, d, 1, True, window, chunk, 0, None, True)
+        loaded = p.loaded(q_len, lens, q_len)
+        dq = torch.arange(q_len)[:, None] + lens - q_len
+        j = torch.arange(lens)[None, :]
+        keep = (j <= dq) & ((j >= dq - window[0]) if window[0] >= 0 else True)
+        if chunk:
+            keep &= j >= dq // chunk * chunk
+        attended = keep.any(0)
+        if (attended & ~loaded).any():
+            failures.append(f"d {d}, window {window}, chunk {chunk}: attended keys outside the loaded tiles")
+        print(f"d {d}, window {window}, chunk {chunk}, {q_len} queries over {lens} keys: loads {int(loaded.sum())}, "
+              f"attends {int(attended.sum())}")
+
+
+def schedules(failures, rng):
+    """scheduler_metadata: a schedule of another size refused as FA3's CHECK_SHAPE refuses it; one
+    made for other num_splits than the call's refused (FA3: undefined, vllm#25490); a matching one
+    changes nothing."""
+    k_cache, v_cache, table, _, _ = paged(rng, [9, 5], 2, 1, 64, 64)
+    q = torch.from_numpy(rng.standard_normal((2, 1, 64)).astype(np.float16))
+    lens = torch.tensor([9, 5], dtype=torch.int32)
+    meta = lambda batch, splits, max_q=1: fa3_standin.get_scheduler_metadata(  # noqa: E731
+        batch, max_q, 10, 1, 1, 64, lens, qkv_dtype=torch.float16, cu_seqlens_q=torch.tensor([0, 1, 2], dtype=torch.int32),
+        page_size=2, causal=True, num_splits=splits)
+    plain = call(q, k_cache, v_cache, table, [9, 5])
+    same = call(q, k_cache, v_cache, table, [9, 5], scheduler_metadata=meta(2, 16), num_splits=16)
+    if not torch.equal(plain, same):
+        failures.append("a schedule made for the call's num_splits changed the output")
+    for what, schedule, splits, message in (
+            ("made for num_splits 16, called with 0", meta(2, 16), 0, "made for num_splits=16"),
+            ("made for 1, called with 4", meta(2, 1), 4, "made for num_splits=1"),
+            ("made for a batch of 5", meta(5, 16), 16, "must have shape"),
+            ("made for 2 queries a request (causal kept: another size)", meta(2, 16, 2), 16, "must have shape")):
+        got = raises(RuntimeError, lambda: call(q, k_cache, v_cache, table, [9, 5], scheduler_metadata=schedule,
+                                                num_splits=splits))
+        print(f"schedule {what}: {got or 'accepted'}")
+        if got is None or message not in got:
+            failures.append(f"schedule {what}: expected an error saying {message!r}, got {got!r}")
 
 
 def main():
@@ -100,24 +220,17 @@ def main():
         wrong = run(rng, kind, radius, softcap, page, shift=1)
         name = f"{kind} {radius}, softcap {softcap}, page {page}"
         print(f"{name}: max error {err:.2e}; a stand-in off by one: {wrong:.2e}")
-        if not err < 1e-4:
+        if not err < 5e-3:  # the output is fp16
             failures.append(f"{name}: the stand-in is off by {err}")
-        if not wrong > 1e-3:
+        if not wrong > 5e-2:
             failures.append(f"{name}: a stand-in off by one passes ({wrong})")
     err = merge_error(rng)
     print(f"merge_state_v2 of a split cascade vs one call: {err:.2e}")
-    if not err < 1e-5:
+    if not err < 5e-3:
         failures.append(f"merge_state_v2 is off by {err}")
-    # a page id past the cache faults, as the kernel would
-    k_cache, v_cache, table, _, _ = paged(rng, [4], 2, 1, 8, 8)
-    table[0, 1] = k_cache.shape[0]
-    try:
-        fa3_standin.flash_attn_with_kvcache(torch.zeros(1, 1, 8), k_cache, v_cache, page_table=table,
-                                            cache_seqlens=torch.tensor([4]), cu_seqlens_q=torch.tensor([0, 1]),
-                                            max_seqlen_q=1, causal=True)
-        failures.append("a page past the cache was read without a fault")
-    except IndexError:
-        pass
+    refusals(failures)
+    faults(failures, rng)
+    schedules(failures, rng)
     for f in failures:
         print("FAIL:", f)
     print("fa3 stand-in test:", "all passed" if not failures else f"{len(failures)} failure(s)")

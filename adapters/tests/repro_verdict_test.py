@@ -1,8 +1,8 @@
-"""The verdict rules every generated reproducer shares (adapters/repro/common.py), on a committed
-reproducer loaded as a module: an exception from the call under test is the bug (exit 1), but a
-kernel that could not be built here is 'cannot run here' (exit 2), never the bug.
+"""The verdict rules every generated reproducer shares (adapters/repro/common.py, the first part of
+each reproducer's harness), loaded as a module: an exception from the call under test is the bug
+(exit 1), but a kernel that could not be built here is 'cannot run here' (exit 2), never the bug.
 
-    python3 adapters/tests/repro_verdict_test.py corpus/sglang/repro/kvfuzz_triton_no_local.py
+    python3 adapters/tests/repro_verdict_test.py adapters/repro/common.py
 """
 import importlib.util
 import sys

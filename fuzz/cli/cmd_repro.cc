@@ -5,9 +5,10 @@
 //   kvfuzz repro corpus/sglang/triton_no_local.json --backend sglang_triton_0_5_23:triton --report
 //       --run-output "sglang 0.5.23: exit 1=out.txt" -o report.md       (one command line)
 //
-// The script is adapters/repro/common.py, then the target's template (fuzz/repro.h picks it), with
-// the case's data and the kvfuzz modules the template names embedded; docs/repro.md describes both
-// and the exit codes of the script.
+// The script (-o FILE) is adapters/repro/body.py (or the target's <target>_body.py) with the case's
+// data; beside it, kvfuzz_repro_<target>.py, the harness it imports: adapters/repro/common.py, then the
+// target's template (fuzz/repro.h picks it) with the kvfuzz modules it names embedded. --one-file (and
+// -o -) writes both as one script. docs/repro.md describes them and the exit codes of the script.
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -88,13 +89,16 @@ void add_repro(CLI::App& app, int& exit_code) {
   static std::string source = KVFUZZ_SOURCE_DIR;
   static std::string templates, notes_file;
   static std::vector<std::string> issue_files, outputs;
-  static bool report = false;
+  static bool report = false, one_file = false;
   cmd->add_option("finding", path, "A saved finding (a campaign's .json or .finding.json), or a case with --backend")
       ->required();
   cmd->add_option("--backend", backend, "The planner:executor pair the case is reproduced on (a case file)");
   cmd->add_option("-o,--output", output, "Where to write the script or the report (- for standard output)")
       ->capture_default_str();
   cmd->add_flag("--report", report, "Write an upstream issue draft (markdown) instead of the script");
+  cmd->add_flag("--one-file", one_file,
+                "One script, kvfuzz's harness included (default with -o FILE: the script, and the harness it imports "
+                "beside it as kvfuzz_repro_<target>.py)");
   cmd->add_option("--issue", issue_id,
                   "The known issue the report is about (default: the one whose minimal case it is)");
   cmd->add_option("--issues", issue_files,
@@ -116,8 +120,14 @@ void add_repro(CLI::App& app, int& exit_code) {
         throw InvalidCase("--backend " + f.backend + ": its reproducer template " + file +
                           " is not written yet (--report still drafts the report; kvfuzz explain shows the keys)");
       const std::string text = read_text(dir + "/common.py", "template") + "\n\n" + read_text(file, "template");
+      const std::string own_body = dir + "/" + target + "_body.py";
+      const std::string body = read_text(std::filesystem::exists(own_body) ? own_body : dir + "/body.py", "template");
       // the modules a template embeds are named relative to adapters/, the templates' parent
-      write_out(output, repro_script(bundle, repro_embed(text, (std::filesystem::path(dir) / "..").string())));
+      const ReproFiles files = repro_files(bundle, repro_embed(text, (std::filesystem::path(dir) / "..").string()),
+                                           body, one_file || output == "-");
+      write_out(output, files.body);
+      if (!files.harness_file.empty())
+        write_out((std::filesystem::path(output).parent_path() / files.harness_file).string(), files.harness);
       return;
     }
     std::vector<std::string> files = issue_files;

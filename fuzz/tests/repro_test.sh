@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # kvfuzz repro (fuzz/cli/cmd_repro.cc) without running a reproducer: the script carries the case's
-# batch (rows, slots, positions, queries), its planner's metadata and the kvfuzz modules it imports
-# (embedded verbatim); a saved finding's record
+# batch (rows, slots, positions, queries and the keys each should read), its planner's metadata, and
+# imports kvfuzz's harness written beside it (which embeds the kvfuzz modules it needs verbatim); the
+# script is at most 150 lines; --one-file writes both as one script; a saved finding's record
 # gives the case and the backend; --report writes the draft of the known issue whose minimal case
 # it is; bad input exits 2 with a message naming it. About 2 s.
 # Usage: repro_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
@@ -27,8 +28,14 @@ expect() {  # expect WHAT GOT WANT
 fi_case=$SRC/corpus/gpu/flashinfer_mask_indptr_empty_row.json
 "$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr -o "$WORK/fi.py" || fail "repro exited $?"
 grep -q "^BUNDLE = None" "$WORK/fi.py" && fail "the data was not embedded"
-grep -q "BatchPrefillWithPagedKVCacheWrapper" "$WORK/fi.py" || fail "not the FlashInfer template"
-grep -q "def check(run, batch" "$WORK/fi.py" || fail "the common part is missing"
+fi_harness=$WORK/kvfuzz_repro_flashinfer_paged_mask.py
+grep -q "^import kvfuzz_repro_flashinfer_paged_mask as kv" "$WORK/fi.py" || fail "the script does not import its harness"
+grep -q "BatchPrefillWithPagedKVCacheWrapper" "$fi_harness" || fail "not the FlashInfer template in the harness"
+grep -q "def check(run, batch" "$fi_harness" || fail "the common part is missing from the harness"
+grep -q "def check(run, batch" "$WORK/fi.py" && fail "the harness is in the script"
+# what each query should read, per layer (kvfuzz's visible set): request 1's query at 3 on window 2 sees columns 1..3
+expect "visible" "$(bundle "$WORK/fi.py" '[q["visible"] for q in b["rows"][1]["queries"]]')" \
+  "[[[[0, 2]], [[0, 2]]], [[[0, 3]], [[0, 3]]], [[[1, 4]], [[1, 4]]]]"
 expect "target" "$(bundle "$WORK/fi.py" 'b["target"]')" flashinfer_paged_mask
 expect "rows" "$(bundle "$WORK/fi.py" '[(r["request"], r["prefix_len"], [q["position"] for q in r["queries"]]) for r in b["rows"]]')" \
   "[(0, 0, [0]), (1, 1, [1, 2, 3])]"
@@ -61,10 +68,25 @@ for m in re.finditer(r"^# ---- adapters/(\S+) of kvfuzz, as module (\S+) ----\nE
     print(f"{m.group(2)}={m.group(1)}" + ("" if same else " (differs)"), end=" ")
 EOF
 }
-expect "embedded modules" "$(embedded "$WORK/sg.py")" \
+expect "embedded modules" "$(embedded "$WORK/kvfuzz_repro_sglang_metadata.py")" \
   "engine.release=engine/release.py engine.stub_import=engine/stub_import.py sglang_import=sglang/sglang_import.py fake_runner=sglang/fake_runner.py sglang_release=sglang/sglang_release.py fixes=sglang/fixes.py fa3_standin=repro/fa3_standin.py "
-grep -q "kvfuzz repro embeds:" "$WORK/sg.py" && fail "the EMBEDDED line was left unexpanded"
-expect "nothing embedded in a kernel template" "$(embedded "$WORK/fi.py")" ""
+grep -q "kvfuzz repro embeds:" "$WORK/kvfuzz_repro_sglang_metadata.py" && fail "the EMBEDDED line was left unexpanded"
+expect "nothing embedded in a kernel template" "$(embedded "$fi_harness")" ""
+# the script a report links: the batch, the engine's calls, the comparison; at most 150 lines
+grep -q "backend.forward, qt" "$WORK/sg.py" || fail "the engine's forward() call is not in the script"
+for f in fi sg; do
+  [ "$(wc -l <"$WORK/$f.py")" -le 150 ] || fail "$f.py is $(wc -l <"$WORK/$f.py") lines, more than 150"
+done
+# --one-file: one script, the harness first, no import of a harness module
+"$K" repro "$SRC/corpus/sglang/triton_swa_decode_window.json" --backend sglang_triton_0_5_23:triton --one-file \
+  -o "$WORK/one/sg.py" 2>/dev/null && fail "--one-file into a missing folder exited 0"
+mkdir -p "$WORK/one"
+"$K" repro "$SRC/corpus/sglang/triton_swa_decode_window.json" --backend sglang_triton_0_5_23:triton --one-file \
+  -o "$WORK/one/sg.py" || fail "--one-file exited $?"
+[ "$(ls "$WORK/one")" = sg.py ] || fail "--one-file wrote $(ls "$WORK/one")"
+grep -q "^kv = sys.modules\[__name__\]" "$WORK/one/sg.py" && grep -q "def check(run, batch" "$WORK/one/sg.py" ||
+  fail "--one-file is not the harness and the script in one"
+expect "one file's bundle" "$(bundle "$WORK/one/sg.py" 'b["target"]')" sglang_metadata
 # FlashAttention: the same template, FlashAttentionBackend with the FA3 stand-in
 "$K" repro "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa -o "$WORK/fa.py" ||
   fail "repro of an FA pair exited $?"
@@ -87,7 +109,7 @@ cmp -s "$WORK/w0.py" "$WORK/w0b.py" || fail "the case and its record give differ
 "$K" repro "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --report -o "$WORK/fi.md" || fail "--report exited $?"
 grep -q "^# BatchPrefillWithPagedKVCacheWrapper with a custom mask" "$WORK/fi.md" || fail "the report's title is not the notes' title"
 grep -q "^\*\*Affected\*\*: flashinfer 0.7.2.post1 up to the latest release checked" "$WORK/fi.md" || fail "no affected range"
-grep -q "corpus/gpu/repro/flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
+grep -q "flashinfer_page_mask_indptr.py" "$WORK/fi.md" || fail "the report names no reproducer"
 grep -q "^- request 1: 1 cached tokens, queries at positions 1 2 3" "$WORK/fi.md" || fail "the batch is not described"
 grep -q "where(num_pages > 0" "$WORK/fi.md" || fail "no suggested fix"
 printf 'line one\nBUG: it\nRESULT {"exit": 1}' >"$WORK/out.txt"
@@ -116,7 +138,7 @@ bad "no fingerprint record" "$fi_case"
 bad "planner:executor pair" "$fi_case" --backend flashinfer_paged
 bad "no reproducer template" "$fi_case" --backend fa:fa
 bad "template .* is not written yet" "$fi_case" --backend flashinfer_paged:flashinfer_paged_csr --templates "$WORK"
-mkdir -p "$WORK/tpl/repro" && cp "$SRC/adapters/repro/common.py" "$WORK/tpl/repro/"
+mkdir -p "$WORK/tpl/repro" && cp "$SRC/adapters/repro/common.py" "$SRC/adapters/repro/body.py" "$WORK/tpl/repro/"
 printf 'EMBEDDED = {}  # kvfuzz repro embeds: gone=sglang/gone.py\nBUNDLE = None  # kvfuzz repro\n' >"$WORK/tpl/repro/sglang_metadata.py"
 bad "embeds .*sglang/gone.py, which does not exist" "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa \
   --templates "$WORK/tpl/repro"
