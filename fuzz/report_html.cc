@@ -116,7 +116,10 @@ void header(std::ostream& os, const ReportInput& in) {
   card(os, rate(in, "seconds"), "seconds");
   card(os, rate(in, "cases_per_second"), "cases / s");
   card(os, rate(in, "findings"), "findings");
-  card(os, std::to_string(in.groups.size()), "fingerprint groups");
+  std::set<std::string> roots;
+  for (const FindingGroup& g : in.groups) roots.insert(g.root);
+  card(os, std::to_string(roots.size()), "root-cause groups");
+  card(os, std::to_string(in.groups.size()), "fingerprint keys");
   for (const char* l : {"NEW", "regression", "untriaged", "known"})
     if (labels.count(l)) card(os, std::to_string(labels[l]), std::string(l) + " groups");
   os << "</div>\n";
@@ -125,7 +128,8 @@ void header(std::ostream& os, const ReportInput& in) {
 void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
   os << "<section class=group id=g" << index << " data-key=\"" << html_escape(g.key) << "\" data-label=\""
      << html_escape(g.label) << "\">\n<h3><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
-     << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>" << g.count << " finding"
+     << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>root-cause group <code>"
+     << html_escape(g.root) << "</code> &middot; " << g.count << " finding"
      << (g.count == 1 ? "" : "s") << " in " << g.cases << " case" << (g.cases == 1 ? "" : "s")
      << " &middot; first case " << g.first_case;
   if (!g.issue.empty()) os << " &middot; known issue <b>" << html_escape(g.issue) << "</b>";
@@ -148,7 +152,7 @@ void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
 }
 
 void findings(std::ostream& os, const ReportInput& in) {
-  os << "<h2>Findings by fingerprint</h2>\n";
+  os << "<h2>Findings by root cause</h2>\n";
   if (in.groups.empty()) {
     os << "<p>No findings: every case the backends checked held every property.</p>\n";
     return;
@@ -157,13 +161,16 @@ void findings(std::ostream& os, const ReportInput& in) {
      << (in.triage_file.empty() ? "Not triaged: run <code>python3 adapters/triage.py " + html_escape(in.dir) +
                                       " --issues FILE</code> to label the groups known, NEW or regression."
                                 : "Labels from <code>" + html_escape(in.triage_file) + "</code>.")
-     << " Each group is one fingerprint key (property, backend, mode, layer kind, mechanism); pasting its replay line "
-        "exits 1.</p>\n";
+     << " Findings are grouped by root cause (the earliest stage that failed on their case: metadata, table, "
+        "reads, values; docs/triage.md), and inside a group by fingerprint key (property, backend, mode, layer kind, "
+        "mechanism); pasting a key's replay line exits 1.</p>\n";
   os << "<table class=groups><tr><th class=name>label</th><th class=name>fingerprint "
         "key</th><th>findings</th><th>cases</th>"
         "<th class=name>known issue</th></tr>\n";
   for (size_t i = 0; i < in.groups.size(); ++i) {
     const FindingGroup& g = in.groups[i];
+    if (i == 0 || in.groups[i - 1].root != g.root)
+      os << "<tr class=root><td class=key colspan=5>root-cause group <code>" << html_escape(g.root) << "</code></td></tr>\n";
     os << "<tr><td class=name><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
        << "</span></td><td class=key><a href=\"#g" << i << "\"><code>" << html_escape(g.key) << "</code></a></td><td>"
        << g.count << "</td><td>" << g.cases << "</td><td class=name>" << html_escape(g.issue) << "</td></tr>\n";

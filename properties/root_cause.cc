@@ -8,19 +8,23 @@ namespace kvfuzz {
 namespace {
 
 // A buffer or message path with its case-specific parts taken out: a variant's prefix ("replay
-// variant: "), the dotted path of the step's or layer's metadata ("draft_extend_vN.localN.",
-// "windowN.decode."), a leading label ("localN: ") and numbers. The layer's part goes too: the
-// window and chunk metadata derive from the full one, so one wrong length shows in all three.
+// variant: "), the dotted path of the step's or layer's metadata ("draft_extend_vN.", "swa.",
+// "windowN.decode."), a leading label and numbers. A window layer's metadata translates or clips
+// the full layer's, so one wrong length shows in both under one name; a chunked layer's is planned
+// apart (local attention's virtual batches) and keeps its mark: "localN.cache_seqlens[N]" becomes
+// "chunked: cache_seqlens[N]".
 std::string root_text(const std::string& text) {
+  static const std::regex chunked("\\b(local|chunk)[\\w()=]*[.:] ?");
   static const std::pair<std::regex, const char*> kRules[] = {
       {std::regex("^[\\w-]+ variant: "), ""},
       {std::regex("[\\w()=]+\\."), ""},
       {std::regex("^\\w+: "), ""},
       {std::regex("\\d+"), "N"},
   };
-  std::string s = text;
+  const bool chunk = std::regex_search(text, chunked);
+  std::string s = std::regex_replace(text, chunked, "");
   for (const auto& [re, with] : kRules) s = std::regex_replace(s, re, with);
-  return s;
+  return chunk ? "chunked: " + s : s;
 }
 
 // A bounds mechanism of a metadata buffer ("kv_indices:write-above"), not of the KV pool.
@@ -105,7 +109,7 @@ std::vector<RootCause> root_causes(const std::vector<Fingerprint>& one_case) {
     const auto& [rank, index] = it->second;
     const Fingerprint& r = one_case[index];
     const std::string stage = to_string(std::get<0>(rank));
-    if (root_key(fp) == std::get<2>(rank))
+    if (&fp == &r)
       out.push_back({std::get<2>(rank), "the root: " + stage + " is the earliest stage that failed on its case"});
     else
       out.push_back({std::get<2>(rank), std::string(to_string(stage_of(fp))) + " follows from " + stage + " " + r.key() +
