@@ -254,11 +254,11 @@ def main():
         if worst[g["label"]] < worst[r["label"]]:
             r["label"] = g["label"]
     for r in sorted(roots.values(), key=lambda r: (r["label"] == "known", r["group"])):
-        print(f"{r['label']:10} group {r['group']}  ({len(r['cases'])} case(s), {len(r['keys'])} key(s))")
+        print(f"group {r['label']}: {r['group']}  ({len(r['cases'])} case(s), {len(r['keys'])} key(s))")
         for g in sorted((groups[(r["group"], k)] for k in r["keys"]), key=lambda g: (g["label"] == "known", g["key"])):
-            print(f"  {g['label']:10} {g['issue'] or '-':30} {g['cases']:5}  {g['key']}")
+            print(f"{g['label']:10} {g['issue'] or '-':30} {g['cases']:5}  {g['key']}")
             if g["label"] != "known":
-                print(f"{'':49}replay: {g['replay']}")
+                print(f"{'':47}replay: {g['replay']}")
     print()
     seen = collections.Counter(g["issue"] for g in groups.values() if g["issue"])
     for issue in issues:

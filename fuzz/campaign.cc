@@ -226,6 +226,7 @@ void run_case(Shared& sh, int64_t index) {
       total.invalid += t.invalid;
       total.unsupported += t.unsupported;
     }
+    if (!groups.empty()) sum.cases_with_findings++;
     for (size_t i = 0; i < groups.size(); ++i) {
       const std::string key = groups[i].fingerprint.key();
       FindingKind& k = sum.kinds[key];

@@ -79,6 +79,7 @@ struct CampaignSummary {
   double seconds = 0;
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, RootGroup> root_groups;    // by root key (properties/root_cause.h)
+  int64_t cases_with_findings = 0;
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
   // Draws of the generator (case_draw.h): all, and per backend those outside its declared support

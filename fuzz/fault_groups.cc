@@ -34,10 +34,8 @@ std::vector<FaultGroups> run_fault_groups(const FaultGroupsOptions& o, std::ostr
       const CampaignSummary s = run_campaign(c, quiet);
       FaultGroups row{std::string(b->name()), f.name, 0, {}, {}};
       for (const auto& [key, k] : s.kinds) row.keys.insert(key);
-      for (const auto& [group, r] : s.root_groups) {
-        row.groups.insert(group);
-        row.cases_with_findings += r.cases;
-      }
+      for (const auto& [group, r] : s.root_groups) row.groups.insert(group);
+      row.cases_with_findings = s.cases_with_findings;
       progress << "  " << std::left << std::setw(36) << f.name << row.keys.size() << " keys, " << row.groups.size()
                << " groups\n"
                << std::flush;
