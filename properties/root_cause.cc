@@ -112,8 +112,8 @@ std::vector<RootCause> root_causes(const std::vector<Fingerprint>& one_case) {
     if (&fp == &r)
       out.push_back({std::get<2>(rank), "the root: " + stage + " is the earliest stage that failed on its case"});
     else
-      out.push_back({std::get<2>(rank), std::string(to_string(stage_of(fp))) + " follows from " + stage + " " + r.key() +
-                                            " on the same case"});
+      out.push_back({std::get<2>(rank), std::string("a ") + to_string(stage_of(fp)) + " finding that follows from " + stage +
+                                            " " + r.key() + " on the same case"});
   }
   return out;
 }

@@ -23,7 +23,8 @@
 //
 //   std::vector<RootCause> r = root_causes(fingerprints_of_one_case);
 //   r[i].group;  // "fa: table: swa_page_table"
-//   r[i].why;    // "follows from stride-divide/fa/decode/sliding_window: swa_page_table:wrong-slot on this case"
+//   r[i].why;    // "a reads finding that follows from table stride-divide/fa/decode/sliding_window:
+//                //  swa_page_table:wrong-slot on the same case"
 #pragma once
 
 #include <string>
