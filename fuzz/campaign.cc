@@ -356,7 +356,8 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
   // Root-cause groups first (root_cause.h), the fingerprint keys of each inside.
   out << s.kinds.size() << " fingerprint keys in " << s.root_groups.size() << " root-cause group(s)\n";
   out << std::left << std::setw(kind_width + 2) << "group (root key) / fingerprint key" << std::right << std::setw(8)
-      << "cases" << std::setw(12) << "first case" << "  saved as\n";
+      << "cases" << std::setw(12) << "first case"
+      << "  saved as\n";
   for (const auto& [group, r] : s.root_groups) {
     out << std::left << std::setw(kind_width + 2) << group << std::right << std::setw(8) << r.cases << "\n";
     for (const std::string& sig : r.keys) {

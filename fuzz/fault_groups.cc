@@ -49,7 +49,8 @@ std::vector<FaultGroups> run_fault_groups(const FaultGroupsOptions& o, std::ostr
 bool print_fault_groups(const std::vector<FaultGroups>& rows, size_t max_groups, std::ostream& out) {
   bool ok = true;
   out << std::left << std::setw(36) << "fault" << std::setw(18) << "backend" << std::right << std::setw(8) << "cases"
-      << std::setw(8) << "keys" << std::setw(8) << "groups" << "\n";
+      << std::setw(8) << "keys" << std::setw(8) << "groups"
+      << "\n";
   for (const FaultGroups& r : rows) {
     const bool over = r.groups.size() > max_groups;
     ok = ok && !over;

@@ -67,7 +67,7 @@ figure.broken::after{content:"picture failed to load";color:#c62828}
 button{font:inherit;font-size:12px;padding:4px 10px;border:1px solid #b8beca;border-radius:4px;background:#fff;cursor:pointer}
 details{margin-top:6px}details pre{max-height:360px;overflow:auto;background:#f3f4f6;padding:8px;font-size:12px}
 table{border-collapse:collapse;background:#fff;font-size:12.5px}
-table.groups{margin-bottom:10px;width:100%}table.groups td.key{text-align:left;word-break:break-word}table.groups a{color:#1d2330;text-decoration:none}
+table.groups{margin-bottom:10px;width:100%}table.groups tr.root td{background:#eef1f6;font-weight:600}table.groups td.key{text-align:left;word-break:break-word}table.groups a{color:#1d2330;text-decoration:none}
 th,td{border:1px solid #e1e4ea;padding:3px 7px;text-align:right}
 th{background:#eef0f4;font-weight:600}
 td.name,th.name{text-align:left;white-space:nowrap}
@@ -129,9 +129,8 @@ void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
   os << "<section class=group id=g" << index << " data-key=\"" << html_escape(g.key) << "\" data-label=\""
      << html_escape(g.label) << "\">\n<h3><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
      << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>root-cause group <code>"
-     << html_escape(g.root) << "</code> &middot; " << g.count << " finding"
-     << (g.count == 1 ? "" : "s") << " in " << g.cases << " case" << (g.cases == 1 ? "" : "s")
-     << " &middot; first case " << g.first_case;
+     << html_escape(g.root) << "</code> &middot; " << g.count << " finding" << (g.count == 1 ? "" : "s") << " in "
+     << g.cases << " case" << (g.cases == 1 ? "" : "s") << " &middot; first case " << g.first_case;
   if (!g.issue.empty()) os << " &middot; known issue <b>" << html_escape(g.issue) << "</b>";
   os << " &middot; " << html_escape(g.property) << " / " << html_escape(g.backend) << " / " << html_escape(g.mode)
      << " / " << html_escape(g.layer.empty() ? "no layer" : g.layer) << " / " << html_escape(g.mechanism) << "</p>\n";
@@ -170,7 +169,8 @@ void findings(std::ostream& os, const ReportInput& in) {
   for (size_t i = 0; i < in.groups.size(); ++i) {
     const FindingGroup& g = in.groups[i];
     if (i == 0 || in.groups[i - 1].root != g.root)
-      os << "<tr class=root><td class=key colspan=5>root-cause group <code>" << html_escape(g.root) << "</code></td></tr>\n";
+      os << "<tr class=root><td class=key colspan=5>root-cause group <code>" << html_escape(g.root)
+         << "</code></td></tr>\n";
     os << "<tr><td class=name><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
        << "</span></td><td class=key><a href=\"#g" << i << "\"><code>" << html_escape(g.key) << "</code></a></td><td>"
        << g.count << "</td><td>" << g.cases << "</td><td class=name>" << html_escape(g.issue) << "</td></tr>\n";

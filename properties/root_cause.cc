@@ -47,12 +47,18 @@ int layer_order(const Fingerprint& fp) {
 
 const char* to_string(Stage s) {
   switch (s) {
-    case Stage::metadata: return "metadata";
-    case Stage::table: return "table";
-    case Stage::reads: return "reads";
-    case Stage::values: return "values";
-    case Stage::changed: return "changed";
-    case Stage::failure: return "failure";
+    case Stage::metadata:
+      return "metadata";
+    case Stage::table:
+      return "table";
+    case Stage::reads:
+      return "reads";
+    case Stage::values:
+      return "values";
+    case Stage::changed:
+      return "changed";
+    case Stage::failure:
+      return "failure";
   }
   return "?";
 }
@@ -72,7 +78,8 @@ std::string root_key(const Fingerprint& fp) {
   const std::string head = fp.backend + ": ";
   const std::string& m = fp.mechanism;
   switch (stage_of(fp)) {
-    case Stage::metadata: return head + "metadata: " + root_text(m);
+    case Stage::metadata:
+      return head + "metadata: " + root_text(m);
     case Stage::table:
       if (fp.property == "stride-divide") return head + "table: " + root_text(m.substr(0, m.rfind(':')));
       return head + "bounds: " + root_text(m);
@@ -80,9 +87,12 @@ std::string root_key(const Fingerprint& fp) {
       const std::string reads = m.rfind("reads:", 0) == 0 ? m.substr(6) : m;
       return head + "reads on " + (fp.layer_kind.empty() ? "-" : fp.layer_kind) + ": " + reads;
     }
-    case Stage::values: return head + m;
-    case Stage::changed: return head + "changed";
-    case Stage::failure: return head + fp.property + ": " + m;
+    case Stage::values:
+      return head + m;
+    case Stage::changed:
+      return head + "changed";
+    case Stage::failure:
+      return head + fp.property + ": " + m;
   }
   return head + m;
 }
@@ -112,8 +122,8 @@ std::vector<RootCause> root_causes(const std::vector<Fingerprint>& one_case) {
     if (&fp == &r)
       out.push_back({std::get<2>(rank), "the root: " + stage + " is the earliest stage that failed on its case"});
     else
-      out.push_back({std::get<2>(rank), std::string("a ") + to_string(stage_of(fp)) + " finding that follows from " + stage +
-                                            " " + r.key() + " on the same case"});
+      out.push_back({std::get<2>(rank), std::string("a ") + to_string(stage_of(fp)) + " finding that follows from " +
+                                            stage + " " + r.key() + " on the same case"});
   }
   return out;
 }

@@ -20,8 +20,8 @@ Fingerprint fp(std::string property, std::string mode, std::string layer_kind, s
 }
 
 TEST(RootCause, TheOraclesReadsOfAReadSetAreThatReadSetsGroup) {
-  const auto r = root_causes({fp("oracle", "extend", "chunked", "reads:unowned-slot"),
-                              fp("in-bounds", "extend", "chunked", "unowned-slot")});
+  const auto r = root_causes(
+      {fp("oracle", "extend", "chunked", "reads:unowned-slot"), fp("in-bounds", "extend", "chunked", "unowned-slot")});
   EXPECT_EQ(r[0].group, "fa: reads on chunked: unowned-slot");
   EXPECT_EQ(r[1].group, r[0].group);
   // A different read set on a case of its own is another group.
@@ -51,7 +51,8 @@ TEST(RootCause, TheSameRootInAnotherModeOrLayerKindIsTheSameGroup) {
   EXPECT_EQ(extend[1].group, decode[0].group);
   // The window's metadata derives from the full layer's: the full layer's message is the root.
   const auto both = root_causes(
-      {fp("metadata", "draft_extend_v2", "sliding_window", "draft_extend_vN.swa.cache_seqlens[N] is N, expected N (too large)"),
+      {fp("metadata", "draft_extend_v2", "sliding_window",
+          "draft_extend_vN.swa.cache_seqlens[N] is N, expected N (too large)"),
        fp("metadata", "draft_extend_v2", "full", "draft_extend_vN.cache_seqlens[N] is N, expected N (too large)")});
   EXPECT_EQ(both[0].group, both[1].group);
   EXPECT_NE(both[0].why.find("follows from"), std::string::npos);
