@@ -2,6 +2,7 @@
 
 #include <map>
 #include <regex>
+#include <set>
 #include <tuple>
 
 namespace kvfuzz {
@@ -31,6 +32,30 @@ std::string root_text(const std::string& text) {
 bool buffer_bounds(const std::string& mechanism) {
   static const std::regex re(":(read|write)-(above|below)$|:guard-(before|after)$|:negative-capacity$");
   return mechanism.find("KV pool") == std::string::npos && std::regex_search(mechanism, re);
+}
+
+// A read set's mechanism (read_diff.h) by kind alone: "foreign" (the worst foreign read: another
+// request's slot, an unowned one, past the pool), else its classes of tags: "missing"
+// (missing-newest, missing-all, ...: one dropped key shows as any of them, by the query's
+// position), "extra", "shifted", and any other tag as it is ("read-twice"), joined by '+' in order.
+std::string read_family(const std::string& reads) {
+  std::set<std::string> classes;
+  size_t start = 0;
+  while (start <= reads.size()) {
+    size_t end = reads.find('+', start);
+    if (end == std::string::npos) end = reads.size();
+    const std::string tag = reads.substr(start, end - start);
+    static const std::regex own("^(missing|extra|shifted)-");
+    std::smatch m;
+    static const std::regex foreign("^(other-.*|unowned-slot|unwritten-slot|padding-slot|outside-pool|.*KV pool.*)$");
+    if (std::regex_search(tag, m, own)) classes.insert(m[1].str());
+    else if (std::regex_match(tag, foreign)) return "foreign";
+    else classes.insert(tag);  // read-twice, and what read_diff.h may name later
+    start = end + 1;
+  }
+  std::string out;
+  for (const std::string& c : classes) out += (out.empty() ? "" : "+") + c;
+  return out;
 }
 
 // The order in which an engine computes a layer's metadata: the full layers' first, the window
@@ -83,10 +108,7 @@ std::string root_key(const Fingerprint& fp) {
     case Stage::table:
       if (fp.property == "stride-divide") return head + "table: " + root_text(m.substr(0, m.rfind(':')));
       return head + "bounds: " + root_text(m);
-    case Stage::reads: {
-      const std::string reads = m.rfind("reads:", 0) == 0 ? m.substr(6) : m;
-      return head + "reads on " + (fp.layer_kind.empty() ? "-" : fp.layer_kind) + ": " + reads;
-    }
+    case Stage::reads: return head + "reads: " + read_family(m.rfind("reads:", 0) == 0 ? m.substr(6) : m);
     case Stage::values:
       return head + m;
     case Stage::changed:

@@ -18,8 +18,9 @@
 //      and chunk metadata from the full one), ties by root key.
 //   3. The group is the root's root key: backend, stage and what failed with the batch mode, the
 //      layer kind, the variant and numbers taken out ("fa: metadata: localN.cache_seqlens[N] ...
-//      (too small)", "fa: table: local_block_table", "triton: reads on sliding_window:
-//      missing-oldest"). The same root on any case, in any mode, is the same group.
+//      (too small)", "fa: table: local_block_table"); a read set by its kind alone ("triton:
+//      reads: missing": one dropped key is missing-newest, -interior or -all by where the query
+//      sits). The same root on any case, in any mode, is the same group.
 //
 //   std::vector<RootCause> r = root_causes(fingerprints_of_one_case);
 //   r[i].group;  // "fa: table: swa_page_table"
@@ -42,7 +43,7 @@ const char* to_string(Stage s);
 Stage stage_of(const Fingerprint& fp);
 
 // The group a fingerprint names when it is its case's root (rule 3).
-//   root_key(fp of "oracle/fa/extend/chunked: reads:unowned-slot")  // "fa: reads on chunked: unowned-slot"
+//   root_key(fp of "oracle/fa/extend/chunked: reads:missing-newest")  // "fa: reads: missing"
 std::string root_key(const Fingerprint& fp);
 
 struct RootCause {

@@ -22,10 +22,24 @@ Fingerprint fp(std::string property, std::string mode, std::string layer_kind, s
 TEST(RootCause, TheOraclesReadsOfAReadSetAreThatReadSetsGroup) {
   const auto r = root_causes(
       {fp("oracle", "extend", "chunked", "reads:unowned-slot"), fp("in-bounds", "extend", "chunked", "unowned-slot")});
-  EXPECT_EQ(r[0].group, "fa: reads on chunked: unowned-slot");
+  EXPECT_EQ(r[0].group, "fa: reads: foreign");
   EXPECT_EQ(r[1].group, r[0].group);
   // A different read set on a case of its own is another group.
   EXPECT_NE(root_causes({fp("cache-extent", "extend", "chunked", "missing-oldest")})[0].group, r[0].group);
+}
+
+TEST(RootCause, OneDroppedKeyIsOneGroupWhereverTheQuerySits) {
+  // An executor that drops a key, seen with no metadata finding: missing-newest on a full layer in
+  // decode, missing-all on a window layer in extend, missing-interior+missing-newest in verify.
+  const std::string g = root_causes({fp("cache-extent", "decode", "full", "missing-newest")})[0].group;
+  EXPECT_EQ(g, "fa: reads: missing");
+  EXPECT_EQ(root_causes({fp("oracle", "extend", "sliding_window", "reads:missing-all")})[0].group, g);
+  EXPECT_EQ(root_causes({fp("cache-extent", "target_verify", "full", "missing-interior+missing-newest")})[0].group, g);
+  // Reads of another request's slots, keys read in addition, a moved window: other groups.
+  EXPECT_NE(root_causes({fp("in-bounds", "decode", "full", "other-request")})[0].group, g);
+  EXPECT_EQ(root_causes({fp("cache-extent", "decode", "full", "missing-newest+extra-after")})[0].group,
+            "fa: reads: extra+missing");
+  EXPECT_EQ(root_causes({fp("cache-extent", "decode", "sliding_window", "shifted-older")})[0].group, "fa: reads: shifted");
 }
 
 TEST(RootCause, AMetadataMessageExplainsTheReadSetOfItsCase) {
@@ -68,7 +82,7 @@ TEST(RootCause, DifferentBugsBackendsAndFailuresKeepTheirOwnGroups) {
   const auto r = root_causes({fp("metadata", "decode", "", "kv_indptr[N] - [N] is N, expected N (too small)", "triton"),
                               fp("cache-extent", "decode", "full", "missing-newest", "fa"),
                               fp("crash", "decode", "", "IndexError: list index out of range @ plan", "fa")});
-  EXPECT_EQ(r[1].group, "fa: reads on full: missing-newest");  // not triton's metadata
+  EXPECT_EQ(r[1].group, "fa: reads: missing");  // not triton's metadata
   EXPECT_EQ(r[2].group, "fa: crash: IndexError: list index out of range @ plan");
   EXPECT_NE(r[2].why.find("a group of its own"), std::string::npos);
 }
