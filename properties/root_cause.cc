@@ -108,7 +108,8 @@ std::string root_key(const Fingerprint& fp) {
     case Stage::table:
       if (fp.property == "stride-divide") return head + "table: " + root_text(m.substr(0, m.rfind(':')));
       return head + "bounds: " + root_text(m);
-    case Stage::reads: return head + "reads: " + read_family(m.rfind("reads:", 0) == 0 ? m.substr(6) : m);
+    case Stage::reads:
+      return head + "reads: " + read_family(m.rfind("reads:", 0) == 0 ? m.substr(6) : m);
     case Stage::values:
       return head + m;
     case Stage::changed:

@@ -72,10 +72,13 @@ void add_fingerprint(CLI::App& app, int& exit_code) {
       for (const auto& k : keys) fps.push_back(k.first);
       const std::vector<RootCause> roots = root_causes(fps);
       for (size_t i = 0; i < keys.size(); ++i)
-        std::cout << nlohmann::json{{"file", path},          {"key", keys[i].first.key()},
+        std::cout << nlohmann::json{{"file", path},
+                                    {"key", keys[i].first.key()},
                                     {"fingerprint", keys[i].first.to_json()},
-                                    {"count", keys[i].second}, {"replay", replay},
-                                    {"group", roots[i].group}, {"group_why", roots[i].why}}
+                                    {"count", keys[i].second},
+                                    {"replay", replay},
+                                    {"group", roots[i].group},
+                                    {"group_why", roots[i].why}}
                          .dump()
                   << "\n";
       if (keys.empty())

@@ -39,7 +39,8 @@ TEST(RootCause, OneDroppedKeyIsOneGroupWhereverTheQuerySits) {
   EXPECT_NE(root_causes({fp("in-bounds", "decode", "full", "other-request")})[0].group, g);
   EXPECT_EQ(root_causes({fp("cache-extent", "decode", "full", "missing-newest+extra-after")})[0].group,
             "fa: reads: extra+missing");
-  EXPECT_EQ(root_causes({fp("cache-extent", "decode", "sliding_window", "shifted-older")})[0].group, "fa: reads: shifted");
+  EXPECT_EQ(root_causes({fp("cache-extent", "decode", "sliding_window", "shifted-older")})[0].group,
+            "fa: reads: shifted");
 }
 
 TEST(RootCause, AMetadataMessageExplainsTheReadSetOfItsCase) {
