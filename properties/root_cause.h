@@ -17,10 +17,11 @@
 //      (no layer or a full layer, then sliding-window, then chunked: engines derive the window
 //      and chunk metadata from the full one), ties by root key.
 //   3. The group is the root's root key: backend, stage and what failed with the batch mode, the
-//      layer kind, the variant and numbers taken out ("fa: metadata: localN.cache_seqlens[N] ...
-//      (too small)", "fa: table: local_block_table"); a read set by its kind alone ("triton:
-//      reads: missing": one dropped key is missing-newest, -interior or -all by where the query
-//      sits). The same root on any case, in any mode, is the same group.
+//      layer kind, the variant, the metadata's dotted path and numbers taken out, a chunked
+//      layer's own metadata marked ("fa: metadata: chunked: cache_seqlens[N] ... (too small)",
+//      "fa: table: local_block_table"); a read set by its kind alone ("triton: reads: missing":
+//      one dropped key is missing-newest, -interior or -all by where the query sits). The same
+//      root on any case, in any mode, is the same group.
 //
 //   std::vector<RootCause> r = root_causes(fingerprints_of_one_case);
 //   r[i].group;  // "fa: table: swa_page_table"
