@@ -353,16 +353,16 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << "no findings\n";
     return;
   }
-  // Root-cause groups first (root_cause.h), the fingerprint keys of each inside.
+  // Root-cause groups first (root_cause.h), each a "group" line, then its fingerprint keys.
   out << s.kinds.size() << " fingerprint keys in " << s.root_groups.size() << " root-cause group(s)\n";
-  out << std::left << std::setw(kind_width + 2) << "group (root key) / fingerprint key" << std::right << std::setw(8)
-      << "cases" << std::setw(12) << "first case"
+  out << std::left << std::setw(kind_width) << "finding (fingerprint key)" << std::right << std::setw(8) << "cases"
+      << std::setw(12) << "first case"
       << "  saved as\n";
   for (const auto& [group, r] : s.root_groups) {
-    out << std::left << std::setw(kind_width + 2) << group << std::right << std::setw(8) << r.cases << "\n";
+    out << "group " << group << "  (" << r.cases << " case" << (r.cases == 1 ? "" : "s") << ")\n";
     for (const std::string& sig : r.keys) {
       const FindingKind& k = s.kinds.at(sig);
-      out << "  " << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12)
+      out << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12)
           << k.first_case << "  " << k.first_file << "\n";
     }
   }
