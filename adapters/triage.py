@@ -11,8 +11,11 @@ finding's fingerprint (properties/fingerprint.h) is matched against the issues' 
 the first issue that matches and whose affected release range holds the finding's release
 labels it. Labels: known; regression (it matches only issues whose `fixed` release is at or
 before the finding's: a fixed bug came back); NEW (no issue matches; `hang`, `contract` and harness
-errors are always NEW). Prints one line per fingerprint key with its count, then the issues seen,
-and writes the groups to FOLDER/triage.json (or --json-out).
+errors are always NEW). An issue's `groups` (root keys, properties/root_cause.h) labels known every
+finding whose index line's `group` is one of them. Prints the root-cause groups, each with its
+fingerprint keys inside and their counts, then the issues seen, and writes the keys (`groups`, one
+per key, as before) and the root-cause groups (`root_causes`) to FOLDER/triage.json (or --json-out).
+A group's label is its worst key's: NEW, else regression, else known.
 
 Exit: 0 every finding known; 1 at least one NEW or regression; 2 bad usage or issues file;
 3 a finding it cannot read (a saved case without its fingerprint record, a malformed line).
@@ -27,7 +30,7 @@ import sys
 
 NEVER_KNOWN = {"hang", "contract", "harness-error"}
 ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
-                "match", "note"}
+                "match", "groups", "note"}
 KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
 
 
@@ -102,9 +105,13 @@ def load_issues(path):
         where = f"{path}: issue {i.get('id', '?')}"
         if set(i) - ISSUE_FIELDS:
             raise BadIssues(f"{where}: unknown field(s) {sorted(set(i) - ISSUE_FIELDS)}")
-        for field in ("id", "title", "verdict", "kind", "match", "affected"):
+        for field in ("id", "title", "verdict", "kind", "affected"):
             if field not in i:
                 raise BadIssues(f"{where}: no {field!r}")
+        if "match" not in i and "groups" not in i:
+            raise BadIssues(f"{where}: neither 'match' clauses nor root-cause 'groups'")
+        if not all(isinstance(g, str) and g for g in i.get("groups", [])):
+            raise BadIssues(f"{where}: 'groups' must be a list of root keys (the index lines' group field)")
         if i["kind"] not in KINDS:
             raise BadIssues(f"{where}: kind {i['kind']!r} is not one of {sorted(KINDS)}")
         a = i["affected"]
@@ -116,7 +123,7 @@ def load_issues(path):
                     version_key(v)
         except ValueError as e:
             raise BadIssues(f"{where}: {e}")
-        for clause in as_list(i["match"]):
+        for clause in as_list(i.get("match", [])):
             if "property" not in clause:
                 raise BadIssues(f"{where}: a match clause without 'property'")
             if set(as_list(clause["property"])) & NEVER_KNOWN:
@@ -166,14 +173,21 @@ def release_of(fp, package, versions):
     return versions.get(package)
 
 
-def label(fp, issues, versions, warnings):
-    """(label, issue) for one fingerprint: the first matching issue whose affected range holds the
-    finding's release; else the first matching issue it is past the fix of (a regression); else NEW."""
+def matches(issue, fp, group):
+    """The issue names the finding's root-cause group, or one of its clauses matches the fingerprint."""
+    return (group is not None and group in issue.get("groups", [])) or any(
+        all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue.get("match", [])))
+
+
+def label(fp, issues, versions, warnings, group=None):
+    """(label, issue) for one fingerprint in root-cause group `group`: the first matching issue whose
+    affected range holds the finding's release; else the first matching issue it is past the fix of
+    (a regression); else NEW."""
     if fp["property"] in NEVER_KNOWN:
         return "NEW", None
     regression = None
     for issue in issues:
-        if not any(all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue["match"])):
+        if not matches(issue, fp, group):
             continue
         a = issue["affected"]
         release = release_of(fp, a["package"], versions)
@@ -215,21 +229,36 @@ def main():
     except Unreadable as e:
         print(f"triage: {e}", file=sys.stderr)
         return 3
-    groups, warnings = {}, set()
+    groups, roots, warnings = {}, {}, set()
     for f in findings:
-        g = groups.get(f["key"])
+        # A key is labelled once per root-cause group (a line of an older kvfuzz has none: its key).
+        root = f.get("group") or f["key"]
+        g = groups.get((root, f["key"]))
         if g is None:
-            lab, issue = label(f["fingerprint"], issues, versions, warnings)
-            g = groups[f["key"]] = {"key": f["key"], "label": lab, "issue": issue["id"] if issue else None,
-                                    "count": 0, "cases": 0, "saved": [], "replay": f.get("replay", "")}
+            lab, issue = label(f["fingerprint"], issues, versions, warnings, f.get("group"))
+            g = groups[(root, f["key"])] = {"key": f["key"], "group": root, "label": lab,
+                                            "issue": issue["id"] if issue else None, "count": 0, "cases": 0,
+                                            "saved": [], "replay": f.get("replay", "")}
         g["count"] += f.get("count", 1)
         g["cases"] += 1
         if f.get("saved"):
             g["saved"].append(f["saved"])
-    for g in sorted(groups.values(), key=lambda g: (g["label"] == "known", g["key"])):
-        print(f"{g['label']:10} {g['issue'] or '-':30} {g['cases']:5}  {g['key']}")
-        if g["label"] != "known":
-            print(f"{'':47}replay: {g['replay']}")
+        r = roots.setdefault(root, {"group": root, "label": "known", "cases": set(), "keys": []})
+        r["cases"].add(f.get("case_index", len(r["cases"])))
+        if f.get("group_why") and "why" not in r and f["key"] != root:
+            r["why"] = f["group_why"]
+    worst = {"NEW": 0, "regression": 1, "known": 2}
+    for g in groups.values():
+        r = roots[g["group"]]
+        r["keys"].append(g["key"])
+        if worst[g["label"]] < worst[r["label"]]:
+            r["label"] = g["label"]
+    for r in sorted(roots.values(), key=lambda r: (r["label"] == "known", r["group"])):
+        print(f"group {r['label']}: {r['group']}  ({len(r['cases'])} case(s), {len(r['keys'])} key(s))")
+        for g in sorted((groups[(r["group"], k)] for k in r["keys"]), key=lambda g: (g["label"] == "known", g["key"])):
+            print(f"{g['label']:10} {g['issue'] or '-':30} {g['cases']:5}  {g['key']}")
+            if g["label"] != "known":
+                print(f"{'':47}replay: {g['replay']}")
     print()
     seen = collections.Counter(g["issue"] for g in groups.values() if g["issue"])
     for issue in issues:
@@ -237,14 +266,22 @@ def main():
             print(f"{issue['id']}: {issue['title']} [{issue['kind']}] {issue.get('upstream', '')}")
     for w in sorted(warnings):
         print(f"warning: {w}")
-    counts = collections.Counter(g["label"] for g in groups.values())
-    print(f"{len(findings)} finding line(s), {len(groups)} distinct fingerprint(s): {counts['known']} known, "
+    keys = {}
+    for g in groups.values():  # a key seen in two groups: its worst label
+        if g["key"] not in keys or worst[g["label"]] < worst[keys[g["key"]]]:
+            keys[g["key"]] = g["label"]
+    counts = collections.Counter(keys.values())
+    root_counts = collections.Counter(r["label"] for r in roots.values())
+    print(f"{len(findings)} finding line(s), {len(roots)} root-cause group(s): {root_counts['known']} known, "
+          f"{root_counts['NEW']} NEW, {root_counts['regression']} regression(s)")
+    print(f"{len(keys)} distinct fingerprint(s): {counts['known']} known, "
           f"{counts['NEW']} NEW, {counts['regression']} regression(s)")
     out = args.json_out or (os.path.join(args.sources[0], "triage.json")
                             if len(args.sources) == 1 and os.path.isdir(args.sources[0]) else None)
     if out:
         with open(out + ".tmp", "w") as f:
-            json.dump({"issues_file": args.issues, "groups": list(groups.values())}, f, indent=1)
+            json.dump({"issues_file": args.issues, "groups": list(groups.values()),
+                       "root_causes": [dict(r, cases=len(r["cases"])) for r in roots.values()]}, f, indent=1)
         os.replace(out + ".tmp", out)
     return 1 if counts["NEW"] or counts["regression"] else 0
 

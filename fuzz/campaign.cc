@@ -16,6 +16,7 @@
 #include "fuzz/replay.h"
 #include "fuzz/shrink.h"
 #include "properties/fingerprint.h"
+#include "properties/root_cause.h"
 #include "reference/io.h"
 #include "reference/rng.h"
 #include "reference/scenario_json.h"
@@ -63,6 +64,7 @@ std::string key_tag(const std::string& key) {
 struct KeyGroup {
   Fingerprint fingerprint;
   std::vector<Finding> findings;
+  RootCause root;  // its root-cause group on this case (root_cause.h)
 };
 
 std::string report_text(const Scenario& s, int64_t index, const std::string& gen, const std::vector<Finding>& findings,
@@ -140,7 +142,9 @@ nlohmann::json index_line(const CampaignOptions& o, const KeyGroup& g, int64_t i
                          {"count", g.findings.size()},
                          {"message", first.message},
                          {"saved", saved.empty() ? nlohmann::json(nullptr) : nlohmann::json(saved)},
-                         {"replay", replay}};
+                         {"replay", replay},
+                         {"group", g.root.group},
+                         {"group_why", g.root.why}};
   if (draw.shape_seed) line["shape_seed"] = *draw.shape_seed;
   return line;
 }
@@ -182,7 +186,9 @@ void run_case(Shared& sh, int64_t index) {
                      {"count", 1},
                      {"message", e.what()},
                      {"saved", base + ".json"},
-                     {"replay", replay}});
+                     {"replay", replay},
+                     {"group", fp["key"]},
+                     {"group_why", "a harness error: a group of its own"}});
     std::lock_guard<std::mutex> lock(sh.mu);
     if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
     return;
@@ -192,9 +198,13 @@ void run_case(Shared& sh, int64_t index) {
   for (const Finding& f : report.findings) {
     Fingerprint fp = fingerprint_of(s, f);
     auto it = std::find_if(groups.begin(), groups.end(), [&](const KeyGroup& g) { return g.fingerprint.key() == fp.key(); });
-    if (it == groups.end()) groups.push_back({std::move(fp), {f}});
+    if (it == groups.end()) groups.push_back({std::move(fp), {f}, {}});
     else it->findings.push_back(f);
   }
+  std::vector<Fingerprint> fps;
+  for (const KeyGroup& g : groups) fps.push_back(g.fingerprint);
+  const std::vector<RootCause> roots = root_causes(fps);
+  for (size_t i = 0; i < groups.size(); ++i) groups[i].root = roots[i];
   std::vector<size_t> to_save;
   {
     std::lock_guard<std::mutex> lock(sh.mu);
@@ -215,6 +225,7 @@ void run_case(Shared& sh, int64_t index) {
       total.invalid += t.invalid;
       total.unsupported += t.unsupported;
     }
+    if (!groups.empty()) sum.cases_with_findings++;
     for (size_t i = 0; i < groups.size(); ++i) {
       const std::string key = groups[i].fingerprint.key();
       FindingKind& k = sum.kinds[key];
@@ -223,6 +234,10 @@ void run_case(Shared& sh, int64_t index) {
         k.example = groups[i].findings.front().message;
       }
       if (sh.saved[key]++ < o.max_saved_per_kind) to_save.push_back(i);
+      RootGroup& r = sum.root_groups[groups[i].root.group];
+      if (r.keys.empty() || r.last_case != index) r.cases++;
+      r.last_case = index;
+      r.keys.insert(key);
     }
   }
   for (size_t i = 0; i < groups.size(); ++i) {
@@ -337,11 +352,19 @@ void print_summary(const CampaignSummary& s, std::ostream& out) {
     out << "no findings\n";
     return;
   }
+  // Root-cause groups first (root_cause.h), each a "group" line, then its fingerprint keys.
+  out << s.kinds.size() << " fingerprint keys in " << s.root_groups.size() << " root-cause group(s)\n";
   out << std::left << std::setw(kind_width) << "finding (fingerprint key)" << std::right << std::setw(8) << "cases"
-      << std::setw(12) << "first case" << "  saved as\n";
-  for (const auto& [sig, k] : s.kinds)
-    out << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12) << k.first_case << "  "
-        << k.first_file << "\n";
+      << std::setw(12) << "first case"
+      << "  saved as\n";
+  for (const auto& [group, r] : s.root_groups) {
+    out << "group " << group << "  (" << r.cases << " case" << (r.cases == 1 ? "" : "s") << ")\n";
+    for (const std::string& sig : r.keys) {
+      const FindingKind& k = s.kinds.at(sig);
+      out << std::left << std::setw(kind_width) << sig << std::right << std::setw(8) << k.count << std::setw(12)
+          << k.first_case << "  " << k.first_file << "\n";
+    }
+  }
 }
 
 }  // namespace kvfuzz

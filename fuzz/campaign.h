@@ -18,6 +18,7 @@
 #include <iosfwd>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,19 @@ struct FindingKind {
   std::string example;     // the first finding's message
 };
 
+// A root-cause group of a campaign (properties/root_cause.h): its cases and the keys seen in it.
+struct RootGroup {
+  int64_t cases = 0;
+  int64_t last_case = -1;
+  std::set<std::string> keys;
+};
+
 struct CampaignSummary {
   int64_t cases = 0;
   double seconds = 0;
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
+  std::map<std::string, RootGroup> root_groups;    // by root key (properties/root_cause.h)
+  int64_t cases_with_findings = 0;
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
   // Draws of the generator (case_draw.h): all, and per backend those outside its declared support

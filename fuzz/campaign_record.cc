@@ -73,6 +73,7 @@ std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary
                          {"cases_per_second", seconds > 0 ? static_cast<double>(cases) / seconds : 0.0},
                          {"findings", s.findings()},
                          {"finding_kinds", s.kinds.size()},
+                         {"finding_groups", s.root_groups.size()},
                          {"harness_errors", s.harness_errors}}},
                        {"backends", per_backend},
                        {"variants", variants},

@@ -67,7 +67,7 @@ figure.broken::after{content:"picture failed to load";color:#c62828}
 button{font:inherit;font-size:12px;padding:4px 10px;border:1px solid #b8beca;border-radius:4px;background:#fff;cursor:pointer}
 details{margin-top:6px}details pre{max-height:360px;overflow:auto;background:#f3f4f6;padding:8px;font-size:12px}
 table{border-collapse:collapse;background:#fff;font-size:12.5px}
-table.groups{margin-bottom:10px;width:100%}table.groups td.key{text-align:left;word-break:break-word}table.groups a{color:#1d2330;text-decoration:none}
+table.groups{margin-bottom:10px;width:100%}table.groups tr.root td{background:#eef1f6;font-weight:600}table.groups td.key{text-align:left;word-break:break-word}table.groups a{color:#1d2330;text-decoration:none}
 th,td{border:1px solid #e1e4ea;padding:3px 7px;text-align:right}
 th{background:#eef0f4;font-weight:600}
 td.name,th.name{text-align:left;white-space:nowrap}
@@ -116,7 +116,10 @@ void header(std::ostream& os, const ReportInput& in) {
   card(os, rate(in, "seconds"), "seconds");
   card(os, rate(in, "cases_per_second"), "cases / s");
   card(os, rate(in, "findings"), "findings");
-  card(os, std::to_string(in.groups.size()), "fingerprint groups");
+  std::set<std::string> roots;
+  for (const FindingGroup& g : in.groups) roots.insert(g.root);
+  card(os, std::to_string(roots.size()), "root-cause groups");
+  card(os, std::to_string(in.groups.size()), "fingerprint keys");
   for (const char* l : {"NEW", "regression", "untriaged", "known"})
     if (labels.count(l)) card(os, std::to_string(labels[l]), std::string(l) + " groups");
   os << "</div>\n";
@@ -125,9 +128,9 @@ void header(std::ostream& os, const ReportInput& in) {
 void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
   os << "<section class=group id=g" << index << " data-key=\"" << html_escape(g.key) << "\" data-label=\""
      << html_escape(g.label) << "\">\n<h3><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
-     << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>" << g.count << " finding"
-     << (g.count == 1 ? "" : "s") << " in " << g.cases << " case" << (g.cases == 1 ? "" : "s")
-     << " &middot; first case " << g.first_case;
+     << "</span> <code>" << html_escape(g.key) << "</code></h3>\n<p class=meta>root-cause group <code>"
+     << html_escape(g.root) << "</code> &middot; " << g.count << " finding" << (g.count == 1 ? "" : "s") << " in "
+     << g.cases << " case" << (g.cases == 1 ? "" : "s") << " &middot; first case " << g.first_case;
   if (!g.issue.empty()) os << " &middot; known issue <b>" << html_escape(g.issue) << "</b>";
   os << " &middot; " << html_escape(g.property) << " / " << html_escape(g.backend) << " / " << html_escape(g.mode)
      << " / " << html_escape(g.layer.empty() ? "no layer" : g.layer) << " / " << html_escape(g.mechanism) << "</p>\n";
@@ -148,7 +151,7 @@ void group_section(std::ostream& os, const FindingGroup& g, size_t index) {
 }
 
 void findings(std::ostream& os, const ReportInput& in) {
-  os << "<h2>Findings by fingerprint</h2>\n";
+  os << "<h2>Findings by root cause</h2>\n";
   if (in.groups.empty()) {
     os << "<p>No findings: every case the backends checked held every property.</p>\n";
     return;
@@ -157,13 +160,17 @@ void findings(std::ostream& os, const ReportInput& in) {
      << (in.triage_file.empty() ? "Not triaged: run <code>python3 adapters/triage.py " + html_escape(in.dir) +
                                       " --issues FILE</code> to label the groups known, NEW or regression."
                                 : "Labels from <code>" + html_escape(in.triage_file) + "</code>.")
-     << " Each group is one fingerprint key (property, backend, mode, layer kind, mechanism); pasting its replay line "
-        "exits 1.</p>\n";
+     << " Findings are grouped by root cause (the earliest stage that failed on their case: metadata, table, "
+        "reads, values; docs/triage.md), and inside a group by fingerprint key (property, backend, mode, layer kind, "
+        "mechanism); pasting a key's replay line exits 1.</p>\n";
   os << "<table class=groups><tr><th class=name>label</th><th class=name>fingerprint "
         "key</th><th>findings</th><th>cases</th>"
         "<th class=name>known issue</th></tr>\n";
   for (size_t i = 0; i < in.groups.size(); ++i) {
     const FindingGroup& g = in.groups[i];
+    if (i == 0 || in.groups[i - 1].root != g.root)
+      os << "<tr class=root><td class=key colspan=5>root-cause group <code>" << html_escape(g.root)
+         << "</code></td></tr>\n";
     os << "<tr><td class=name><span class=\"label " << html_escape(g.label) << "\">" << html_escape(g.label)
        << "</span></td><td class=key><a href=\"#g" << i << "\"><code>" << html_escape(g.key) << "</code></a></td><td>"
        << g.count << "</td><td>" << g.cases << "</td><td class=name>" << html_escape(g.issue) << "</td></tr>\n";

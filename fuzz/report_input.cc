@@ -130,6 +130,7 @@ void read_index(const std::string& dir, ReportInput& in, int64_t findings) {
     if (fresh) {
       FindingGroup g;
       g.key = it->first;
+      g.root = string_field(e, "group").empty() ? g.key : string_field(e, "group");
       g.label = "untriaged";
       g.property = string_field(fp, "property");
       g.backend = string_field(fp, "backend");
@@ -209,7 +210,19 @@ ReportInput load_report_input(const std::string& dir) {
     if (k == "findings") findings = std::stoll(v);
   read_index(dir, in, findings);
   read_triage(dir, in);
-  std::stable_sort(in.groups.begin(), in.groups.end(), [](const FindingGroup& a, const FindingGroup& b) {
+  // Each root-cause group ranks by its worst key's label and its findings.
+  std::map<std::string, std::pair<int, int64_t>> roots;
+  for (const FindingGroup& g : in.groups) {
+    auto [it, fresh] = roots.emplace(g.root, std::pair<int, int64_t>{label_rank(g.label), 0});
+    it->second.first = std::min(it->second.first, label_rank(g.label));
+    it->second.second += g.count;
+  }
+  std::stable_sort(in.groups.begin(), in.groups.end(), [&](const FindingGroup& a, const FindingGroup& b) {
+    const auto& ra = roots.at(a.root);
+    const auto& rb = roots.at(b.root);
+    if (ra.first != rb.first) return ra.first < rb.first;
+    if (ra.second != rb.second) return ra.second > rb.second;
+    if (a.root != b.root) return a.root < b.root;
     if (label_rank(a.label) != label_rank(b.label)) return label_rank(a.label) < label_rank(b.label);
     return a.count > b.count;
   });

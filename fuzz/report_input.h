@@ -21,6 +21,7 @@ namespace kvfuzz {
 
 struct FindingGroup {
   std::string key;    // the fingerprint key
+  std::string root;   // its root-cause group (properties/root_cause.h; the index's "group", else the key)
   std::string label;  // "NEW", "regression", "known" (triage.json) or "untriaged"
   std::string issue;  // the known issue triage matched, "" if none
   std::string property, backend, executor, mode, layer, mechanism;  // of the first fingerprint
@@ -54,7 +55,9 @@ struct ReportInput {
   CoverageCounts coverage;
   std::vector<std::string> faults;   // the campaign's --fault flags
   std::string triage_file;           // DIR/triage.json when present
-  std::vector<FindingGroup> groups;  // NEW, regression, untriaged, known; most findings first
+  // Grouped by root cause: the groups with a NEW key first, then regression, untriaged, known, most
+  // findings first; inside a group its keys in the same order.
+  std::vector<FindingGroup> groups;
 };
 
 ReportInput load_report_input(const std::string& dir);

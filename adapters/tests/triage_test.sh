@@ -236,6 +236,28 @@ echo '{"issues": [{"id": "config-only", "title": "t", "verdict": "v", "kind": "u
 python3 "$SRC/adapters/tests/known_issues_test.py" "$WORK/config_only.json" >"$WORK/config_only.out" 2>&1 &&
   fail "an entry that matches every mechanism passed known_issues_test"
 
+# A known issue can name root-cause groups (the index lines' "group", properties/root_cause.h): a
+# finding in that group is known whatever its key; one in another group, with the same key, is NEW.
+line "$WORK/grouped.jsonl" oracle fa extend chunked 0 reads:unowned-slot
+python3 - "$WORK/grouped.jsonl" <<'PY'
+import json, sys
+e = json.loads(open(sys.argv[1]).read())
+lines = [dict(e, group="fa: table: local_block_table", case_index=1), dict(e, group="fa: table: swa_page_table", case_index=2)]
+open(sys.argv[1], "w").write("".join(json.dumps(l) + "\n" for l in lines))
+open(sys.argv[1] + ".one", "w").write(json.dumps(lines[0]) + "\n")
+PY
+echo '{"issues": [{"id": "by-group", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "kvfuzz", "first": "0"}, "groups": ["fa: table: local_block_table"]}]}' >"$WORK/group_issue.json"
+$TRIAGE "$WORK/grouped.jsonl.one" --issues "$WORK/group_issue.json" --version kvfuzz=1 >"$WORK/group_known.out" 2>&1 ||
+  fail "a finding in a known issue's group: exit $? ($(tail -2 "$WORK/group_known.out" | head -1))"
+grep -q "^known *by-group " "$WORK/group_known.out" || fail "a finding in a known issue's group not triaged as it"
+$TRIAGE "$WORK/grouped.jsonl" --issues "$WORK/group_issue.json" --version kvfuzz=1 --json-out "$WORK/grouped.json" \
+  >"$WORK/group_new.out" 2>&1 && fail "the same key in another root-cause group triaged known"
+grep -q "^group NEW: fa: table: swa_page_table" "$WORK/group_new.out" || fail "the other group is not NEW"
+grep -q "2 root-cause group(s): 1 known, 1 NEW" "$WORK/group_new.out" || fail "root-cause groups not counted"
+echo '{"issues": [{"id": "x", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "p", "first": "1"}}]}' >"$WORK/no_match.json"
+$TRIAGE "$WORK/known.jsonl" --issues "$WORK/no_match.json" >"$WORK/no_match.out" 2>&1
+[ $? -eq 2 ] || fail "an issue with neither match nor groups: not exit 2"
+
 # The GPU entries' minimal cases, fingerprinted on an H100 (corpus/gpu/fingerprints.jsonl, recorded by
 # kvfuzz fingerprint through each executor, 2026-11-26): every line known, every entry seen.
 $TRIAGE "$SRC/corpus/gpu/fingerprints.jsonl" $GPU --version sglang=0.5.23 --version flashinfer=0.7.2.post1 \

@@ -4,11 +4,13 @@
 //   kvfuzz faults                      # every fault of every backend
 //   kvfuzz faults --list
 //   kvfuzz faults --only fa_local_token_table --out corpus/regressions
+//   kvfuzz faults --groups 300          # root-cause groups per fault in a 300-case tiny campaign
 #include <iostream>
 
 #include "fuzz/cli/commands.h"
 #include "fuzz/cli/options.h"
 #include "fuzz/fault_bench.h"
+#include "fuzz/fault_groups.h"
 
 namespace kvfuzz::cli {
 
@@ -20,6 +22,8 @@ void add_faults(CLI::App& app, int& exit_code) {
   static uint64_t seed = 1;
   static double shrink_seconds = 30;
   static bool list = false;
+  static int64_t groups_cases = 0;
+  static size_t max_groups = 3;
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
   static AdapterOptions adapters;
   add_adapter_options(cmd, adapters);
@@ -29,6 +33,13 @@ void add_faults(CLI::App& app, int& exit_code) {
   cmd->add_option("--shrink-seconds", shrink_seconds, "Time to shrink each detecting case")->capture_default_str();
   cmd->add_option("--out", out, "Save each shrunk case here as <backend>__<fault>.json");
   cmd->add_flag("--list", list, "List the faults and exit");
+  cmd->add_option("--groups", groups_cases,
+                  "Instead: a campaign of this many tiny cases per fault; print its fingerprint keys and root-cause "
+                  "groups (exit 1 if a fault has more than --max-groups, or two faults share a group)")
+      ->check(positive());
+  cmd->add_option("--max-groups", max_groups, "With --groups: the most root-cause groups one fault may give")
+      ->check(positive())
+      ->capture_default_str();
   cmd->callback([&exit_code] {
     register_adapters(adapters);
     const auto backends = select_backends(backend);
@@ -37,6 +48,12 @@ void add_faults(CLI::App& app, int& exit_code) {
       for (const Backend* b : backends)
         for (const FaultInfo& f : b->faults()) std::cout << b->name() << "  " << f.name << "\n    " << f.description << "\n";
       exit_code = 0;
+      return;
+    }
+    if (groups_cases > 0) {
+      std::cerr << "kvfuzz faults --groups: " << groups_cases << " tiny cases per fault\n";
+      const auto rows = run_fault_groups({groups_cases, seed, backends, only, 2}, std::cerr);
+      exit_code = print_fault_groups(rows, max_groups, std::cout) ? 0 : 1;
       return;
     }
     FaultBenchOptions o{budget, seed, shrink_seconds, out, backends, only};

@@ -3,8 +3,9 @@
 //   kvfuzz fingerprint findings/oracle-fa-17-3fa2c1.json        # a saved finding: its .finding.json
 //   kvfuzz fingerprint case.json --backend fa --fault fa_local_token_table   # checks the case
 //
-// A line is {"file", "key", "fingerprint", "count", "replay"}: what adapters/triage.py reads from
-// a campaign's index.jsonl, so a corpus case can be triaged like a campaign's finding.
+// A line is {"file", "key", "fingerprint", "count", "replay"}, and for a checked case its root-cause
+// "group" and "group_why" (properties/root_cause.h): what adapters/triage.py reads from a
+// campaign's index.jsonl, so a corpus case can be triaged like a campaign's finding.
 #include <algorithm>
 #include <fstream>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "fuzz/finding_index.h"
 #include "fuzz/replay.h"
 #include "properties/fingerprint.h"
+#include "properties/root_cause.h"
 #include "reference/case_error.h"
 #include "reference/io.h"
 #include "reference/scenario_json.h"
@@ -66,9 +68,17 @@ void add_fingerprint(CLI::App& app, int& exit_code) {
         else ++it->second;
       }
       const std::string replay = replay_command({path, backend, faults, variant_seed, adapter_flags(adapters)});
-      for (const auto& [fp, n] : keys)
-        std::cout << nlohmann::json{{"file", path}, {"key", fp.key()}, {"fingerprint", fp.to_json()}, {"count", n},
-                                    {"replay", replay}}
+      std::vector<Fingerprint> fps;
+      for (const auto& k : keys) fps.push_back(k.first);
+      const std::vector<RootCause> roots = root_causes(fps);
+      for (size_t i = 0; i < keys.size(); ++i)
+        std::cout << nlohmann::json{{"file", path},
+                                    {"key", keys[i].first.key()},
+                                    {"fingerprint", keys[i].first.to_json()},
+                                    {"count", keys[i].second},
+                                    {"replay", replay},
+                                    {"group", roots[i].group},
+                                    {"group_why", roots[i].why}}
                          .dump()
                   << "\n";
       if (keys.empty())

@@ -3,6 +3,7 @@
 //
 //   kvfuzz report findings -o findings/report.html
 #include <iostream>
+#include <set>
 
 #include "fuzz/cli/commands.h"
 #include "fuzz/report_html.h"
@@ -21,7 +22,10 @@ void add_report(CLI::App& app, int& exit_code) {
     ReportInput in = load_report_input(dir);
     draw_pictures(in);
     write_file_atomic(out, render_report_html(in));
-    std::cout << out << ": " << in.groups.size() << " finding group" << (in.groups.size() == 1 ? "" : "s") << "\n";
+    std::set<std::string> roots;  // root-cause groups (properties/root_cause.h), each holding keys
+    for (const FindingGroup& g : in.groups) roots.insert(g.root);
+    std::cout << out << ": " << in.groups.size() << " fingerprint key" << (in.groups.size() == 1 ? "" : "s") << " in "
+              << roots.size() << " root-cause group" << (roots.size() == 1 ? "" : "s") << "\n";
     exit_code = 0;
   });
 }

@@ -133,6 +133,36 @@ TEST(Report, TheRecordIsRewrittenOnTheWayAndMarkedUnfinished) {
   EXPECT_TRUE(load_report_input(dir).finished);
 }
 
+// Keys are shown by root-cause group (the index's "group"): a group's keys together, the group
+// with a NEW key first even when another group has more findings; a line without one is its own.
+TEST(Report, ShowsRootCauseGroupsFirstAndTheirKeysInside) {
+  const std::string dir = fresh_dir("kvfuzz_report_root_groups");
+  write_record(dir, {});
+  const auto grouped = [](std::string line, const std::string& group) {
+    return line.insert(line.rfind('}'), R"(, "group": ")" + group + "\"");
+  };
+  const std::string a = "metadata fa decode full x", b = "cache-extent fa decode full y", c = "oracle fa decode full z",
+                    d = "cache-extent fa extend full w";
+  std::ofstream(dir + "/index.jsonl") << grouped(index_line(a, "fa", "", 1, 1, ""), "fa: metadata: x")
+                                      << grouped(index_line(d, "fa", "", 2, 50, ""), "fa: reads on full: w")
+                                      << grouped(index_line(c, "fa", "", 1, 7, ""), "fa: metadata: x")
+                                      << grouped(index_line(b, "fa", "", 1, 3, ""), "fa: metadata: x");
+  std::ofstream(dir + "/triage.json") << R"({"groups": [{"key": ")" << a << R"(", "label": "known"}, {"key": ")" << b
+                                      << R"(", "label": "NEW"}, {"key": ")" << c << R"(", "label": "known"}, {"key": ")"
+                                      << d << R"(", "label": "known"}]})";
+  const ReportInput in = load_report_input(dir);
+  ASSERT_EQ(in.groups.size(), 4u);
+  EXPECT_EQ(in.groups[0].root, "fa: metadata: x");  // holds a NEW key: first, though w has more findings
+  EXPECT_EQ(in.groups[0].key, b);                   // NEW first inside it
+  EXPECT_EQ(in.groups[1].key, c);                   // then by findings
+  EXPECT_EQ(in.groups[2].key, a);
+  EXPECT_EQ(in.groups[3].root, "fa: reads on full: w");
+  const std::string html = render_report_html(in);
+  EXPECT_NE(html.find("root-cause group <code>fa: metadata: x</code></td>"), std::string::npos);
+  EXPECT_LT(html.find("root-cause group <code>fa: metadata: x</code></td>"),
+            html.find("root-cause group <code>fa: reads on full: w</code></td>"));
+}
+
 TEST(Report, GroupsTheIndexByKeyAndLabelsFromTriage) {
   const std::string dir = fresh_dir("kvfuzz_report_groups");
   write_record(dir, {"fa_local_token_table"});
