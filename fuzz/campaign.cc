@@ -108,9 +108,12 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   write_file_atomic(base + ".json", to_json(s));
   write_file_atomic(base + ".txt", report_text(s, index, gen, all, replay));
   write_record(base + ".json", {group.fingerprint}, replay);
-  if (!o.shrink || backend == nullptr) return base + ".json";
+  // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as saved.
+  double budget = o.shrink_seconds;
+  if (o.seconds > 0) budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
+  if (!o.shrink || backend == nullptr || budget <= 0 || (o.stop != nullptr && o.stop->load())) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
-  const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
+  const ShrinkResult r = shrink(s, target, {budget, 5000, o.stop});
   if (r.finding.property.empty()) return base + ".json";
   Replay min_replay = replay;
   min_replay.file = base + ".min.json";
@@ -255,8 +258,8 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {
-      while (!should_stop()) {
-        const int64_t i = sh.next.fetch_add(1);
+      while (!should_stop()) {  // this shard's k-th case is the campaign's case shard_index + k * shard_count
+        const int64_t i = o.shard_index + sh.next.fetch_add(1) * o.shard_count;
         if (o.cases > 0 && i >= o.cases) break;
         run_case(sh, i);
         sh.done.fetch_add(1);
@@ -264,15 +267,24 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     });
   }
   CampaignRecordWriter record(o);  // DIR/campaign.json, for kvfuzz report
+  const std::string shard =
+      o.shard_count > 1 ? "shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) + " " : "";
   std::thread reporter([&] {
     int64_t last = -1;
+    bool told_stop = false;
     while (true) {
       const bool finished = sh.workers_done.load();
       const int64_t done = sh.done.load();
+      if (o.stop != nullptr && o.stop->load() && !told_stop) {
+        told_stop = true;
+        progress << (o.live_progress ? "\n[" : "[") << shard << std::fixed << std::setprecision(1) << elapsed()
+                 << "s] stopping: no new case starts; the cases in flight are indexed, their shrinking cut short\n"
+                 << std::flush;
+      }
       if (done != last || finished) {
         std::lock_guard<std::mutex> lock(sh.mu);
         const double t = elapsed();
-        progress << (o.live_progress ? "\r[" : "[") << std::fixed << std::setprecision(1) << t << "s] " << done << " cases ("
+        progress << (o.live_progress ? "\r[" : "[") << shard << std::fixed << std::setprecision(1) << t << "s] " << done << " cases ("
                  << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0) << "/s), findings "
                  << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), " << sh.summary.coverage.line()
                  << (o.live_progress ? "   " : "\n") << std::flush;
@@ -280,7 +292,8 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
         record.update(sh.summary, done, t);
       }
       if (finished) break;
-      for (int t = 0; t < (o.live_progress ? 1 : 20) && !sh.workers_done.load(); ++t)
+      const auto quiet = [&] { return !sh.workers_done.load() && (told_stop || o.stop == nullptr || !o.stop->load()); };
+      for (int t = 0; t < (o.live_progress ? 1 : 20) && quiet(); ++t)
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   });
@@ -290,8 +303,21 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   if (o.live_progress) progress << "\n";
   sh.summary.cases = sh.done.load();
   sh.summary.seconds = elapsed();
+  sh.summary.stopped = o.stop != nullptr && o.stop->load();
   record.finish(sh.summary);
   return sh.summary;
+}
+
+std::optional<std::pair<int, int>> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto number = [](const std::string& d) -> std::optional<int> {
+    if (d.empty() || d.size() > 6 || d.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoi(d);
+  };
+  if (slash == std::string::npos) return std::nullopt;
+  const auto i = number(text.substr(0, slash)), n = number(text.substr(slash + 1));
+  if (!i || !n || *n < 1 || *n > 100000 || *i >= *n) return std::nullopt;
+  return std::pair{*i, *n};
 }
 
 void print_summary(const CampaignSummary& s, std::ostream& out) {

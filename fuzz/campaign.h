@@ -2,11 +2,15 @@
 //
 // Where it sits: the main job (`kvfuzz run`). Case i of a campaign is generate(hash(seed, i),
 // profile i mod n), so a campaign is reproducible from its seed and any case from its number.
+// Shard I of N runs the cases i with i mod N == I (the same cases on any machine); `kvfuzz merge`
+// (campaign_merge.h) joins the shards' folders into one campaign.
 // Every finding goes to the index (OUT/index.jsonl, finding_index.h) as its case finishes, keyed by
 // its fingerprint; the first cases of each fingerprint key are written at once, atomically, as a
 // case file with its report and fingerprint record (so a killed run loses nothing), then shrunk
 // while they keep the key and written again as a .min.json. A progress line shows cases/s,
-// findings and how much of the configuration space the cases have touched.
+// findings and how much of the configuration space the cases have touched. `seconds` bounds the
+// whole campaign, shrinking included: a finding whose shrinking the budget (or `stop`) cuts short
+// keeps its saved unshrunk case.
 //
 //   CampaignOptions o;
 //   o.seconds = 60; o.backends = all_backends(); o.out_dir = "findings";
@@ -55,7 +59,10 @@ struct CampaignOptions {
   // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
   std::optional<uint64_t> shape_seed;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
-  const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
+  int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
+  // Set from a signal handler to end early: no new case starts, shrinking stops at its next
+  // attempt, the cases in flight are indexed (their saved cases stay unshrunk).
+  const std::atomic<bool>* stop = nullptr;
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
 };
 
@@ -67,8 +74,9 @@ struct FindingKind {
 };
 
 struct CampaignSummary {
-  int64_t cases = 0;
+  int64_t cases = 0;  // cases this run (this shard) checked
   double seconds = 0;
+  bool stopped = false;  // ended by `stop` (a signal) before its budget was spent
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;
@@ -92,6 +100,9 @@ struct CampaignSummary {
 };
 
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& progress);
+
+// "I/N" (0 <= I < N, N <= 100000) as {I, N}: `kvfuzz run --shard` and campaign.json's settings.
+std::optional<std::pair<int, int>> parse_shard(const std::string& text);
 
 void print_summary(const CampaignSummary& s, std::ostream& out);
 

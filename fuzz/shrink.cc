@@ -27,11 +27,15 @@ ShrinkResult shrink(const Scenario& s, const ShrinkTarget& target, const ShrinkO
   auto first = fails_as(s, target);
   if (!first) return result;
   result.finding = *first;
+  auto spent = [&] {
+    return elapsed() >= options.max_seconds || result.attempts >= options.max_attempts ||
+           (options.stop != nullptr && options.stop->load());
+  };
   bool progress = true;
-  while (progress && elapsed() < options.max_seconds && result.attempts < options.max_attempts) {
+  while (progress && !spent()) {
     progress = false;
     for (const Scenario& candidate : reductions(result.scenario)) {
-      if (elapsed() >= options.max_seconds || result.attempts >= options.max_attempts) break;
+      if (spent()) break;
       ++result.attempts;
       if (auto f = fails_as(candidate, target)) {
         result.scenario = candidate;

@@ -11,6 +11,7 @@
 //   write_file_atomic("min.json", to_json(r.scenario));
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct ShrinkTarget {
 struct ShrinkOptions {
   double max_seconds = 60;
   int32_t max_attempts = 5000;
+  const std::atomic<bool>* stop = nullptr;  // when set, stop before the next attempt (a signal)
 };
 
 struct ShrinkResult {
