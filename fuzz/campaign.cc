@@ -31,6 +31,8 @@ std::string file_safe(std::string s) {
   return s;
 }
 
+bool stopping(const CampaignOptions& o) { return o.stop != nullptr && o.stop->load(); }
+
 // Shared state of the workers; everything behind `mu` except the counters.
 struct Shared {
   const CampaignOptions& options;
@@ -111,7 +113,7 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as saved.
   double budget = o.shrink_seconds;
   if (o.seconds > 0) budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
-  if (!o.shrink || backend == nullptr || budget <= 0 || (o.stop != nullptr && o.stop->load())) return base + ".json";
+  if (!o.shrink || backend == nullptr || budget <= 0 || stopping(o)) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
   const ShrinkResult r = shrink(s, target, {budget, 5000, o.stop});
   if (r.finding.property.empty()) return base + ".json";
@@ -155,7 +157,9 @@ const Backend* backend_named(const CampaignOptions& o, const std::string& name) 
   return nullptr;
 }
 
-void run_case(Shared& sh, int64_t index) {
+// Checks case `index` and indexes its findings; false when the campaign was stopped while it ran
+// (a signal also reaches adapter workers: what the case found then is dropped, not indexed).
+bool run_case(Shared& sh, int64_t index) {
   const CampaignOptions& o = sh.options;
   const Profile profile = o.profiles[static_cast<size_t>(index) % o.profiles.size()];
   const CaseDraw draw = draw_case(sh.shapes, index, profile, o.reuse_shapes);
@@ -167,6 +171,7 @@ void run_case(Shared& sh, int64_t index) {
   try {
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
+    if (stopping(o)) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
     const std::string replay = replay_command({base + ".json", "all", o.faults, seed, {}});
     write_file_atomic(base + ".json", to_json(s));
@@ -189,8 +194,9 @@ void run_case(Shared& sh, int64_t index) {
                      {"replay", replay}});
     std::lock_guard<std::mutex> lock(sh.mu);
     if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
-    return;
+    return true;
   }
+  if (stopping(o)) return false;
   // Group the case's findings by fingerprint key (in a fixed order: the report's).
   std::vector<KeyGroup> groups;
   for (const Finding& f : report.findings) {
@@ -241,6 +247,7 @@ void run_case(Shared& sh, int64_t index) {
     }
     sh.index.append(index_line(o, g, index, draw, profile, file, backend));
   }
+  return true;
 }
 
 }  // namespace
@@ -261,8 +268,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
       while (!should_stop()) {  // this shard's k-th case is the campaign's case shard_index + k * shard_count
         const int64_t i = o.shard_index + sh.next.fetch_add(1) * o.shard_count;
         if (o.cases > 0 && i >= o.cases) break;
-        run_case(sh, i);
-        sh.done.fetch_add(1);
+        if (run_case(sh, i)) sh.done.fetch_add(1);
       }
     });
   }
@@ -275,10 +281,10 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     while (true) {
       const bool finished = sh.workers_done.load();
       const int64_t done = sh.done.load();
-      if (o.stop != nullptr && o.stop->load() && !told_stop) {
+      if (stopping(o) && !told_stop) {
         told_stop = true;
         progress << (o.live_progress ? "\n[" : "[") << shard << std::fixed << std::setprecision(1) << elapsed()
-                 << "s] stopping: no new case starts; the cases in flight are indexed, their shrinking cut short\n"
+                 << "s] stopping: no new case starts, the cases being checked are dropped, shrinking is cut short (its case stays saved)\n"
                  << std::flush;
       }
       if (done != last || finished) {
@@ -292,7 +298,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
         record.update(sh.summary, done, t);
       }
       if (finished) break;
-      const auto quiet = [&] { return !sh.workers_done.load() && (told_stop || o.stop == nullptr || !o.stop->load()); };
+      const auto quiet = [&] { return !sh.workers_done.load() && (told_stop || !stopping(o)); };
       for (int t = 0; t < (o.live_progress ? 1 : 20) && quiet(); ++t)
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
@@ -303,7 +309,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   if (o.live_progress) progress << "\n";
   sh.summary.cases = sh.done.load();
   sh.summary.seconds = elapsed();
-  sh.summary.stopped = o.stop != nullptr && o.stop->load();
+  sh.summary.stopped = stopping(o);
   record.finish(sh.summary);
   return sh.summary;
 }

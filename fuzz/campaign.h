@@ -61,7 +61,8 @@ struct CampaignOptions {
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
   // Set from a signal handler to end early: no new case starts, shrinking stops at its next
-  // attempt, the cases in flight are indexed (their saved cases stay unshrunk).
+  // attempt (the case stays saved as found), a case whose check ends after it is dropped (the
+  // signal may have reached adapter workers too).
   const std::atomic<bool>* stop = nullptr;
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
 };

@@ -75,7 +75,7 @@ Shard read_shard(const std::string& dir) {
   if (!r.value("finished", false))
     throw InvalidCase(dir + ": its campaign did not finish (campaign.json says \"finished\": false): still running, or "
                             "killed without a SIGTERM first; run that shard again");
-  if (!r["coverage"].contains("touched"))
+  if (!r.contains("coverage") || !r["coverage"].is_object() || !r["coverage"].contains("touched"))
     throw InvalidCase(path + ": no coverage \"touched\" (written by an older kvfuzz): run the shard again");
   const auto part = parse_shard(r["settings"].value("shard", "0/1"));
   if (!part) throw InvalidCase(path + ": settings \"shard\" is not I/N");
