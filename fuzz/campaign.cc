@@ -100,7 +100,8 @@ void write_record(const std::string& case_file, const std::vector<Fingerprint>& 
 // Saves the case at once (named by the group's property, backend, case and key), then its form
 // shrunk while it keeps the same fingerprint key; returns the path of the best saved case.
 std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const std::string& gen,
-                         const KeyGroup& group, const std::vector<Finding>& all, const Backend* backend) {
+                         const KeyGroup& group, const std::vector<Finding>& all, const Backend* backend,
+                         double check_seconds) {
   const CampaignOptions& o = sh.options;
   const Finding& first = group.findings.front();
   const std::string key = group.fingerprint.key();
@@ -110,9 +111,14 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   write_file_atomic(base + ".json", to_json(s));
   write_file_atomic(base + ".txt", report_text(s, index, gen, all, replay));
   write_record(base + ".json", {group.fingerprint}, replay);
-  // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as saved.
+  // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as
+  // saved. It starts only with time left for the check it repeats and one attempt (each about as
+  // long as the case's own check, `check_seconds`).
   double budget = o.shrink_seconds;
-  if (o.seconds > 0) budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
+  if (o.seconds > 0) {
+    budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
+    if (budget < 2 * check_seconds) budget = 0;
+  }
   if (!o.shrink || backend == nullptr || budget <= 0 || stopping(o)) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
   const ShrinkResult r = shrink(s, target, {budget, 5000, o.stop});
@@ -168,8 +174,11 @@ bool run_case(Shared& sh, int64_t index) {
   const std::string gen = gen_command(draw, profile);
   const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
   CaseReport report;
+  double check_seconds = 0;
   try {
+    const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
+    check_seconds = std::chrono::duration<double>(Clock::now() - checked_at).count();
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
     if (stopping(o)) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
@@ -240,7 +249,7 @@ bool run_case(Shared& sh, int64_t index) {
     const Backend* backend = backend_named(o, g.findings.front().backend);
     std::string file;
     if (std::find(to_save.begin(), to_save.end(), i) != to_save.end()) {
-      file = save_finding(sh, s, index, seed, gen, g, report.findings, backend);
+      file = save_finding(sh, s, index, seed, gen, g, report.findings, backend, check_seconds);
       std::lock_guard<std::mutex> lock(sh.mu);
       FindingKind& k = sh.summary.kinds[g.fingerprint.key()];
       if (k.first_case == index) k.first_file = file;

@@ -217,7 +217,8 @@ json merged_record(const std::vector<Shard>& shards, const MergeResult& r) {
     variants = add_numbers(variants, rec.value("variants", json::object()));
     try {
       CoverageCounts c;
-      for (const auto& [name, b] : rec["coverage"].value("by_backend", json::object()).items())
+      const json by_backend = rec["coverage"].value("by_backend", json::object());  // named: items() must not outlive it
+      for (const auto& [name, b] : by_backend.items())
         c.by_backend[name] = backend_coverage_from_json(b);
       counts.merge(c);
       touched.merge(Coverage::from_json(rec["coverage"]["touched"]));
