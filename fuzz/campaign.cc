@@ -37,6 +37,7 @@ bool stopping(const CampaignOptions& o) { return o.stop != nullptr && o.stop->lo
 struct Shared {
   const CampaignOptions& options;
   std::atomic<int64_t> next{0}, done{0};
+  std::atomic<int64_t> checks{0}, check_nanoseconds{0};  // the cases' checks (check_all) so far, and their time
   std::atomic<bool> workers_done{false};
   std::mutex mu;
   CampaignSummary summary;
@@ -179,6 +180,8 @@ bool run_case(Shared& sh, int64_t index) {
     const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
     check_seconds = std::chrono::duration<double>(Clock::now() - checked_at).count();
+    sh.checks.fetch_add(1);
+    sh.check_nanoseconds.fetch_add(static_cast<int64_t>(check_seconds * 1e9));
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
     if (stopping(o)) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
@@ -268,7 +271,11 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto should_stop = [&] {
     if (o.stop && o.stop->load()) return true;
-    if (o.seconds > 0 && elapsed() >= o.seconds) return true;
+    // No case starts that would, as long as the average check so far, end past the budget.
+    const int64_t checks = sh.checks.load();
+    const double mean_check =
+        checks > 0 ? static_cast<double>(sh.check_nanoseconds.load()) * 1e-9 / static_cast<double>(checks) : 0.0;
+    if (o.seconds > 0 && elapsed() + mean_check >= o.seconds) return true;
     return false;
   };
   std::vector<std::thread> workers;
@@ -293,16 +300,17 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
       if (stopping(o) && !told_stop) {
         told_stop = true;
         progress << (o.live_progress ? "\n[" : "[") << shard << std::fixed << std::setprecision(1) << elapsed()
-                 << "s] stopping: no new case starts, the cases being checked are dropped, shrinking is cut short (its case stays saved)\n"
+                 << "s] stopping: no new case starts, the cases being checked are dropped, shrinking is cut short (its "
+                    "case stays saved)\n"
                  << std::flush;
       }
       if (done != last || finished) {
         std::lock_guard<std::mutex> lock(sh.mu);
         const double t = elapsed();
-        progress << (o.live_progress ? "\r[" : "[") << shard << std::fixed << std::setprecision(1) << t << "s] " << done << " cases ("
-                 << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0) << "/s), findings "
-                 << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), " << sh.summary.coverage.line()
-                 << (o.live_progress ? "   " : "\n") << std::flush;
+        progress << (o.live_progress ? "\r[" : "[") << shard << std::fixed << std::setprecision(1) << t << "s] " << done
+                 << " cases (" << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0)
+                 << "/s), findings " << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), "
+                 << sh.summary.coverage.line() << (o.live_progress ? "   " : "\n") << std::flush;
         last = done;
         record.update(sh.summary, done, t);
       }

@@ -9,8 +9,8 @@
 // case file with its report and fingerprint record (so a killed run loses nothing), then shrunk
 // while they keep the key and written again as a .min.json. A progress line shows cases/s,
 // findings and how much of the configuration space the cases have touched. `seconds` bounds the
-// whole campaign, shrinking included: a finding whose shrinking the budget (or `stop`) cuts short
-// keeps its saved unshrunk case.
+// whole campaign, shrinking included: no case starts that would (as long as the average check) end
+// past it, and a finding whose shrinking the budget (or `stop`) cuts short keeps its saved case.
 //
 //   CampaignOptions o;
 //   o.seconds = 60; o.backends = all_backends(); o.out_dir = "findings";
@@ -77,7 +77,7 @@ struct FindingKind {
 struct CampaignSummary {
   int64_t cases = 0;  // cases this run (this shard) checked
   double seconds = 0;
-  bool stopped = false;  // ended by `stop` (a signal) before its budget was spent
+  bool stopped = false;                            // ended by `stop` (a signal) before its budget was spent
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, int64_t> backend_runs;     // cases offered to each backend, unsupported included
   std::map<std::string, int64_t> backend_unsupported;

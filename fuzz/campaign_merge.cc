@@ -28,8 +28,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 // The settings that name the cases of a campaign: shards that differ in one ran another campaign.
-const char* const kCampaignSettings[] = {"seed",         "cases",       "profiles",   "backends",
-                                         "faults",       "metamorphic_every", "reuse_shapes", "shape_seed"};
+const char* const kCampaignSettings[] = {
+    "seed", "cases", "profiles", "backends", "faults", "metamorphic_every", "reuse_shapes", "shape_seed"};
 
 struct Shard {
   std::string dir;
@@ -65,16 +65,19 @@ json parse_json(const std::string& text, const std::string& where) {
 }
 
 Shard read_shard(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw InvalidCase(dir + ": not a folder (kvfuzz merge OUT DIR... takes the shards' --out folders)");
+  if (!fs::is_directory(dir))
+    throw InvalidCase(dir + ": not a folder (kvfuzz merge OUT DIR... takes the shards' --out folders)");
   const std::string path = dir + "/campaign.json";
-  if (!fs::exists(path)) throw InvalidCase(path + " not found: not a campaign's folder (kvfuzz run --out " + dir + " writes it)");
+  if (!fs::exists(path))
+    throw InvalidCase(path + " not found: not a campaign's folder (kvfuzz run --out " + dir + " writes it)");
   Shard s{dir, parse_json(read_input(path, kMaxCaseBytes), path), 0, 1, {}};
   const json& r = s.record;
   if (!r.is_object() || r.value("format", "") != "kvfuzz-campaign" || !r.contains("settings") || !r.contains("rates"))
     throw InvalidCase(path + ": not a kvfuzz campaign record");
   if (!r.value("finished", false))
-    throw InvalidCase(dir + ": its campaign did not finish (campaign.json says \"finished\": false): still running, or "
-                            "killed without a SIGTERM first; run that shard again");
+    throw InvalidCase(dir +
+                      ": its campaign did not finish (campaign.json says \"finished\": false): still running, or "
+                      "killed without a SIGTERM first; run that shard again");
   if (!r.contains("coverage") || !r["coverage"].is_object() || !r["coverage"].contains("touched"))
     throw InvalidCase(path + ": no coverage \"touched\" (written by an older kvfuzz): run the shard again");
   const auto part = parse_shard(r["settings"].value("shard", "0/1"));
@@ -92,7 +95,8 @@ void read_lines(Shard& s) {
   const int64_t expected = rates.value("findings", int64_t{0}) + rates.value("harness_errors", int64_t{0});
   if (!fs::exists(path)) {
     if (expected == 0) return;
-    throw InvalidCase(path + " not found, though campaign.json counts " + std::to_string(expected) + " finding line(s)");
+    throw InvalidCase(path + " not found, though campaign.json counts " + std::to_string(expected) +
+                      " finding line(s)");
   }
   std::ifstream in(path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -111,8 +115,8 @@ void read_lines(Shard& s) {
       throw InvalidCase(where + ": not a finding line (key, fingerprint, case_index, case_seed)");
     const int64_t c = e["case_index"].get<int64_t>();
     if (c < 0 || c % s.count != s.index)
-      throw InvalidCase(where + ": case " + std::to_string(c) + " is not one of shard " + std::to_string(s.index) + "/" +
-                        std::to_string(s.count) + "'s");
+      throw InvalidCase(where + ": case " + std::to_string(c) + " is not one of shard " + std::to_string(s.index) +
+                        "/" + std::to_string(s.count) + "'s");
     s.lines.push_back(std::move(e));
   }
   if (static_cast<int64_t>(s.lines.size()) != expected)
@@ -144,7 +148,8 @@ void check_shards(const std::vector<Shard>& shards) {
     if (!by_index.contains(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
   if (!missing.empty())
     throw InvalidCase("shard(s) " + missing + " of " + std::to_string(first.count) +
-                      " missing: a merge needs every shard's folder (kvfuzz run --shard I/" + std::to_string(first.count) + ")");
+                      " missing: a merge needs every shard's folder (kvfuzz run --shard I/" +
+                      std::to_string(first.count) + ")");
 }
 
 // Where a line's saved case is: in its shard's folder, else where the line says (relative to
@@ -217,9 +222,9 @@ json merged_record(const std::vector<Shard>& shards, const MergeResult& r) {
     variants = add_numbers(variants, rec.value("variants", json::object()));
     try {
       CoverageCounts c;
-      const json by_backend = rec["coverage"].value("by_backend", json::object());  // named: items() must not outlive it
-      for (const auto& [name, b] : by_backend.items())
-        c.by_backend[name] = backend_coverage_from_json(b);
+      const json by_backend =
+          rec["coverage"].value("by_backend", json::object());  // named: items() must not outlive it
+      for (const auto& [name, b] : by_backend.items()) c.by_backend[name] = backend_coverage_from_json(b);
       counts.merge(c);
       touched.merge(Coverage::from_json(rec["coverage"]["touched"]));
     } catch (const std::exception& e) {
@@ -296,10 +301,16 @@ MergeResult merge_campaigns(const std::string& out, const std::vector<std::strin
   std::map<std::string, std::vector<Candidate>> candidates;
   for (const Shard& s : shards) {
     const json& rates = s.record["rates"];
-    MergedShard m{s.dir, s.record.value("host", json::object()).value("name", ""), s.index,
-                  rates.value("cases", int64_t{0}), -1, rates.value("findings", int64_t{0}),
-                  rates.value("seconds", 0.0), s.record.value("stopped", false)};
-    if (campaign_cases > 0) m.expected_cases = campaign_cases > s.index ? (campaign_cases - s.index + s.count - 1) / s.count : 0;
+    MergedShard m{s.dir,
+                  s.record.value("host", json::object()).value("name", ""),
+                  s.index,
+                  rates.value("cases", int64_t{0}),
+                  -1,
+                  rates.value("findings", int64_t{0}),
+                  rates.value("seconds", 0.0),
+                  s.record.value("stopped", false)};
+    if (campaign_cases > 0)
+      m.expected_cases = campaign_cases > s.index ? (campaign_cases - s.index + s.count - 1) / s.count : 0;
     r.shards.push_back(m);
     for (size_t n = 0; n < s.lines.size(); ++n) {
       const json& e = s.lines[n];
@@ -371,8 +382,8 @@ void print_merge(const MergeResult& r, std::ostream& os) {
   }
   os << "merged: " << cases << " cases, longest shard " << std::fixed << std::setprecision(1) << longest << " s ("
      << (longest > 0 ? static_cast<double>(cases) / longest : 0.0) << " cases/s together); " << r.lines
-     << " index line(s), " << r.keys.size() << " fingerprint key(s); saved cases: " << r.saved_kept << " kept (the smallest per key), "
-     << r.saved_dropped << " left out (their index lines regenerate them)\n";
+     << " index line(s), " << r.keys.size() << " fingerprint key(s); saved cases: " << r.saved_kept
+     << " kept (the smallest per key), " << r.saved_dropped << " left out (their index lines regenerate them)\n";
   for (const MergedShard& s : r.shards)
     if (s.stopped || (s.expected_cases >= 0 && s.cases < s.expected_cases))
       os << "warning: shard " << s.index << "/" << r.count << " (" << s.dir

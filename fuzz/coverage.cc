@@ -62,7 +62,11 @@ void Coverage::merge(const Coverage& o) {
 }
 
 nlohmann::json Coverage::to_json() const {
-  return {{"cells", cells_}, {"modes", modes_}, {"layer_kinds", layer_kinds_}, {"page_sizes", page_sizes_}, {"features", features_}};
+  return {{"cells", cells_},
+          {"modes", modes_},
+          {"layer_kinds", layer_kinds_},
+          {"page_sizes", page_sizes_},
+          {"features", features_}};
 }
 
 Coverage Coverage::from_json(const nlohmann::json& j) {

@@ -12,7 +12,8 @@ namespace kvfuzz::cli {
 
 void add_merge(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
-      "merge", "Join the folders of a sharded campaign (kvfuzz run --shard I/N) into one campaign folder (exit 2 on bad input)");
+      "merge",
+      "Join the folders of a sharded campaign (kvfuzz run --shard I/N) into one campaign folder (exit 2 on bad input)");
   static std::string out;
   static std::vector<std::string> dirs;
   cmd->add_option("OUT", out, "The merged campaign's folder (new, or empty)")->required();

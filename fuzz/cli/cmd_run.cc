@@ -140,12 +140,16 @@ void add_run(CLI::App& app, int& exit_code) {
     std::cerr << "kvfuzz run: seed " << seed << ", " << o.backends.size() << " backend(s), " << o.jobs << " job(s), ";
     if (cases > 0) std::cerr << cases << " cases";
     else std::cerr << seconds << " s";
-    if (o.shard_count > 1) std::cerr << ", shard " << shard << " (cases i with i mod " << o.shard_count << " = " << o.shard_index << ")";
+    if (o.shard_count > 1)
+      std::cerr << ", shard " << shard << " (cases i with i mod " << o.shard_count << " = " << o.shard_index << ")";
     std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
     if (s.stopped) {
       const int sig = g_signal.load();
-      std::cerr << "kvfuzz run: interrupted by " << (sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal")
+      std::cerr << "kvfuzz run: interrupted by "
+                << (sig == SIGTERM  ? "SIGTERM"
+                    : sig == SIGINT ? "SIGINT"
+                                    : "a signal")
                 << " after " << std::fixed << std::setprecision(1) << s.seconds << " s and " << s.cases
                 << " cases; every finding indexed is in " << out << "/index.jsonl (saved cases whole, some unshrunk), "
                 << "and the folder merges (kvfuzz merge)\n";
