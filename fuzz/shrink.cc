@@ -37,7 +37,7 @@ ShrinkResult shrink(const Scenario& s, const ShrinkTarget& target, const ShrinkO
   bool progress = true;
   while (progress && !spent()) {
     progress = false;
-    for (const Scenario& candidate : reductions(result.scenario)) {
+    for (const Scenario& candidate : reductions(result.scenario, spent)) {
       if (spent()) break;
       ++result.attempts;
       if (auto f = fails_as(candidate, target)) {
