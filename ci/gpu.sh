@@ -27,6 +27,8 @@
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
 #                         default .gpu-cache, outside .gpu so a fresh copy of .gpu keeps them)
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
+#   KVFUZZ_GPU_SHARD      I/N: each campaign runs only part I of N (kvfuzz run --shard; `kvfuzz merge`
+#                         joins the parts' OUT/<executor> folders, docs/cluster.md)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
 #                         0.5.10.post1 also fetched): its kernel files, unpacked into .gpu/sglang/RELEASE
 # Needs python3 with torch and triton on a CUDA machine, and network the first time:
@@ -114,7 +116,7 @@ campaign() {
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
-    "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
+    ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
 }
 for name in "${names[@]}"; do

@@ -32,10 +32,13 @@ std::string file_safe(std::string s) {
   return s;
 }
 
+bool stopping(const CampaignOptions& o) { return o.stop != nullptr && o.stop->load(); }
+
 // Shared state of the workers; everything behind `mu` except the counters.
 struct Shared {
   const CampaignOptions& options;
   std::atomic<int64_t> next{0}, done{0};
+  std::atomic<int64_t> checks{0}, check_nanoseconds{0};  // the cases' checks (check_all) so far, and their time
   std::atomic<bool> workers_done{false};
   std::mutex mu;
   CampaignSummary summary;
@@ -100,7 +103,8 @@ void write_record(const std::string& case_file, const std::vector<Fingerprint>& 
 // Saves the case at once (named by the group's property, backend, case and key), then its form
 // shrunk while it keeps the same fingerprint key; returns the path of the best saved case.
 std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t seed, const std::string& gen,
-                         const KeyGroup& group, const std::vector<Finding>& all, const Backend* backend) {
+                         const KeyGroup& group, const std::vector<Finding>& all, const Backend* backend,
+                         double check_seconds) {
   const CampaignOptions& o = sh.options;
   const Finding& first = group.findings.front();
   const std::string key = group.fingerprint.key();
@@ -110,9 +114,17 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   write_file_atomic(base + ".json", to_json(s));
   write_file_atomic(base + ".txt", report_text(s, index, gen, all, replay));
   write_record(base + ".json", {group.fingerprint}, replay);
-  if (!o.shrink || backend == nullptr) return base + ".json";
+  // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as
+  // saved. It starts only with time left for the check it repeats and one attempt (each about as
+  // long as the case's own check, `check_seconds`).
+  double budget = o.shrink_seconds;
+  if (o.seconds > 0) {
+    budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
+    if (budget < 2 * check_seconds) budget = 0;
+  }
+  if (!o.shrink || backend == nullptr || budget <= 0 || stopping(o)) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
-  const ShrinkResult r = shrink(s, target, {o.shrink_seconds, 5000});
+  const ShrinkResult r = shrink(s, target, {budget, 5000, o.stop});
   if (r.finding.property.empty()) return base + ".json";
   Replay min_replay = replay;
   min_replay.file = base + ".min.json";
@@ -155,7 +167,9 @@ const Backend* backend_named(const CampaignOptions& o, const std::string& name) 
   return nullptr;
 }
 
-void run_case(Shared& sh, int64_t index) {
+// Checks case `index` and indexes its findings; false when the campaign was stopped while it ran
+// (a signal also reaches adapter workers: what the case found then is dropped, not indexed).
+bool run_case(Shared& sh, int64_t index) {
   const CampaignOptions& o = sh.options;
   const Profile profile = o.profiles[static_cast<size_t>(index) % o.profiles.size()];
   const CaseDraw draw = draw_case(sh.shapes, index, profile, o.reuse_shapes);
@@ -164,9 +178,15 @@ void run_case(Shared& sh, int64_t index) {
   const std::string gen = gen_command(draw, profile);
   const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
   CaseReport report;
+  double check_seconds = 0;
   try {
+    const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
+    check_seconds = std::chrono::duration<double>(Clock::now() - checked_at).count();
+    sh.checks.fetch_add(1);
+    sh.check_nanoseconds.fetch_add(static_cast<int64_t>(check_seconds * 1e9));
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
+    if (stopping(o)) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
     const std::string replay = replay_command({base + ".json", "all", o.faults, seed, {}});
     write_file_atomic(base + ".json", to_json(s));
@@ -191,8 +211,9 @@ void run_case(Shared& sh, int64_t index) {
                      {"group_why", "a harness error: a group of its own"}});
     std::lock_guard<std::mutex> lock(sh.mu);
     if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
-    return;
+    return true;
   }
+  if (stopping(o)) return false;
   // Group the case's findings by fingerprint key (in a fixed order: the report's).
   std::vector<KeyGroup> groups;
   for (const Finding& f : report.findings) {
@@ -245,13 +266,14 @@ void run_case(Shared& sh, int64_t index) {
     const Backend* backend = backend_named(o, g.findings.front().backend);
     std::string file;
     if (std::find(to_save.begin(), to_save.end(), i) != to_save.end()) {
-      file = save_finding(sh, s, index, seed, gen, g, report.findings, backend);
+      file = save_finding(sh, s, index, seed, gen, g, report.findings, backend, check_seconds);
       std::lock_guard<std::mutex> lock(sh.mu);
       FindingKind& k = sh.summary.kinds[g.fingerprint.key()];
       if (k.first_case == index) k.first_file = file;
     }
     sh.index.append(index_line(o, g, index, draw, profile, file, backend));
   }
+  return true;
 }
 
 }  // namespace
@@ -263,38 +285,52 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   auto should_stop = [&] {
     if (o.stop && o.stop->load()) return true;
-    if (o.seconds > 0 && elapsed() >= o.seconds) return true;
+    // No case starts that would, as long as the average check so far, end past the budget.
+    const int64_t checks = sh.checks.load();
+    const double mean_check =
+        checks > 0 ? static_cast<double>(sh.check_nanoseconds.load()) * 1e-9 / static_cast<double>(checks) : 0.0;
+    if (o.seconds > 0 && elapsed() + mean_check >= o.seconds) return true;
     return false;
   };
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {
-      while (!should_stop()) {
-        const int64_t i = sh.next.fetch_add(1);
+      while (!should_stop()) {  // this shard's k-th case is the campaign's case shard_index + k * shard_count
+        const int64_t i = o.shard_index + sh.next.fetch_add(1) * o.shard_count;
         if (o.cases > 0 && i >= o.cases) break;
-        run_case(sh, i);
-        sh.done.fetch_add(1);
+        if (run_case(sh, i)) sh.done.fetch_add(1);
       }
     });
   }
   CampaignRecordWriter record(o);  // DIR/campaign.json, for kvfuzz report
+  const std::string shard =
+      o.shard_count > 1 ? "shard " + std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count) + " " : "";
   std::thread reporter([&] {
     int64_t last = -1;
+    bool told_stop = false;
     while (true) {
       const bool finished = sh.workers_done.load();
       const int64_t done = sh.done.load();
+      if (stopping(o) && !told_stop) {
+        told_stop = true;
+        progress << (o.live_progress ? "\n[" : "[") << shard << std::fixed << std::setprecision(1) << elapsed()
+                 << "s] stopping: no new case starts, the cases being checked are dropped, shrinking is cut short (its "
+                    "case stays saved)\n"
+                 << std::flush;
+      }
       if (done != last || finished) {
         std::lock_guard<std::mutex> lock(sh.mu);
         const double t = elapsed();
-        progress << (o.live_progress ? "\r[" : "[") << std::fixed << std::setprecision(1) << t << "s] " << done << " cases ("
-                 << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0) << "/s), findings "
-                 << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), " << sh.summary.coverage.line()
-                 << (o.live_progress ? "   " : "\n") << std::flush;
+        progress << (o.live_progress ? "\r[" : "[") << shard << std::fixed << std::setprecision(1) << t << "s] " << done
+                 << " cases (" << std::setprecision(1) << (t > 0 ? static_cast<double>(done) / t : 0.0)
+                 << "/s), findings " << sh.summary.findings() << " (" << sh.summary.kinds.size() << " kinds), "
+                 << sh.summary.coverage.line() << (o.live_progress ? "   " : "\n") << std::flush;
         last = done;
         record.update(sh.summary, done, t);
       }
       if (finished) break;
-      for (int t = 0; t < (o.live_progress ? 1 : 20) && !sh.workers_done.load(); ++t)
+      const auto quiet = [&] { return !sh.workers_done.load() && (told_stop || !stopping(o)); };
+      for (int t = 0; t < (o.live_progress ? 1 : 20) && quiet(); ++t)
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   });
@@ -304,8 +340,21 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   if (o.live_progress) progress << "\n";
   sh.summary.cases = sh.done.load();
   sh.summary.seconds = elapsed();
+  sh.summary.stopped = stopping(o);
   record.finish(sh.summary);
   return sh.summary;
+}
+
+std::optional<std::pair<int, int>> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto number = [](const std::string& d) -> std::optional<int> {
+    if (d.empty() || d.size() > 6 || d.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    return std::stoi(d);
+  };
+  if (slash == std::string::npos) return std::nullopt;
+  const auto i = number(text.substr(0, slash)), n = number(text.substr(slash + 1));
+  if (!i || !n || *n < 1 || *n > 100000 || *i >= *n) return std::nullopt;
+  return std::pair{*i, *n};
 }
 
 void print_summary(const CampaignSummary& s, std::ostream& out) {

@@ -2,11 +2,15 @@
 //
 // Where it sits: the main job (`kvfuzz run`). Case i of a campaign is generate(hash(seed, i),
 // profile i mod n), so a campaign is reproducible from its seed and any case from its number.
+// Shard I of N runs the cases i with i mod N == I (the same cases on any machine); `kvfuzz merge`
+// (campaign_merge.h) joins the shards' folders into one campaign.
 // Every finding goes to the index (OUT/index.jsonl, finding_index.h) as its case finishes, keyed by
 // its fingerprint; the first cases of each fingerprint key are written at once, atomically, as a
 // case file with its report and fingerprint record (so a killed run loses nothing), then shrunk
 // while they keep the key and written again as a .min.json. A progress line shows cases/s,
-// findings and how much of the configuration space the cases have touched.
+// findings and how much of the configuration space the cases have touched. `seconds` bounds the
+// whole campaign, shrinking included: no case starts that would (as long as the average check) end
+// past it, and a finding whose shrinking the budget (or `stop`) cuts short keeps its saved case.
 //
 //   CampaignOptions o;
 //   o.seconds = 60; o.backends = all_backends(); o.out_dir = "findings";
@@ -56,7 +60,11 @@ struct CampaignOptions {
   // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
   std::optional<uint64_t> shape_seed;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
-  const std::atomic<bool>* stop = nullptr;  // set from a signal handler to end early
+  int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
+  // Set from a signal handler to end early: no new case starts, shrinking stops at its next
+  // attempt (the case stays saved as found), a case whose check ends after it is dropped (the
+  // signal may have reached adapter workers too).
+  const std::atomic<bool>* stop = nullptr;
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
 };
 
@@ -75,8 +83,9 @@ struct RootGroup {
 };
 
 struct CampaignSummary {
-  int64_t cases = 0;
+  int64_t cases = 0;  // cases this run (this shard) checked
   double seconds = 0;
+  bool stopped = false;                            // ended by `stop` (a signal) before its budget was spent
   std::map<std::string, FindingKind> kinds;        // by fingerprint key (properties/fingerprint.h); count: cases
   std::map<std::string, RootGroup> root_groups;    // by root key (properties/root_cause.h)
   int64_t cases_with_findings = 0;
@@ -102,6 +111,9 @@ struct CampaignSummary {
 };
 
 CampaignSummary run_campaign(const CampaignOptions& options, std::ostream& progress);
+
+// "I/N" (0 <= I < N, N <= 100000) as {I, N}: `kvfuzz run --shard` and campaign.json's settings.
+std::optional<std::pair<int, int>> parse_shard(const std::string& text);
 
 void print_summary(const CampaignSummary& s, std::ostream& out);
 

@@ -14,25 +14,19 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 std::string host_name() {
   char buf[256] = {};
   return gethostname(buf, sizeof buf - 1) == 0 ? std::string(buf) : std::string();
 }
 
-json coverage_json(const BackendCoverage& c) {
-  json pages = json::object();
-  for (const auto& [ps, n] : c.page_sizes) pages[std::to_string(ps)] = n;
-  return {{"cases", c.cases}, {"mode_layer", c.mode_layer}, {"page_sizes", pages}, {"features", c.features}};
-}
-
 }  // namespace
+
+std::string utc_time_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary& s, int64_t cases, double seconds,
                                  bool finished) {
@@ -49,7 +43,10 @@ std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary
                    {"metamorphic_every", o.metamorphic_every},
                    {"shrink", o.shrink},
                    {"shrink_seconds", o.shrink_seconds},
-                   {"max_saved_per_kind", o.max_saved_per_kind}};
+                   {"max_saved_per_kind", o.max_saved_per_kind},
+                   {"reuse_shapes", o.reuse_shapes},
+                   {"shape_seed", o.shape_seed.value_or(o.seed)},
+                   {"shard", std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count)}};
   json per_backend = json::object();
   for (const auto& [name, offered] : s.backend_runs) {
     const auto it = s.backend_unsupported.find(name);
@@ -60,11 +57,13 @@ std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary
   for (const auto& [name, t] : s.variants)
     variants[name] = {{"run", t.run}, {"invalid", t.invalid}, {"unsupported", t.unsupported}};
   json coverage = {{"line", s.coverage.line()}, {"by_backend", json::object()}};
-  for (const auto& [name, c] : s.counts.by_backend) coverage["by_backend"][name] = coverage_json(c);
+  for (const auto& [name, c] : s.counts.by_backend) coverage["by_backend"][name] = to_json(c);
+  coverage["touched"] = s.coverage.to_json();
   const json record = {{"format", "kvfuzz-campaign"},
                        {"version", kCampaignRecordVersion},
                        {"finished", finished},
-                       {"written", utc_now()},
+                       {"stopped", s.stopped},
+                       {"written", utc_time_now()},
                        {"host", {{"name", host_name()}, {"cores", std::thread::hardware_concurrency()}}},
                        {"settings", settings},
                        {"rates",

@@ -24,6 +24,9 @@ inline constexpr int kCampaignRecordVersion = 1;
 std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary& s, int64_t cases, double seconds,
                                  bool finished);
 
+// The time now as the record's "written" gives it ("2026-11-27T15:20:00Z").
+std::string utc_time_now();
+
 class CampaignRecordWriter {
  public:
   explicit CampaignRecordWriter(const CampaignOptions& o, double every_seconds = 10)

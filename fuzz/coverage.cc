@@ -61,6 +61,24 @@ void Coverage::merge(const Coverage& o) {
   features_.insert(o.features_.begin(), o.features_.end());
 }
 
+nlohmann::json Coverage::to_json() const {
+  return {{"cells", cells_},
+          {"modes", modes_},
+          {"layer_kinds", layer_kinds_},
+          {"page_sizes", page_sizes_},
+          {"features", features_}};
+}
+
+Coverage Coverage::from_json(const nlohmann::json& j) {
+  Coverage c;
+  c.cells_ = j.at("cells").get<std::set<uint32_t>>();
+  c.modes_ = j.at("modes").get<std::set<int>>();
+  c.layer_kinds_ = j.at("layer_kinds").get<std::set<int>>();
+  c.page_sizes_ = j.at("page_sizes").get<std::set<int>>();
+  c.features_ = j.at("features").get<std::set<std::string>>();
+  return c;
+}
+
 std::string Coverage::line() const {
   std::ostringstream os;
   os << "modes " << modes_.size() << "/7, layer kinds " << layer_kinds_.size() << "/3, page sizes "

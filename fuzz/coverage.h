@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ class Coverage {
   void add(const Scenario& s);
   void merge(const Coverage& other);
   std::string line() const;
+  // What was touched, as campaign.json keeps it ("touched"), so that `kvfuzz merge` can join the
+  // shards' coverage; from_json throws nlohmann::json::exception on a malformed object.
+  nlohmann::json to_json() const;
+  static Coverage from_json(const nlohmann::json& j);
   int64_t cells() const { return static_cast<int64_t>(cells_.size()); }
 
  private:

@@ -22,6 +22,32 @@ void CoverageCounts::add(const Scenario& s, const std::vector<std::string>& chec
   for (const std::string& b : checked) count(by_backend[b]);
 }
 
+void CoverageCounts::merge(const CoverageCounts& other) {
+  for (const auto& [name, o] : other.by_backend) {
+    BackendCoverage& c = by_backend[name];
+    c.cases += o.cases;
+    for (const auto& [mode, kinds] : o.mode_layer)
+      for (const auto& [kind, n] : kinds) c.mode_layer[mode][kind] += n;
+    for (const auto& [ps, n] : o.page_sizes) c.page_sizes[ps] += n;
+    for (const auto& [f, n] : o.features) c.features[f] += n;
+  }
+}
+
+nlohmann::json to_json(const BackendCoverage& c) {
+  nlohmann::json pages = nlohmann::json::object();
+  for (const auto& [ps, n] : c.page_sizes) pages[std::to_string(ps)] = n;
+  return {{"cases", c.cases}, {"mode_layer", c.mode_layer}, {"page_sizes", pages}, {"features", c.features}};
+}
+
+BackendCoverage backend_coverage_from_json(const nlohmann::json& j) {
+  BackendCoverage b;
+  b.cases = j.value("cases", int64_t{0});
+  b.mode_layer = j.at("mode_layer").get<std::map<std::string, std::map<std::string, int64_t>>>();
+  for (const auto& [ps, n] : j.at("page_sizes").items()) b.page_sizes[std::stoi(ps)] = n.get<int64_t>();
+  b.features = j.at("features").get<std::map<std::string, int64_t>>();
+  return b;
+}
+
 std::vector<std::string> backends_checked(const std::vector<const Backend*>& backends,
                                           const std::vector<std::string>& unsupported) {
   std::vector<std::string> out;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -33,7 +34,14 @@ struct CoverageCounts {
 
   // Counts `s` for kAllCases and for each backend in `checked`.
   void add(const Scenario& s, const std::vector<std::string>& checked);
+  // Adds another run's counts (the shards of a campaign, `kvfuzz merge`).
+  void merge(const CoverageCounts& other);
 };
+
+// One backend's counts as campaign.json keeps them, and back (throws nlohmann::json::exception or
+// std::invalid_argument on a malformed object).
+nlohmann::json to_json(const BackendCoverage& c);
+BackendCoverage backend_coverage_from_json(const nlohmann::json& j);
 
 // The backends of `backends` that `unsupported` ("backend: why", CaseReport::unsupported) does not name.
 std::vector<std::string> backends_checked(const std::vector<const Backend*>& backends,

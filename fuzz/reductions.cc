@@ -239,14 +239,17 @@ void value_reductions(const Scenario& s, std::vector<Scenario>& out) {
 }  // namespace
 
 std::vector<Scenario> reductions(const Scenario& s) {
+  return reductions(s, [] { return false; });
+}
+
+std::vector<Scenario> reductions(const Scenario& s, const std::function<bool()>& spent) {
   std::vector<Scenario> out;
   for (unsigned which : {kAll, kFull, kSwa, kContext})
     if (Scenario t = tightened(s, which); !(t == s)) out.push_back(std::move(t));
-  batch_reductions(s, out);
-  history_reductions(s, out);
-  model_reductions(s, out);
-  cache_reductions(s, out);
-  value_reductions(s, out);
+  for (auto family : {batch_reductions, history_reductions, model_reductions, cache_reductions, value_reductions}) {
+    if (spent()) break;
+    family(s, out);
+  }
   return out;
 }
 

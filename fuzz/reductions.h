@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "reference/scenario.h"
@@ -16,6 +17,10 @@
 namespace kvfuzz {
 
 std::vector<Scenario> reductions(const Scenario& s);
+// The same, one family at a time (tightenings, batch, history, model, cache, values), asking
+// `spent` before each: a large case's candidates take seconds to make, and a shrinker with a
+// deadline or a stop signal takes only the families it has time for.
+std::vector<Scenario> reductions(const Scenario& s, const std::function<bool()>& spent);
 
 // How big a case is, as a person reading it sees it.
 struct CaseSize {

@@ -93,13 +93,7 @@ void read_campaign(const std::string& dir, ReportInput& in) {
     const json coverage = r.value("coverage", json::object());
     const json by_backend = coverage.value("by_backend", json::object());
     in.coverage_line = coverage.value("line", "");
-    for (const auto& [name, c] : by_backend.items()) {
-      BackendCoverage& b = in.coverage.by_backend[name];
-      b.cases = c.value("cases", int64_t{0});
-      b.mode_layer = c.at("mode_layer").get<std::map<std::string, std::map<std::string, int64_t>>>();
-      for (const auto& [ps, n] : c.at("page_sizes").items()) b.page_sizes[std::stoi(ps)] = n.get<int64_t>();
-      b.features = c.at("features").get<std::map<std::string, int64_t>>();
-    }
+    for (const auto& [name, c] : by_backend.items()) in.coverage.by_backend[name] = backend_coverage_from_json(c);
   } catch (const std::exception& e) {  // json type errors, std::stoi
     throw InvalidCase(path + ": malformed campaign record (" + e.what() + ")");
   }

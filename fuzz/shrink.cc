@@ -27,11 +27,18 @@ ShrinkResult shrink(const Scenario& s, const ShrinkTarget& target, const ShrinkO
   auto first = fails_as(s, target);
   if (!first) return result;
   result.finding = *first;
+  // Spent when the next attempt, as long as the average one so far (the first check included),
+  // would end past max_seconds.
+  auto spent = [&] {
+    const double t = elapsed(), per_attempt = t / (result.attempts + 1);
+    return t + per_attempt > options.max_seconds || result.attempts >= options.max_attempts ||
+           (options.stop != nullptr && options.stop->load());
+  };
   bool progress = true;
-  while (progress && elapsed() < options.max_seconds && result.attempts < options.max_attempts) {
+  while (progress && !spent()) {
     progress = false;
-    for (const Scenario& candidate : reductions(result.scenario)) {
-      if (elapsed() >= options.max_seconds || result.attempts >= options.max_attempts) break;
+    for (const Scenario& candidate : reductions(result.scenario, spent)) {
+      if (spent()) break;
       ++result.attempts;
       if (auto f = fails_as(candidate, target)) {
         result.scenario = candidate;

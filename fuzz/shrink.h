@@ -5,12 +5,14 @@
 // layer kind and mechanism; campaigns and `kvfuzz shrink`) or its signature (the same property on
 // the same backend; the fault benchmark).
 // Greedy: try the reductions (reductions.h) in order, keep the first that validates and still
-// fails, start over; stop when none does or the budget is spent.
+// fails, start over; stop when none does, or the budget would be spent before the next attempt
+// ends (attempts of about equal length), or `stop` is set.
 //
 //   ShrinkResult r = shrink(s, target, {.max_seconds = 60});
 //   write_file_atomic("min.json", to_json(r.scenario));
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -33,6 +35,7 @@ struct ShrinkTarget {
 struct ShrinkOptions {
   double max_seconds = 60;
   int32_t max_attempts = 5000;
+  const std::atomic<bool>* stop = nullptr;  // when set, stop before the next attempt (a signal)
 };
 
 struct ShrinkResult {

@@ -22,7 +22,18 @@ namespace kvfuzz::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
+std::atomic<int> g_signal{0};
+// The first SIGINT/SIGTERM ends the campaign cleanly (a scheduler's time limit sends SIGTERM, then
+// SIGKILL after a grace period); a second one ends the process at once (every written finding is
+// already whole: files are written atomically, index lines in one write).
+void on_signal(int sig) {
+  if (g_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+    return;
+  }
+  g_signal.store(sig);
+}
 
 // Where an adapter's requests spent their time (ci/gpu_table.py reads this line): its function on
 // warm variants and on first calls, its own code around the function, and the exchange: kvfuzz
@@ -59,6 +70,7 @@ void add_run(CLI::App& app, int& exit_code) {
   static int max_saved = 3;
   static int reuse_shapes = 0;
   static std::optional<uint64_t> shape_seed;
+  static std::string shard;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
   cmd->add_option("--backend", backend, "Backend name, or all")->capture_default_str();
@@ -91,7 +103,13 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  cmd->add_option("--shard", shard,
+                  "Run only part I of N of the campaign (0 <= I < N): the cases i with i mod N == I, the same on any "
+                  "machine; `kvfuzz merge` joins the N parts' folders");
   cmd->callback([&exit_code] {
+    const auto part = shard.empty() ? std::optional<std::pair<int, int>>({0, 1}) : parse_shard(shard);
+    if (!part)
+      throw InvalidCase("--shard " + shard + ": expected I/N with whole numbers 0 <= I < N (e.g. 0/4 ... 3/4)");
     if (seconds <= 0 && cases <= 0) seconds = 60;
     CampaignOptions o;
     o.seconds = seconds;
@@ -114,14 +132,28 @@ void add_run(CLI::App& app, int& exit_code) {
     o.reuse_shapes = reuse_shapes;
     o.shape_seed = shape_seed;
     o.live_progress = isatty(STDERR_FILENO) != 0;
+    o.shard_index = part->first;
+    o.shard_count = part->second;
     o.stop = &g_stop;
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
     std::cerr << "kvfuzz run: seed " << seed << ", " << o.backends.size() << " backend(s), " << o.jobs << " job(s), ";
     if (cases > 0) std::cerr << cases << " cases";
     else std::cerr << seconds << " s";
+    if (o.shard_count > 1)
+      std::cerr << ", shard " << shard << " (cases i with i mod " << o.shard_count << " = " << o.shard_index << ")";
     std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
+    if (s.stopped) {
+      const int sig = g_signal.load();
+      std::cerr << "kvfuzz run: interrupted by "
+                << (sig == SIGTERM  ? "SIGTERM"
+                    : sig == SIGINT ? "SIGINT"
+                                    : "a signal")
+                << " after " << std::fixed << std::setprecision(1) << s.seconds << " s and " << s.cases
+                << " cases; every finding indexed is in " << out << "/index.jsonl (saved cases whole, some unshrunk), "
+                << "and the folder merges (kvfuzz merge)\n";
+    }
     print_summary(s, std::cout);
     for (const auto& a : registered_adapters()) {
       const AdapterStats& st = a->stats();

@@ -15,6 +15,7 @@ void add_bench(CLI::App& app, int& exit_code);
 void add_backends(CLI::App& app, int& exit_code);
 void add_check(CLI::App& app, int& exit_code);
 void add_run(CLI::App& app, int& exit_code);
+void add_merge(CLI::App& app, int& exit_code);
 void add_shrink(CLI::App& app, int& exit_code);
 void add_explain(CLI::App& app, int& exit_code);
 void add_faults(CLI::App& app, int& exit_code);

@@ -1,6 +1,7 @@
 // kvfuzz: checks paged KV-cache attention backends against an exact oracle.
 //
 //   kvfuzz run --seconds 600              # the fuzz campaign
+//   kvfuzz merge merged shard-0 shard-1   # the shards of one (kvfuzz run --shard I/N)
 //   kvfuzz gen --seed 7 --profile small > case.json
 //   kvfuzz check case.json --backend all
 //   kvfuzz report findings -o findings/report.html
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_backends(app, exit_code);
   kvfuzz::cli::add_check(app, exit_code);
   kvfuzz::cli::add_run(app, exit_code);
+  kvfuzz::cli::add_merge(app, exit_code);
   kvfuzz::cli::add_shrink(app, exit_code);
   kvfuzz::cli::add_explain(app, exit_code);
   kvfuzz::cli::add_faults(app, exit_code);
