@@ -49,7 +49,8 @@ std::vector<const Backend*> register_adapter(const std::string& command, double 
   return register_adapter(command, timeout_seconds, AdapterLayout{});
 }
 
-std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds, const AdapterLayout& layout) {
+std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds,
+                                             const AdapterLayout& layout) {
   Registered& r = registered();
   for (const auto& a : r.adapters)
     if (a->spec().command == command) return {};

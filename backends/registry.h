@@ -29,7 +29,8 @@ const std::vector<const Backend*>& builtin_backends();
 // do it before campaigns start. Throws ContractError naming the adapter (bad input).
 // `layout`: per-job workers (the default) or executor servers (adapter.h).
 std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds);
-std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds, const AdapterLayout& layout);
+std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds,
+                                             const AdapterLayout& layout);
 const std::vector<std::shared_ptr<Adapter>>& registered_adapters();
 
 }  // namespace kvfuzz

@@ -71,8 +71,9 @@ void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string
   add_seconds(answer, "timing", "read", stats_.adapter_read_nanoseconds);
   add_seconds(answer, "timing", "write", stats_.adapter_write_nanoseconds);
   if (answer.value("id", int64_t{-1}) != id)
-    throw BackendFailure("contract", "adapter '" + command_ + "' answered request " + answer.value("id", nlohmann::json()).dump() +
-                                         " to request " + std::to_string(id));
+    throw BackendFailure("contract", "adapter '" + command_ + "' answered request " +
+                                         answer.value("id", nlohmann::json()).dump() + " to request " +
+                                         std::to_string(id));
   if (!answer.value("ok", false) && answer.contains("unsupported")) {
     ++stats_.unsupported;
     throw BackendUnsupported(answer["unsupported"].is_string() ? answer["unsupported"].get<std::string>()
@@ -122,6 +123,7 @@ void Adapter::call_server(const std::string& op, const std::function<void(const 
         reply.reset();
       }
     } catch (const ServerLost&) {
+      // its process died or was killed before answering: re-run alone below
     }
     if (!reply) {
       ++stats_.reruns;

@@ -89,7 +89,8 @@ class Adapter {
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}
   std::unique_ptr<AdapterProcess> launch(nlohmann::json* hello);
   void call_server(const std::string& op, const std::function<void(const std::string&)>& write,
-                   const std::function<void(const std::string&, const nlohmann::json&)>& read, const std::string& variant);
+                   const std::function<void(const std::string&, const nlohmann::json&)>& read,
+                   const std::string& variant);
   // One answer, whoever gave it: its timing into the stats, then unsupported (BackendUnsupported),
   // a failure (BackendFailure) or `read`. `first`: the variant's first request in its process.
   void settle(const nlohmann::json& answer, int64_t id, const std::string& dir,

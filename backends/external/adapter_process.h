@@ -64,7 +64,7 @@ class AdapterProcess {
   std::atomic<pid_t> pid_{-1};
   pid_t group_ = -1;  // the process group, kept after pid_ is reaped (signal_kill)
   int to_child_ = -1, from_child_ = -1;
-  std::mutex fd_mu_;  // send() against kill() closing the fds
+  std::mutex fd_mu_;     // send() against kill() closing the fds
   std::string pending_;  // bytes read past the last answer line
   std::unordered_set<std::string> seen_;
 };

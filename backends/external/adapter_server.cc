@@ -150,6 +150,7 @@ void AdapterServer::retire(uint64_t generation) {
 }
 
 AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const std::string& variant, bool alone) {
+  const Clock::time_point entered = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
   if (alone) {
@@ -185,7 +186,7 @@ AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const
   while (true) {
     Pending& p = pending_.at(id);
     if (p.answered) {
-      const double queued = p.started ? std::chrono::duration<double>(*p.started - p.sent).count() : 0.0;
+      const double queued = std::chrono::duration<double>(p.started.value_or(p.sent) - entered).count();
       Reply r{std::move(p.answer), generation, first, queued};
       pending_.erase(id);
       release();

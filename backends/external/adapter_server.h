@@ -53,7 +53,8 @@ class AdapterServer {
     nlohmann::json answer;
     uint64_t generation = 0;  // which process answered (retire() takes it)
     bool first_time = false;  // the first request of `variant` in that process
-    double queued = 0;        // seconds it waited behind other requests in the process
+    double queued = 0;        // seconds it waited: for its turn (a re-run alone, a restart), then
+                              // behind other requests in the process
   };
   // Sends `message` and waits for its answer. Shared (alone = false): throws ServerLost when the
   // process died or was killed before answering. Alone: waits until no other request is in
@@ -94,12 +95,12 @@ class AdapterServer {
   std::condition_variable cv_;
   std::unique_ptr<AdapterProcess> process_;
   std::thread reader_;
-  uint64_t generation_ = 0;    // of process_; 0: none started yet
-  bool dead_ = true;           // process_ ended (its reader saw it)
-  bool starting_ = false;      // one caller starts the next process, the others wait
-  std::string death_;          // how the last process ended (BackendFailure message)
-  std::string death_property_; // "crash" or "hang"
-  int64_t hung_id_ = -1;       // the request the hang watch killed the process for
+  uint64_t generation_ = 0;     // of process_; 0: none started yet
+  bool dead_ = true;            // process_ ended (its reader saw it)
+  bool starting_ = false;       // one caller starts the next process, the others wait
+  std::string death_;           // how the last process ended (BackendFailure message)
+  std::string death_property_;  // "crash" or "hang"
+  int64_t hung_id_ = -1;        // the request the hang watch killed the process for
   nlohmann::json hello_;
   std::map<int64_t, Pending> pending_;
   std::chrono::steady_clock::time_point last_answer_;

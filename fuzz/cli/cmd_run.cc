@@ -136,9 +136,11 @@ void add_run(CLI::App& app, int& exit_code) {
       if (const AdapterLayout& l = a->layout(); l.servers > 0) {
         std::cout << "adapter " << a->spec().name << " servers: " << l.servers << " (";
         for (int i = 0; i < l.servers; ++i)
-          std::cout << (i ? ", " : "") << (l.gpus.empty() ? "no GPU" : "GPU " + l.gpus[static_cast<size_t>(i) % l.gpus.size()]);
-        std::cout << "), " << a->server_restarts() << " restarts; " << st.reruns << " requests re-run alone after a failure on a shared server, "
-                  << st.reruns_failed << " of them failed alone too (findings)\n";
+          std::cout << (i ? ", " : "")
+                    << (l.gpus.empty() ? "no GPU" : "GPU " + l.gpus[static_cast<size_t>(i) % l.gpus.size()]);
+        std::cout << "), " << a->server_restarts() << " restarts; " << st.reruns
+                  << " requests re-run alone after a failure on a shared server, " << st.reruns_failed
+                  << " of them failed alone too (findings)\n";
       }
     }
     std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";

@@ -7,6 +7,7 @@
 # Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
 set -uo pipefail
 K=$1 SRC=$2 WORK=$3
+python3 -c "import numpy" 2>/dev/null || { echo "SKIPPED: python3 with numpy not found"; exit 0; }
 rm -rf "$WORK" && mkdir -p "$WORK"
 EXEC="python3 $SRC/adapters/examples/numpy_page_table.py"
 failures=0
@@ -70,6 +71,12 @@ print(f"crash_servers: {len(crashed)} cases crashed; {reruns} requests re-run al
 if failed < len(crashed) or reruns <= failed:
     sys.exit("expected every crashed case to fail alone and some sharing requests to pass alone")
 PY
+
+# A --adapter-servers value that is neither a count nor gpus[:K] is bad input: exit 2, naming it.
+"$K" run --cases 1 --adapter "$EXEC" --adapter-servers many >"$WORK/bad.out" 2>&1
+rc=$?
+{ [ $rc = 2 ] && grep -q "adapter-servers.*many" "$WORK/bad.out"; } && echo "ok: --adapter-servers many: exit 2" ||
+  { fail "--adapter-servers many: exit $rc"; cat "$WORK/bad.out"; }
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
