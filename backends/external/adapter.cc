@@ -96,8 +96,8 @@ void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string
   stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
 }
 
-// A failed answer or a lost request on a shared process is not yet the case's: the process is
-// retired (its CUDA context may be poisoned) and the case re-run alone, whose outcome is its own.
+// A failed answer or a lost request on a shared process is not yet the case's: the server retires
+// the process (its CUDA context may be poisoned) and the case is re-run alone, whose outcome is its own.
 void Adapter::call_server(const std::string& op, const std::function<void(const std::string&)>& write,
                           const std::function<void(const std::string&, const nlohmann::json&)>& read,
                           const std::string& variant) {
@@ -118,10 +118,7 @@ void Adapter::call_server(const std::string& op, const std::function<void(const 
     std::optional<AdapterServer::Reply> reply;
     try {
       reply = server->request(message, variant, false);
-      if (failed(reply->answer)) {
-        server->retire(reply->generation);
-        reply.reset();
-      }
+      if (failed(reply->answer)) reply.reset();  // its process was retired: re-run alone below
     } catch (const ServerLost&) {
       // its process died or was killed before answering: re-run alone below
     }
@@ -135,10 +132,7 @@ void Adapter::call_server(const std::string& op, const std::function<void(const 
         else if (e.property() == "crash") ++stats_.crashes;
         throw;
       }
-      if (failed(reply->answer)) {
-        ++stats_.reruns_failed;
-        server->retire(reply->generation);
-      }
+      if (failed(reply->answer)) ++stats_.reruns_failed;
     }
     stats_.round_trip_nanoseconds += nanoseconds_since(t0);
     stats_.queue_nanoseconds += static_cast<int64_t>(reply->queued * 1e9);

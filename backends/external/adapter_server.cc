@@ -139,8 +139,7 @@ void AdapterServer::check_hang(Clock::time_point now) {
   process_->signal_kill();
 }
 
-void AdapterServer::retire(uint64_t generation) {
-  std::lock_guard<std::mutex> lock(mu_);
+void AdapterServer::retire_locked(uint64_t generation) {
   if (generation != generation_ || dead_ || !process_) return;
   process_->signal_kill();
   dead_ = true;  // no new request goes to it; its reader ends once the kill lands
@@ -189,6 +188,9 @@ AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const
       const double queued = std::chrono::duration<double>(p.started.value_or(p.sent) - entered).count();
       Reply r{std::move(p.answer), generation, first, queued};
       pending_.erase(id);
+      // A failed answer: the process's context may be poisoned. Retired before this request
+      // gives up its turn, so that no request alone can start on it in between.
+      if (!r.answer.value("ok", false) && !r.answer.contains("unsupported")) retire_locked(generation);
       release();
       return r;
     }

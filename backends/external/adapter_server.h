@@ -51,21 +51,18 @@ class AdapterServer {
 
   struct Reply {
     nlohmann::json answer;
-    uint64_t generation = 0;  // which process answered (retire() takes it)
+    uint64_t generation = 0;  // which process answered
     bool first_time = false;  // the first request of `variant` in that process
     double queued = 0;        // seconds it waited: for its turn (a re-run alone, a restart), then
                               // behind other requests in the process
   };
-  // Sends `message` and waits for its answer. Shared (alone = false): throws ServerLost when the
-  // process died or was killed before answering. Alone: waits until no other request is in
+  // Sends `message` and waits for its answer. An answer that failed (not ok, not unsupported)
+  // retires its process: the next request starts a fresh one. Shared (alone = false): throws
+  // ServerLost when the process died or was killed before answering. Alone: waits until no other request is in
   // flight, runs this one by itself and throws BackendFailure "crash" (it died: its exit and log
   // tail) or "hang" (no answer within the timeout: killed), the same findings a per-job worker
   // gives. Starting a process that fails to start or declare throws BackendFailure too.
   Reply request(const nlohmann::json& message, const std::string& variant, bool alone);
-
-  // Ends process `generation` if it is still the running one: a request failed on it and its
-  // context may be poisoned. Requests in flight on it become ServerLost.
-  void retire(uint64_t generation);
 
   // The process's declaration: starts it when none has run yet (Adapter::start reads it).
   nlohmann::json hello();
@@ -85,6 +82,9 @@ class AdapterServer {
   uint64_t ensure_running(std::unique_lock<std::mutex>& lock);
   void read_answers(uint64_t generation, AdapterProcess* process);
   void check_hang(std::chrono::steady_clock::time_point now);
+  // Ends process `generation` if it is still the running one (under mu_): requests in flight on
+  // it become ServerLost.
+  void retire_locked(uint64_t generation);
   // The oldest unanswered request of the running process (the one it works on), or none.
   Pending* head(int64_t* id = nullptr);
 
