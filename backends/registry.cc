@@ -46,10 +46,15 @@ const Backend* find_backend(std::string_view name) {
 const std::vector<std::shared_ptr<Adapter>>& registered_adapters() { return registered().adapters; }
 
 std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds) {
+  return register_adapter(command, timeout_seconds, AdapterLayout{});
+}
+
+std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds,
+                                             const AdapterLayout& layout) {
   Registered& r = registered();
   for (const auto& a : r.adapters)
     if (a->spec().command == command) return {};
-  std::shared_ptr<Adapter> adapter = Adapter::start(command, timeout_seconds);
+  std::shared_ptr<Adapter> adapter = Adapter::start(command, timeout_seconds, layout);
   const AdapterSpec& spec = adapter->spec();
   for (const auto& a : r.adapters)
     if (a->spec().name == spec.name)

@@ -17,6 +17,7 @@
 namespace kvfuzz {
 
 class Adapter;
+struct AdapterLayout;
 
 const std::vector<const Backend*>& all_backends();
 const Backend* find_backend(std::string_view name);
@@ -26,7 +27,10 @@ const std::vector<const Backend*>& builtin_backends();
 // Starts the adapter `command` (its first worker) and registers a pair backend for every
 // built-in or registered counterpart of its family; returns them. Registering is not thread-safe:
 // do it before campaigns start. Throws ContractError naming the adapter (bad input).
+// `layout`: per-job workers (the default) or executor servers (adapter.h).
 std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds);
+std::vector<const Backend*> register_adapter(const std::string& command, double timeout_seconds,
+                                             const AdapterLayout& layout);
 const std::vector<std::shared_ptr<Adapter>>& registered_adapters();
 
 }  // namespace kvfuzz

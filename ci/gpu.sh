@@ -8,6 +8,12 @@
 #   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
 #                         flashmla flex_page_table vllm_triton cuda_page_table): adapters/gpu/<name>.py, or
 #                         cuda_page_table (C ABI, built here)
+#   KVFUZZ_GPU_SERVERS    the executor's processes (kvfuzz run --adapter-servers): "gpus:4" (default) four
+#                         executor servers per visible GPU, shared by every job (every GPU of the host is
+#                         used; each kernel variant loads once per server, not per job; docs/gpu.md
+#                         "Executor servers"); "gpus": one per GPU (one CUDA context a GPU); N: N servers
+#                         taking the GPUs in turn; 0: one worker process per job (each its own context).
+#                         The memcheck campaign always runs per-job workers
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small"; flashmla: KVFUZZ_GPU_FLASHMLA_PROFILES,
@@ -108,6 +114,7 @@ profiles_of() {
   [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
   for p in $list; do printf -- '--profile %s ' "$p"; done
 }
+servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
 mkdir -p "$out"
 campaign() {
   local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
@@ -115,13 +122,13 @@ campaign() {
   # shellcheck disable=SC2046  # profiles_of prints whole words
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
-    --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name" --max-saved 2 \
+    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" --backend "$name" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
 }
 for name in "${names[@]}"; do
   adapter_command "$name" >/dev/null
-  echo "== $name: ${seconds} s campaign, $jobs jobs (log $out/$name.log)"
+  echo "== $name: ${seconds} s campaign, $jobs jobs, --adapter-servers $servers (log $out/$name.log)"
   if [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ]; then campaign "$name" & else campaign "$name"; fi
 done
 wait

@@ -37,20 +37,22 @@ def triage(folder):
 def breakdown(name, text, wall, jobs):
     """The breakdown line of one campaign: shares of its job time (wall x jobs) in the kernel, in
     first calls of a kernel variant (its compiles), in the adapter's own code, in the exchange, in
-    the oracle, and the rest of kvfuzz (checks, generation, planning), from kvfuzz run's lines
-    "adapter NAME time: ..." and "oracle: ..."; None when the log has neither."""
+    the oracle, waiting behind other jobs' requests in a shared executor server (--adapter-servers),
+    and the rest of kvfuzz (checks, generation, planning), from kvfuzz run's lines "adapter NAME
+    time: ..." and "oracle: ..."; None when the log has neither."""
     t = re.search(r"adapter \S+ time: kernel ([\d.]+) s, first calls of a variant ([\d.]+) s, adapter code ([\d.]+) s, "
                   r"exchange ([\d.]+) s", text)
     o = re.search(r"^oracle: ([\d.]+) s in run_oracle", text, re.M)
+    q = re.search(r"adapter \S+ time: .*, server queue ([\d.]+) s$", text, re.M)
     if not t or not o or not wall:
         return None
     job = wall * jobs
-    parts = [float(x) for x in t.groups()] + [float(o.group(1))]
+    parts = [float(x) for x in t.groups()] + [float(o.group(1)), float(q.group(1)) if q else 0.0]
     shares = [100 * x / job for x in parts] + [100 * (job - sum(parts)) / job]
     return f"{name:<22} {job:>9.1f} s" + "".join(f"{x:>{w}.0f}%" for x, w in zip(shares, BREAKDOWN_WIDTHS))
 
 
-BREAKDOWN_COLUMNS = ["kernel", "first calls", "adapter", "exchange", "oracle", "kvfuzz rest"]
+BREAKDOWN_COLUMNS = ["kernel", "first calls", "adapter", "exchange", "oracle", "queue", "kvfuzz rest"]
 BREAKDOWN_WIDTHS = [len(c) + 2 for c in BREAKDOWN_COLUMNS]
 
 
@@ -128,8 +130,9 @@ def main():
             print(line)
         print('("first calls": the kernel on the first request of a variant in a worker (dtype, heads, head dims,')
         print(' page size, mode, layer kinds, softcap), where JIT compiles land; "adapter": its own code around the')
-        print(' function; "exchange": writing and reading the request\'s arrays on both sides and the pipe; "kvfuzz rest":')
-        print(' the job time left: kvfuzz\'s checks, generation, planning and shrinking)')
+        print(' function; "exchange": writing and reading the request\'s arrays on both sides and the pipe; "queue": a')
+        print(' job\'s request waiting behind other jobs\' in a shared executor server; "kvfuzz rest": the job time left:')
+        print(' kvfuzz\'s checks, generation, planning and shrinking)')
     return status
 
 

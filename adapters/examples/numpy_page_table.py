@@ -9,11 +9,12 @@ the calls of a group are merged by LSE.
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table.py"
 
 KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
-drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; gqa_mod (q head h reads
-kv head h % kv_heads, not h // (q_heads / kv_heads)), no_scale (softmax of q.k without sm_scale),
-nan_out (every output NaN), bf16_out (outputs cut to bf16 while fp32 is declared, on the case's
-own values only, so that the probes still decode: a precision error, not a wrong scale); and
-masked_tail, which
+drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; segfault_layers (a crash
+on the cases of more than one layer only: which case crashed must be told apart from the cases
+that shared its process, adapter_server_test.sh); gqa_mod (q head h reads kv head h % kv_heads, not
+h // (q_heads / kv_heads)), no_scale (softmax of q.k without sm_scale), nan_out (every output NaN),
+bf16_out (outputs cut to bf16 while fp32 is declared, on the case's own values only, so that the
+probes still decode: a precision error, not a wrong scale); and masked_tail, which
 is not a bug: it loads the unwritten tail of each row's last page and masks it (weight exactly 0),
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
@@ -92,7 +93,7 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy page_table executor (flash_attn_with_kvcache semantics)"""
-    if BREAK == "segfault":
+    if BREAK == "segfault" or (BREAK == "segfault_layers" and len(case.layers) > 1):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)

@@ -5,7 +5,10 @@
 // send it requests. Workers are started on demand, one per concurrent caller (campaign jobs), and
 // reused across cases; any failure — crash, hang, an exception the adapter reports, a malformed
 // answer — discards that worker (a fresh one serves the next request) and is thrown as a
-// BackendFailure, which the property harness turns into a finding.
+// BackendFailure, which the property harness turns into a finding. With servers
+// (`--adapter-servers`, adapter_server.h) every job's requests go to one of a few long-lived
+// processes instead, one per GPU; a request that fails there is re-run alone, so the failure it
+// reports is its own.
 //
 //   auto a = Adapter::start("python3 examples/numpy_page_table.py", /*timeout=*/60);
 //   a->call("execute", [&](const std::string& dir) { write...(dir); },
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "backends/external/adapter_process.h"
+#include "backends/external/adapter_server.h"
 #include "backends/external/adapter_spec.h"
 
 namespace kvfuzz {
@@ -44,17 +48,34 @@ struct AdapterStats {
   std::atomic<int64_t> kvfuzz_write_nanoseconds{0};   // kvfuzz writing the request folder
   std::atomic<int64_t> kvfuzz_read_nanoseconds{0};    // kvfuzz reading the answer, removing the folder
   std::atomic<int64_t> round_trip_nanoseconds{0};     // from sending the request to its answer
+  // Servers: requests re-run alone after their shared process failed (AdapterServer::Lost, or an
+  // error answer), and how many of those the case alone then failed too (findings).
+  std::atomic<int64_t> reruns{0}, reruns_failed{0};
+  std::atomic<int64_t> queue_nanoseconds{0};  // servers: requests waiting behind others in the process;
+                                              // part of round_trip_nanoseconds
+};
+
+// How the adapter's processes are laid out: `servers` 0 gives one worker per concurrent caller
+// (campaign job); n > 0 gives n servers shared by all callers, server i on GPU gpus[i % size]
+// (CUDA_VISIBLE_DEVICES) when `gpus` is not empty.
+struct AdapterLayout {
+  int servers = 0;
+  std::vector<std::string> gpus;
 };
 
 class Adapter {
  public:
   // Starts a first worker and reads its declaration; throws ContractError naming the command if
   // it does not start, does not declare itself within `timeout` seconds, or declares nonsense.
-  static std::shared_ptr<Adapter> start(const std::string& command, double timeout);
+  static std::shared_ptr<Adapter> start(const std::string& command, double timeout, const AdapterLayout& layout = {});
+  ~Adapter();
 
   const AdapterSpec& spec() const { return spec_; }
   const AdapterStats& stats() const { return stats_; }
   double timeout() const { return timeout_; }
+  const AdapterLayout& layout() const { return layout_; }
+  // Processes restarted so far (workers replaced, or servers restarted).
+  int64_t server_restarts() const;
 
   // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir, answer)`
   // takes the results. `variant` names the kernel variant the request needs (its function time
@@ -67,9 +88,19 @@ class Adapter {
  private:
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}
   std::unique_ptr<AdapterProcess> launch(nlohmann::json* hello);
+  void call_server(const std::string& op, const std::function<void(const std::string&)>& write,
+                   const std::function<void(const std::string&, const nlohmann::json&)>& read,
+                   const std::string& variant);
+  // One answer, whoever gave it: its timing into the stats, then unsupported (BackendUnsupported),
+  // a failure (BackendFailure) or `read`. `first`: the variant's first request in its process.
+  void settle(const nlohmann::json& answer, int64_t id, const std::string& dir,
+              const std::function<void(const std::string&, const nlohmann::json&)>& read, bool first);
 
   std::string command_;
   double timeout_;
+  AdapterLayout layout_;
+  std::vector<std::unique_ptr<AdapterServer>> servers_;
+  std::string requests_dir_;  // servers: the request folders, outliving any one process
   AdapterSpec spec_;
   std::mutex mu_;
   std::vector<std::unique_ptr<AdapterProcess>> idle_;

@@ -68,7 +68,7 @@ void remove_tree(const std::string& dir) {
   std::filesystem::remove_all(dir, ec);
 }
 
-AdapterProcess::AdapterProcess(std::string command, std::string dir)
+AdapterProcess::AdapterProcess(std::string command, std::string dir, const std::vector<std::string>& env)
     : command_(std::move(command)), dir_(std::move(dir)), log_path_(dir_ + "/adapter.log") {
   ignore_sigpipe();
   int req[2], ans[2];
@@ -91,13 +91,20 @@ AdapterProcess::AdapterProcess(std::string command, std::string dir)
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF);
 
   std::vector<std::string> env_strings = {"KVFUZZ_ADAPTER_FDS=3,4", "KVFUZZ_WORK_DIR=" + dir_};
+  env_strings.insert(env_strings.end(), env.begin(), env.end());
   std::vector<char*> envp;
   for (std::string& e : env_strings) envp.push_back(e.data());
+  auto overridden = [&](const char* e) {
+    for (const std::string& mine : env_strings)
+      if (std::strncmp(e, mine.c_str(), mine.find('=') + 1) == 0) return true;
+    return false;
+  };
   for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, "KVFUZZ_ADAPTER_FDS=", 19) != 0 && std::strncmp(*e, "KVFUZZ_WORK_DIR=", 16) != 0) envp.push_back(*e);
+    if (!overridden(*e)) envp.push_back(*e);
   envp.push_back(nullptr);
   const char* argv[] = {"/bin/sh", "-c", command_.c_str(), nullptr};
-  const int rc = posix_spawn(&pid_, "/bin/sh", &fa, &attr, const_cast<char**>(argv), envp.data());
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, const_cast<char**>(argv), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   close(req[0]);
@@ -105,9 +112,10 @@ AdapterProcess::AdapterProcess(std::string command, std::string dir)
   if (rc != 0) {
     close(req[1]);
     close(ans[0]);
-    pid_ = -1;
     throw BackendFailure("crash", "cannot start '" + command_ + "': " + std::strerror(rc));
   }
+  pid_ = pid;
+  group_ = pid;
   to_child_ = req[1];
   from_child_ = ans[0];
 }
@@ -123,15 +131,28 @@ AdapterProcess::~AdapterProcess() {
 }
 
 void AdapterProcess::kill() {
-  if (to_child_ >= 0) close(to_child_);
-  if (from_child_ >= 0) close(from_child_);
-  to_child_ = from_child_ = -1;
-  if (pid_ > 0) {
-    ::kill(-pid_, SIGKILL);
+  {
+    std::lock_guard<std::mutex> lock(fd_mu_);
+    if (to_child_ >= 0) close(to_child_);
+    if (from_child_ >= 0) close(from_child_);
+    to_child_ = from_child_ = -1;
+  }
+  if (const pid_t pid = pid_; pid > 0) {
+    ::kill(-pid, SIGKILL);
     int status = 0;
-    waitpid(pid_, &status, 0);
+    waitpid(pid, &status, 0);
     pid_ = -1;
   }
+}
+
+void AdapterProcess::signal_kill() {
+  if (group_ > 0) ::kill(-group_, SIGKILL);
+}
+
+std::string AdapterProcess::hang_message(double seconds) const {
+  const std::string tail = log_tail();
+  return "adapter '" + command_ + "' gave no answer within " + std::to_string(seconds) + " s and was killed" +
+         (tail.empty() ? "" : "; its last output:\n" + tail);
 }
 
 std::string AdapterProcess::log_tail(size_t bytes) const {
@@ -148,12 +169,12 @@ std::string AdapterProcess::log_tail(size_t bytes) const {
 
 std::string AdapterProcess::died_message() {
   std::string how = "ended";
-  if (pid_ > 0) {
+  if (const pid_t pid = pid_; pid > 0) {
     int status = 0;
     // The answer pipe closed: the process is gone or going; give it a moment to be reaped.
     for (int i = 0; i < 200; ++i) {
-      const pid_t r = waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
+      const pid_t r = waitpid(pid, &status, WNOHANG);
+      if (r == pid) {
         if (WIFSIGNALED(status)) how = "was killed by " + signal_name(WTERMSIG(status));
         else if (WIFEXITED(status)) how = "exited with status " + std::to_string(WEXITSTATUS(status));
         pid_ = -1;
@@ -167,16 +188,23 @@ std::string AdapterProcess::died_message() {
   return "adapter '" + command_ + "' " + how + (tail.empty() ? "" : "; its last output:\n" + tail);
 }
 
-void AdapterProcess::send(const nlohmann::json& message) {
-  if (to_child_ < 0) throw BackendFailure("crash", "adapter '" + command_ + "' is not running");
+bool AdapterProcess::try_send(const nlohmann::json& message) {
   const std::string line = message.dump() + "\n";
+  std::lock_guard<std::mutex> lock(fd_mu_);
+  if (to_child_ < 0) return false;
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = write(to_child_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw BackendFailure("crash", died_message());
+    if (n <= 0) return false;
     done += static_cast<size_t>(n);
   }
+  return true;
+}
+
+void AdapterProcess::send(const nlohmann::json& message) {
+  if (to_child_ < 0) throw BackendFailure("crash", "adapter '" + command_ + "' is not running");
+  if (!try_send(message)) throw BackendFailure("crash", died_message());
 }
 
 nlohmann::json AdapterProcess::receive(double seconds) {
@@ -198,8 +226,7 @@ nlohmann::json AdapterProcess::receive(double seconds) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       kill();
-      throw BackendFailure("hang", "adapter '" + command_ + "' gave no answer within " + std::to_string(seconds) +
-                                       " s and was killed" + (log_tail().empty() ? "" : "; its last output:\n" + log_tail()));
+      throw BackendFailure("hang", hang_message(seconds));
     }
     pollfd p{from_child_, POLLIN, 0};
     const int r = poll(&p, 1, static_cast<int>(std::min<long long>(left, 1000)));

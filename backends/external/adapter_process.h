@@ -14,8 +14,12 @@
 #pragma once
 
 #include <sys/types.h>
+
+#include <atomic>
+#include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,19 +27,28 @@ namespace kvfuzz {
 
 class AdapterProcess {
  public:
-  // Starts `command` with /bin/sh -c in its own process group, in a fresh work folder `dir`.
-  AdapterProcess(std::string command, std::string dir);
+  // Starts `command` with /bin/sh -c in its own process group, in a fresh work folder `dir`;
+  // `env` ("NAME=value") is added to its environment (an executor server's CUDA_VISIBLE_DEVICES).
+  AdapterProcess(std::string command, std::string dir, const std::vector<std::string>& env = {});
   ~AdapterProcess();
   AdapterProcess(const AdapterProcess&) = delete;
   AdapterProcess& operator=(const AdapterProcess&) = delete;
 
   void send(const nlohmann::json& message);
+  // send() that only says whether the whole line went out: safe from one thread while another
+  // waits in receive() (an executor server's reader), which is the one that sees a death.
+  bool try_send(const nlohmann::json& message);
   // The next answer line; throws BackendFailure("hang") after `seconds`, ("crash") if the
   // process ended, ("contract") if the line is not a JSON object.
   nlohmann::json receive(double seconds);
   // Kills the whole process group and reaps it.
   void kill();
+  // Sends SIGKILL to the process group and nothing else (no fd closed, nothing reaped): safe from
+  // any thread; the thread in receive() then sees the process die.
+  void signal_kill();
   bool alive() const { return pid_ > 0; }
+  // What a hang finding says: the same words whether a worker or a server hung.
+  std::string hang_message(double seconds) const;
 
   const std::string& dir() const { return dir_; }
   // True the first time this process is asked about `key` (Adapter: a kernel variant's first
@@ -48,8 +61,10 @@ class AdapterProcess {
   std::string died_message();
 
   std::string command_, dir_, log_path_;
-  pid_t pid_ = -1;
+  std::atomic<pid_t> pid_{-1};
+  pid_t group_ = -1;  // the process group, kept after pid_ is reaped (signal_kill)
   int to_child_ = -1, from_child_ = -1;
+  std::mutex fd_mu_;     // send() against kill() closing the fds
   std::string pending_;  // bytes read past the last answer line
   std::unordered_set<std::string> seen_;
 };

@@ -22,10 +22,10 @@ python3 - "$WORK/table.out" "$WORK/$name.log" <<'PY'
 import re, sys
 table, log = open(sys.argv[1]).read(), open(sys.argv[2]).read()
 failures = []
-rows = re.findall(r"^numpy_page_table +([\d.]+) s +(\d+)% +(\d+)% +(\d+)% +(\d+)% +(\d+)% +(-?\d+)%$", table, re.M)
+rows = re.findall(r"^numpy_page_table +([\d.]+) s +(\d+)% +(\d+)% +(\d+)% +(\d+)% +(\d+)% +(\d+)% +(-?\d+)%$", table, re.M)
 if len(rows) != 1:
     sys.exit(f"FAIL: no breakdown row for numpy_page_table in:\n{table}")
-job, kernel, first, adapter, exchange, oracle, rest = (float(x) for x in rows[0])
+job, kernel, first, adapter, exchange, oracle, queue, rest = (float(x) for x in rows[0])
 wall = float(re.search(r"campaign: \d+ cases in ([\d.]+) s", log).group(1))
 if abs(job - wall) > 0.1:
     failures.append(f"job time {job} s is not the wall time {wall} s of 1 job")
@@ -38,7 +38,9 @@ elif not all(float(x) > 0 for x in seconds.groups()):
     failures.append(f"a part of the adapter's time is not positive: {seconds.group(0)}")
 if rest < -1:
     failures.append(f"the measured parts exceed the job time: kvfuzz rest {rest}%")
-if abs(kernel + first + adapter + exchange + oracle + rest - 100) > 3:
+if queue != 0:
+    failures.append(f"per-job workers waited {queue}% in a server queue")
+if abs(kernel + first + adapter + exchange + oracle + queue + rest - 100) > 3:
     failures.append("the shares do not add up to 100% (rounding aside)")
 checked = int(re.search(r"^numpy_page_table +(\d+) +(\d+) +([\d.]+)", table, re.M).group(1))
 rate = float(re.search(r"^numpy_page_table +(\d+) +(\d+) +([\d.]+)", table, re.M).group(3))

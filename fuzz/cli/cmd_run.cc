@@ -46,12 +46,14 @@ void print_adapter_time(const std::string& name, const AdapterStats& st, std::os
   const double serve = s(st.serve_nanoseconds), read = s(st.adapter_read_nanoseconds);
   const double write = s(st.adapter_write_nanoseconds);
   const double own = serve > 0 ? serve - function - read - write : 0.0;
-  const double pipe = s(st.round_trip_nanoseconds) - serve;
+  const double queue = s(st.queue_nanoseconds);
+  const double pipe = s(st.round_trip_nanoseconds) - serve - queue;
   const double exchange = s(st.kvfuzz_write_nanoseconds) + read + write + s(st.kvfuzz_read_nanoseconds) + pipe;
   out << std::fixed << std::setprecision(2) << "adapter " << name << " time: kernel " << function - first
       << " s, first calls of a variant " << first << " s, adapter code " << own << " s, exchange " << exchange
       << " s (kvfuzz writes " << s(st.kvfuzz_write_nanoseconds) << ", adapter reads " << read << ", adapter writes "
-      << write << ", kvfuzz reads " << s(st.kvfuzz_read_nanoseconds) << ", pipe " << pipe << ")\n";
+      << write << ", kvfuzz reads " << s(st.kvfuzz_read_nanoseconds) << ", pipe " << pipe << "), server queue " << queue
+      << " s\n";
 }
 
 }  // namespace
@@ -163,6 +165,15 @@ void add_run(CLI::App& app, int& exit_code) {
                 << " workers replaced, the campaign went on; " << std::fixed << std::setprecision(1)
                 << static_cast<double>(st.function_nanoseconds.load()) * 1e-9 << " s inside the adapter's function\n";
       print_adapter_time(a->spec().name, st, std::cout);
+      if (const AdapterLayout& l = a->layout(); l.servers > 0) {
+        std::cout << "adapter " << a->spec().name << " servers: " << l.servers << " (";
+        for (int i = 0; i < l.servers; ++i)
+          std::cout << (i ? ", " : "")
+                    << (l.gpus.empty() ? "no GPU" : "GPU " + l.gpus[static_cast<size_t>(i) % l.gpus.size()]);
+        std::cout << "), " << a->server_restarts() << " restarts; " << st.reruns
+                  << " requests re-run alone after a failure on a shared server, " << st.reruns_failed
+                  << " of them failed alone too (findings)\n";
+      }
     }
     std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";
     exit_code = s.harness_errors > 0 ? 3 : s.findings() > 0 ? 1 : 0;

@@ -77,12 +77,37 @@ void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
   cmd->add_option("--adapter-timeout", options.timeout, "Seconds an adapter may take to answer one request")
       ->check(positive())
       ->capture_default_str();
+  cmd->add_option(
+         "--adapter-servers", options.servers,
+         "Executor servers: 0 runs one adapter worker per job; N runs N long-lived adapter processes that every "
+         "job shares (a CUDA context each), taking the visible GPUs in turn; 'gpus' one per visible GPU "
+         "(CUDA_VISIBLE_DEVICES, else nvidia-smi; none: per-job workers), 'gpus:K' K per visible GPU")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            const std::string n = s.rfind("gpus:", 0) == 0 ? s.substr(5) : s == "gpus" ? "1" : s;
+            if (!n.empty() && n.size() < 4 && n.find_first_not_of("0123456789") == std::string::npos) return "";
+            return "must be a number of servers (0-999), 'gpus' or 'gpus:K' (K per GPU), got '" + s + "'";
+          },
+          "N|gpus|gpus:K"))
+      ->capture_default_str();
+}
+
+AdapterLayout adapter_layout(const std::string& servers) {
+  AdapterLayout layout;
+  if (servers == "0") return layout;  // per-job workers: no GPU to look for
+  layout.gpus = visible_gpus();
+  const int gpus = static_cast<int>(layout.gpus.size());
+  if (servers == "gpus") layout.servers = gpus;
+  else if (servers.rfind("gpus:", 0) == 0) layout.servers = gpus * std::stoi(servers.substr(5));
+  else layout.servers = std::stoi(servers);
+  return layout;
 }
 
 void register_adapters(const AdapterOptions& options) {
+  const AdapterLayout layout = adapter_layout(options.servers);
   for (const std::string& command : options.commands) {
     try {
-      register_adapter(command, options.timeout);
+      register_adapter(command, options.timeout, layout);
     } catch (const std::exception& e) {
       throw InvalidCase(std::string("--adapter: ") + e.what());
     }

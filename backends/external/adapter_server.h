@@ -1,0 +1,117 @@
+// One adapter process shared by every campaign job: an executor server (one per GPU).
+//
+// Where it sits: under Adapter (adapter.h) when `--adapter-servers` asks for servers. The jobs'
+// requests go down the one request channel back to back (the same worker protocol, PROTOCOL.md:
+// any adapter serves as a per-job worker or as a server), a reader thread matches each answer to
+// its request by id. So the process keeps one CUDA context: each kernel variant compiles or loads
+// once per server, not once per job, and requests run without context switches.
+//
+// A failure on a shared process is not yet anyone's: a CUDA illegal address poisons the context
+// for every request after it, and a death or hang ends every request in flight. So a request that
+// did not get an `ok` (or `unsupported`) answer from a shared process is `Lost`: the caller
+// retires that process (the next request starts a fresh one) and re-runs its case `alone`, with
+// no other request in flight; what the case does alone is its answer (Adapter::call).
+//
+//   AdapterServer s(command, {"CUDA_VISIBLE_DEVICES=1"}, timeout);
+//   AdapterServer::Reply r = s.request({{"op", "execute"}, {"id", 7}, {"dir", d}}, "fp16 ps16", false);
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/external/adapter_process.h"
+
+namespace kvfuzz {
+
+// A request a shared process did not answer: it died or was killed (a hang in flight, another
+// request's failure) first. The case has not been judged yet: re-run it alone.
+class ServerLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class AdapterServer {
+ public:
+  // `env`: added to the process's environment (CUDA_VISIBLE_DEVICES=...). Nothing starts yet.
+  AdapterServer(std::string command, std::vector<std::string> env, double timeout);
+  ~AdapterServer();
+  AdapterServer(const AdapterServer&) = delete;
+  AdapterServer& operator=(const AdapterServer&) = delete;
+
+  struct Reply {
+    nlohmann::json answer;
+    uint64_t generation = 0;  // which process answered
+    bool first_time = false;  // the first request of `variant` in that process
+    double queued = 0;        // seconds it waited: for its turn (a re-run alone, a restart), then
+                              // behind other requests in the process
+  };
+  // Sends `message` and waits for its answer. An answer that failed (not ok, not unsupported)
+  // retires its process: the next request starts a fresh one. Shared (alone = false): throws
+  // ServerLost when the process died or was killed before answering. Alone: waits until no other request is in
+  // flight, runs this one by itself and throws BackendFailure "crash" (it died: its exit and log
+  // tail) or "hang" (no answer within the timeout: killed), the same findings a per-job worker
+  // gives. Starting a process that fails to start or declare throws BackendFailure too.
+  Reply request(const nlohmann::json& message, const std::string& variant, bool alone);
+
+  // The process's declaration: starts it when none has run yet (Adapter::start reads it).
+  nlohmann::json hello();
+
+  // Requests waiting or in flight: the least loaded server takes the next job's request.
+  int load() const;
+  int64_t restarts() const { return restarts_; }
+
+ private:
+  struct Pending {
+    uint64_t generation;
+    std::chrono::steady_clock::time_point sent;
+    std::optional<std::chrono::steady_clock::time_point> started;  // when the process took it up
+    bool answered = false;
+    nlohmann::json answer;
+  };
+  uint64_t ensure_running(std::unique_lock<std::mutex>& lock);
+  void read_answers(uint64_t generation, AdapterProcess* process);
+  void check_hang(std::chrono::steady_clock::time_point now);
+  // Ends process `generation` if it is still the running one (under mu_): requests in flight on
+  // it become ServerLost.
+  void retire_locked(uint64_t generation);
+  // The oldest unanswered request of the running process (the one it works on), or none.
+  Pending* head(int64_t* id = nullptr);
+
+  const std::string command_;
+  const std::vector<std::string> env_;
+  const double timeout_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<AdapterProcess> process_;
+  std::thread reader_;
+  uint64_t generation_ = 0;     // of process_; 0: none started yet
+  bool dead_ = true;            // process_ ended (its reader saw it)
+  bool starting_ = false;       // one caller starts the next process, the others wait
+  std::string death_;           // how the last process ended (BackendFailure message)
+  std::string death_property_;  // "crash" or "hang"
+  int64_t hung_id_ = -1;        // the request the hang watch killed the process for
+  nlohmann::json hello_;
+  std::map<int64_t, Pending> pending_;
+  std::chrono::steady_clock::time_point last_answer_;
+  std::set<std::string> seen_;  // kernel variants the running process has run
+  int shared_ = 0, exclusive_waiting_ = 0, waiting_ = 0;
+  bool exclusive_ = false;
+  int64_t restarts_ = 0;
+};
+
+// The GPUs a server each can take: CUDA_VISIBLE_DEVICES's entries when it is set, else one entry
+// per GPU nvidia-smi lists ("0", "1", ...); empty without GPUs.
+std::vector<std::string> visible_gpus();
+
+}  // namespace kvfuzz

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Executor servers (--adapter-servers, backends/external/adapter_server.h) on the CPU: the numpy
+# executor served by shared processes finds what per-job workers find, case for case, for the same
+# seed: a planted kernel bug (drop_last_key: cache-extent), a crash of some cases only
+# (segfault_layers: every multi-layer case, and no other, although single-layer cases were in
+# flight on the process it killed) and a hang (each case's own, found alone).
+# Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
+set -uo pipefail
+K=$1 SRC=$2 WORK=$3
+python3 -c "import numpy" 2>/dev/null || { echo "SKIPPED: python3 with numpy not found"; exit 0; }
+rm -rf "$WORK" && mkdir -p "$WORK"
+EXEC="python3 $SRC/adapters/examples/numpy_page_table.py"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# campaign NAME SERVERS CASES BREAK [flags]: exit status in $WORK/NAME.rc, output in $WORK/NAME.out
+campaign() {
+  local name=$1 servers=$2 cases=$3 brk=$4
+  shift 4
+  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs 3 --no-shrink --max-saved 1 \
+    --adapter "KVFUZZ_EXAMPLE_BREAK=$brk $EXEC" --backend numpy_page_table --adapter-servers "$servers" \
+    --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
+  echo $? >"$WORK/$name.rc"
+}
+
+# findings NAME: "case_index key" of every finding in the campaign's index, sorted.
+findings() {
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    f = json.loads(line)
+    print(f["case_index"], f["key"])' "$WORK/$1/index.jsonl" | sort
+}
+
+# same WORKERS SERVERS PROPERTY: both campaigns exited 1 with the same findings, some of PROPERTY.
+same() {
+  local a=$1 b=$2 prop=$3
+  for n in "$a" "$b"; do
+    [ "$(cat "$WORK/$n.rc")" = 1 ] || { fail "$n exited $(cat "$WORK/$n.rc"), expected 1"; tail -5 "$WORK/$n.out"; return; }
+  done
+  findings "$a" >"$WORK/$a.findings"
+  findings "$b" >"$WORK/$b.findings"
+  grep -q " $prop/" "$WORK/$a.findings" || { fail "$a: no $prop finding"; return; }
+  if ! diff "$WORK/$a.findings" "$WORK/$b.findings" >"$WORK/$a.diff"; then
+    fail "$b (servers) found other findings than $a (per-job workers):"
+    cat "$WORK/$a.diff"
+    return
+  fi
+  echo "ok: $b: the same $(wc -l <"$WORK/$a.findings") findings as $a"
+}
+
+campaign bug_workers 0 24 drop_last_key
+campaign bug_servers 2 24 drop_last_key
+same bug_workers bug_servers cache-extent
+grep -q "servers: 2 (no GPU, no GPU)" "$WORK/bug_servers.out" || fail "bug_servers: no servers line"
+
+campaign crash_workers 0 16 segfault_layers
+campaign crash_servers 1 16 segfault_layers
+same crash_workers crash_servers crash
+# Only the multi-layer cases crashed, and the shared server lost others' requests, re-run alone.
+python3 - "$WORK" <<'PY' || fail "crash attribution"
+import json, re, sys
+work = sys.argv[1]
+crashed = {json.loads(l)["case_index"] for l in open(f"{work}/crash_servers/index.jsonl")}
+text = open(f"{work}/crash_servers.out").read()
+m = re.search(r"(\d+) requests re-run alone after a failure on a shared server, (\d+) of them failed alone too", text)
+if not m:
+    sys.exit("no re-run line in crash_servers.out")
+reruns, failed = int(m.group(1)), int(m.group(2))
+print(f"crash_servers: {len(crashed)} cases crashed; {reruns} requests re-run alone, {failed} failed alone")
+if failed < len(crashed) or reruns <= failed:
+    sys.exit("expected every crashed case to fail alone and some sharing requests to pass alone")
+PY
+
+# A --adapter-servers value that is neither a count nor gpus[:K] is bad input: exit 2, naming it.
+"$K" run --cases 1 --adapter "$EXEC" --adapter-servers many >"$WORK/bad.out" 2>&1
+rc=$?
+{ [ $rc = 2 ] && grep -q "adapter-servers.*many" "$WORK/bad.out"; } && echo "ok: --adapter-servers many: exit 2" ||
+  { fail "--adapter-servers many: exit $rc"; cat "$WORK/bad.out"; }
+
+campaign hang_workers 0 3 hang --adapter-timeout 2
+campaign hang_servers 1 3 hang --adapter-timeout 2
+same hang_workers hang_servers hang
+
+[ "$failures" = 0 ] && echo "PASS" || { echo "$failures failure(s)"; exit 1; }
