@@ -29,6 +29,7 @@ gpu_model_runner.py builds it each step:
     setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
     setup.groups[0].common        # the CommonAttentionMetadata of group 0
 """
+import collections
 import dataclasses
 import types
 
@@ -262,7 +263,10 @@ class Setup:
         compilation_config = ns(
             cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
             max_cudagraph_capture_size=max(graph_sizes or [0]) or None, cudagraph_capture_sizes=graph_sizes,
-            full_cuda_graph=self.graph, static_forward_context={})
+            full_cuda_graph=self.graph, static_forward_context={},
+            # CustomOp.__init__ asks which ops are on (0.15's MLA impl builds its fp8 decode-concat
+            # op, unused with kv_cache_dtype auto): all, vLLM's default without Inductor
+            custom_ops=["all"], enabled_custom_ops=collections.Counter(), disabled_custom_ops=collections.Counter())
         parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, dcp_kv_cache_interleave_size=1,
                              cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
