@@ -70,7 +70,7 @@ class Setup:
     attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
     shape): MLA's (mla_backends.py), else the release's own answers for `backend`."""
 
-    def __init__(self, vl, case, device, backend=None, attn=None):
+    def __init__(self, vl, case, device, backend=None, attn=None, every_step=False):
         self.vl, self.case, self.device = vl, case, device
         self.backend = backend or vl.backend_cls
         self.attn = attn or vl.layers_of(self.backend)
@@ -92,6 +92,10 @@ class Setup:
                                   f"{'MLA' if self.attn.mla else 'MHA'} layers only")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
+        # every_step (vllm_planner.py --cudagraphs every-step): the engine captures the step's size too,
+        # as vLLM does every size up to its largest (cudagraph_capture_sizes); the release's
+        # dispatcher then gives the step its mode (cudagraph_dispatch.py). Drafting runs eagerly.
+        self.graph = self.graph or (every_step and self.mode in ("decode", "extend", "mixed", "target_verify"))
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
         # vLLM's uniform_decode_query_len: the query length of the batches FULL decode graphs serve (1 + k)
         self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
