@@ -145,6 +145,7 @@ class Setup:
         # the step's positions as vLLM computes them, then the padded tokens' (kvfuzz's)
         self.all_positions = np.concatenate([self.positions, c.array("positions")[self.num_tokens:]]).astype(np.int64)
         self.table_lens = self.seq_lens  # the tokens each row's block table covers
+        self.held_lens = None  # drafting: the columns kvfuzz's cache holds per row (eagle_drafting.target_step)
         if self.mode == "draft_decode":  # the target step the proposer drafts after (eagle_drafting.py)
             eagle_drafting.target_step(self)
         self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
@@ -159,6 +160,8 @@ class Setup:
         self.row_order, self.token_order = self.row_order[order], self.token_order[tokens]
         self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
         self.table_lens = self.table_lens[order]
+        if self.held_lens is not None:
+            self.held_lens = self.held_lens[order]
         self.positions, self.out_cache_loc = self.positions[tokens], self.out_cache_loc[tokens]
         self.all_positions[: self.num_tokens] = self.positions
         for g in self.groups:
@@ -224,6 +227,8 @@ class Setup:
         """Batch row i's block ids in `pool`: one per page of its seq_len (KVCacheManager's blocks)."""
         ps, row, n = self.page_size, int(self.rows[i]), int(self.table_lens[i])
         first = self.r2t[row, 0:n:ps].astype(np.int64)
+        if self.held_lens is not None:  # pages past what kvfuzz holds (freed rejected drafts): the null block
+            first = np.where(np.arange(0, n, ps) < self.held_lens[i], first, 0)
         if pool == "swa":
             first = self.f2s[first]
         return [int(s) // ps for s in first]
@@ -245,10 +250,14 @@ class Setup:
         return self._pool_by_ptr.get(tensor.untyped_storage().data_ptr(), "unknown")
 
     def expected_slots(self, pool):
-        """Where kvfuzz wrote the step's tokens in `pool` (what vLLM's slot mapping must say)."""
+        """Where kvfuzz wrote the step's tokens in `pool` (what vLLM's slot mapping must say); -1 where
+        kvfuzz's cache holds no slot for a token (a drafting step's rejected tokens past its layout)."""
+        loc = self.out_cache_loc
         if pool == "swa":
-            return self.f2s[self.out_cache_loc]
-        return self.out_cache_loc
+            swa = np.where(loc >= 0, self.f2s[np.maximum(loc, 0)], -1)
+            # a drafting step's target step ran earlier: a window kvfuzz evicted since holds none of it
+            return np.where(swa == 0, -1, swa) if self.held_lens is not None else swa
+        return loc
 
     def _config(self):
         """The VllmConfig fields the builders and impls read, as plain namespaces."""
@@ -372,7 +381,8 @@ class Setup:
         if self.allocation is not None:  # vLLM's block ids, as kvfuzz's pages
             got = self.allocation.kvfuzz_slots(g, got)
         expected = self.expected_slots(g.pool)
-        if not np.array_equal(got, expected):
-            t = int(np.nonzero(got != expected)[0][0])
+        wrong = np.nonzero((got != expected) & (expected >= 0))[0]
+        if wrong.size:
+            t = int(wrong[0])
             raise RuntimeError(f"{g}: vLLM's slot mapping writes token {t} (position {int(self.positions[t])}) at slot "
                                f"{int(got[t])}, kvfuzz's cache holds it at {int(expected[t])}")
