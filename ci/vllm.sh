@@ -18,7 +18,8 @@
 #                                      # backend (BACKENDS, default "fa triton flashinfer"; "tree" on
 #                                      # 0.10.x and 0.11.x, TreeAttention; MLA: mla_flashmla mla_flashattn
 #                                      # mla_triton), each finding triaged against
-#                                      # adapters/vllm/known_issues.json
+#                                      # adapters/vllm/known_issues.json; ADAPTER_FLAGS: planner flags
+#                                      # for the campaign (e.g. "--cudagraphs every-step --cascade always")
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
 # (VLLM_VERSION, default 0.33.0, the newest on PyPI; 0.10.2 and any release from 0.11.0 on), unpacked from its
@@ -163,7 +164,8 @@ case "$1" in
       rm -rf "${out:?}/$backend"
       "$KVFUZZ" run --cases "${2:-2000}" --profile small medium \
         --backend "vllm_${backend}_${VERSION//./_}:$(family_executor "$backend")" \
-        --adapter "$(adapter "$VERSION" "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
+        --adapter "$(adapter "$VERSION" "$backend")${ADAPTER_FLAGS:+ $ADAPTER_FLAGS}" --out "$out/$backend" --no-shrink \
+        --jobs "$(nproc)" || [ $? -eq 1 ]
     done
     status=0
     for backend in $BACKENDS; do
