@@ -9,7 +9,8 @@ A source is a campaign folder (its index.jsonl: every finding, saved or not; a f
 its saved findings' .finding.json records) or a JSON-lines file of `kvfuzz fingerprint`. Each
 finding's fingerprint (properties/fingerprint.h) is matched against the issues' `match` clauses;
 the first issue that matches and whose affected release range holds the finding's release
-labels it. Labels: known; regression (it matches only issues whose `fixed` release is at or
+labels it; an issue whose minimal case names planner flags (`minimal_case.adapter_flags`, such
+as vLLM's `--allocator vllm`) only where the finding's replay ran its planner with them. Labels: known; regression (it matches only issues whose `fixed` release is at or
 before the finding's: a fixed bug came back); NEW (no issue matches; `hang`, `contract` and harness
 errors are always NEW). An issue's `groups` (root keys, properties/root_cause.h) labels known every
 finding whose index line's `group` is one of them. Prints the root-cause groups, each with its
@@ -26,12 +27,14 @@ import glob
 import json
 import os
 import re
+import shlex
 import sys
 
 NEVER_KNOWN = {"hang", "contract", "harness-error"}
 ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
                 "match", "groups", "note"}
 KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
+MINIMAL_CASE_FIELDS = {"case", "backend", "release", "deterministic", "adapter_flags"}
 
 
 class Unreadable(Exception):
@@ -123,6 +126,14 @@ def load_issues(path):
                     version_key(v)
         except ValueError as e:
             raise BadIssues(f"{where}: {e}")
+        m = i.get("minimal_case")
+        if isinstance(m, dict):
+            if set(m) - MINIMAL_CASE_FIELDS:
+                raise BadIssues(f"{where}: minimal_case: unknown field(s) {sorted(set(m) - MINIMAL_CASE_FIELDS)}")
+            flags = m.get("adapter_flags", ["absent"])
+            if not isinstance(flags, list) or not flags or not all(isinstance(x, str) and x for x in flags):
+                raise BadIssues(f"{where}: minimal_case.adapter_flags must be a non-empty list of strings "
+                                "(the planner flags its case runs under, e.g. [\"--allocator\", \"vllm\"])")
         for clause in as_list(i.get("match", [])):
             if "property" not in clause:
                 raise BadIssues(f"{where}: a match clause without 'property'")
@@ -179,15 +190,45 @@ def matches(issue, fp, group):
         all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue.get("match", [])))
 
 
-def label(fp, issues, versions, warnings, group=None):
+def adapter_words(replay):
+    """The words of every --adapter command a finding's replay line names (shlex): what the planner
+    ran with. adapter_words('kvfuzz check c.json --backend b --adapter "py p.py --allocator vllm"')
+    == ['py', 'p.py', '--allocator', 'vllm']; [] when it names none or cannot be split."""
+    try:
+        words = shlex.split(replay or "")
+    except ValueError:
+        return []
+    out = []
+    for flag, value in zip(words, words[1:]):
+        if flag == "--adapter":
+            try:
+                out += shlex.split(value)
+            except ValueError:
+                pass
+    return out
+
+
+def runs_under(adapter, flags):
+    """Whether the planner command's words hold `flags` in a row."""
+    n = len(flags)
+    return any(adapter[i:i + n] == flags for i in range(len(adapter) - n + 1))
+
+
+def label(fp, issues, versions, warnings, group=None, adapter=()):
     """(label, issue) for one fingerprint in root-cause group `group`: the first matching issue whose
     affected range holds the finding's release; else the first matching issue it is past the fix of
-    (a regression); else NEW."""
+    (a regression); else NEW. An issue whose minimal case runs under planner flags
+    (minimal_case.adapter_flags: a path only those flags reach, such as vLLM's own allocator)
+    matches only findings whose planner command (`adapter`: adapter_words of the finding's replay)
+    holds them."""
     if fp["property"] in NEVER_KNOWN:
         return "NEW", None
     regression = None
     for issue in issues:
         if not matches(issue, fp, group):
+            continue
+        m = issue.get("minimal_case")
+        if isinstance(m, dict) and m.get("adapter_flags") and not runs_under(list(adapter), m["adapter_flags"]):
             continue
         a = issue["affected"]
         release = release_of(fp, a["package"], versions)
@@ -235,7 +276,8 @@ def main():
         root = f.get("group") or f["key"]
         g = groups.get((root, f["key"]))
         if g is None:
-            lab, issue = label(f["fingerprint"], issues, versions, warnings, f.get("group"))
+            lab, issue = label(f["fingerprint"], issues, versions, warnings, f.get("group"),
+                               adapter_words(f.get("replay")))
             g = groups[(root, f["key"])] = {"key": f["key"], "group": root, "label": lab,
                                             "issue": issue["id"] if issue else None, "count": 0, "cases": 0,
                                             "saved": [], "replay": f.get("replay", "")}

@@ -95,16 +95,17 @@ triaged_at() {
 }
 
 # known_table ISSUES_JSON: every known issue's minimal case, at the release its entry names, through
-# `kvfuzz fingerprint`: its fingerprints must triage as that issue (and nothing as NEW or a regression).
+# `kvfuzz fingerprint` (its planner run with the entry's minimal_case.adapter_flags, where it names
+# some): its fingerprints must triage as that issue (and nothing as NEW or a regression).
 #   known_table adapters/vllm/known_issues.json
 known_table() {
-  local issues=$1 work id backend case release det labels verdict failed=0
+  local issues=$1 work id backend case release det flags labels verdict failed=0
   work=$(mktemp -d)
   printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
-  while IFS=' ' read -r id backend case release det; do
+  while IFS=' ' read -r id backend case release det flags; do
     install "$release"
     "$KVFUZZ" fingerprint "$case" --backend "$(backend_name "$backend" "$release" "$det"):$(family_executor "$backend")" \
-      --adapter "$(adapter_at "$backend" "$release" "$det")" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+      --adapter "$(adapter_at "$backend" "$release" "$det")${flags:+ $flags}" >"$work/$id.jsonl" 2>"$work/$id.err" || true
     python3 adapters/triage.py "$work/$id.jsonl" --issues "$issues" --json-out "$work/$id.json" \
       >/dev/null 2>&1 || true  # its labels are read below
     labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
@@ -117,7 +118,7 @@ known_table() {
 import json, sys
 for i in json.load(open(sys.argv[1]))["issues"]:
     m = i["minimal_case"]
-    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False))' "$issues")
+    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False), *m.get("adapter_flags", []))' "$issues")
   rm -rf "$work"
   return $failed
 }

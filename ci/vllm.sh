@@ -5,7 +5,8 @@
 # KV-cache grouping build each case's metadata; kvfuzz's checked page_table (fa, triton) or
 # paged_csr (flashinfer, tree: flashinfer_paged) executor runs it.
 #
-#   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest)
+#   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest);
+#                                      # needs no kvfuzz build (every other command does)
 #   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as the newest release does it
 #   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
@@ -17,7 +18,8 @@
 #                                      # backend (BACKENDS, default "fa triton flashinfer"; "tree" on
 #                                      # 0.10.x and 0.11.x, TreeAttention; MLA: mla_flashmla mla_flashattn
 #                                      # mla_triton), each finding triaged against
-#                                      # adapters/vllm/known_issues.json
+#                                      # adapters/vllm/known_issues.json; ADAPTER_FLAGS: planner flags
+#                                      # for the campaign (e.g. "--cudagraphs every-step --cascade always")
 #
 # Installs, once, into .vllm/ (ignored, never committed): the release's Python source
 # (VLLM_VERSION, default 0.33.0, the newest on PyPI; 0.10.2 and any release from 0.11.0 on), unpacked from its
@@ -34,7 +36,8 @@ ROOT=.vllm
 
 usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-[ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
+# install needs only Python: every other command runs kvfuzz.
+[ "$1" = install ] || [ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 case $VERSION in
   0.10.2|0.1[1-9]*|0.[2-9][0-9]*) ;;
   *) echo "ci/vllm.sh: VLLM_VERSION=$VERSION: the adapter drives 0.10.2 and the releases from 0.11.0 on" >&2; exit 2 ;;
@@ -48,10 +51,15 @@ if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import pydantic' 2>/dev/null; then
   "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "pydantic==2.12.5" "pydantic-core==2.41.5" \
     "annotated-types==0.7.0" "typing-inspection==0.4.2" >&2
 fi
-# install VERSION: the release's Python source (every vLLM wheel is one cp38-abi3 manylinux build)
+# install VERSION: the release's Python source. Every vLLM wheel is one cp38-abi3 x86_64 manylinux
+# build, but its glibc tag moves between releases (0.21.0's is manylinux_2_24; with only
+# manylinux1, _2_28 and _2_31 listed pip found no wheel of 0.20.0 to 0.21.0) and pip takes a
+# --platform tag literally (it widens manylinux2014 and manylinux2010 only), so every manylinux tag is
+# listed; only the wheel's .py files are kept.
+PLATFORMS=(--platform manylinux1_x86_64 --platform manylinux2010_x86_64 --platform manylinux2014_x86_64)
+for glibc in $(seq 5 45); do PLATFORMS+=(--platform "manylinux_2_${glibc}_x86_64"); done
 install() {
-  unpack_wheel vllm "$1" "$ROOT/$1" --python-version 3.12 --platform manylinux_2_28_x86_64 \
-    --platform manylinux_2_31_x86_64 --platform manylinux1_x86_64
+  unpack_wheel vllm "$1" "$ROOT/$1" --python-version 3.12 "${PLATFORMS[@]}"
 }
 install "$VERSION"
 BACKENDS=${BACKENDS:-fa triton flashinfer}
@@ -156,7 +164,8 @@ case "$1" in
       rm -rf "${out:?}/$backend"
       "$KVFUZZ" run --cases "${2:-2000}" --profile small medium \
         --backend "vllm_${backend}_${VERSION//./_}:$(family_executor "$backend")" \
-        --adapter "$(adapter "$VERSION" "$backend")" --out "$out/$backend" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
+        --adapter "$(adapter "$VERSION" "$backend")${ADAPTER_FLAGS:+ $ADAPTER_FLAGS}" --out "$out/$backend" --no-shrink \
+        --jobs "$(nproc)" || [ $? -eq 1 ]
     done
     status=0
     for backend in $BACKENDS; do

@@ -7,7 +7,9 @@ For each entry and each of its match clauses, a fingerprint built to satisfy the
   - with the same configuration and another mechanism is NEW (for a plan-run mechanism, also the
     plan-run of another argument: plan-run:window_left does not match plan-run:causal);
   - at the entry's fixed release (when it has one) is a regression;
-  - as a hang or a contract finding is NEW.
+  - as a hang or a contract finding is NEW;
+  - for an entry whose minimal case runs under planner flags (minimal_case.adapter_flags), made by a
+    planner without them is NEW (the flags' path is what the entry says was found).
 Exit 1 with a line per failure.
 """
 import json
@@ -57,22 +59,29 @@ def main():
                     continue
                 versions = {a["package"]: a["first"]}
                 fp = fingerprint_for(clause, issue, a["first"])
-                got, hit = triage.label(fp, issues, versions, set())
+                m = issue.get("minimal_case")
+                flags = m.get("adapter_flags", []) if isinstance(m, dict) else []
+                adapter = ["python3", "planner.py", *flags]
+                got, hit = triage.label(fp, issues, versions, set(), adapter=adapter)
                 if got != "known" or hit["id"] != issue["id"]:
                     failures.append(f"{where}: its own mechanism is {got} ({hit and hit['id']}), not {issue['id']}")
+                if flags:
+                    got, hit = triage.label(fp, issues, versions, set(), adapter=["python3", "planner.py"])
+                    if got == "known" and hit["id"] == issue["id"]:
+                        failures.append(f"{where}: matched a planner run without its adapter_flags {flags}")
                 fp["mechanism"] = "never-seen-mechanism"
-                got, hit = triage.label(fp, issues, versions, set())
+                got, hit = triage.label(fp, issues, versions, set(), adapter=adapter)
                 if got != "NEW":
                     failures.append(f"{where}: another mechanism at the same configuration is {got} ({hit and hit['id']})")
                 for mechanism in clause.get("mechanisms", []):
                     if mechanism.startswith("plan-run:"):
                         fp["mechanism"] = "plan-run:another-argument"
-                        got, hit = triage.label(fp, issues, versions, set())
+                        got, hit = triage.label(fp, issues, versions, set(), adapter=adapter)
                         if got != "NEW":
                             failures.append(f"{where}: plan-run of another argument is {got} ({hit and hit['id']})")
                 if a.get("fixed"):
                     fp = fingerprint_for(clause, issue, a["fixed"])
-                    got, hit = triage.label(fp, issues, {a["package"]: a["fixed"]}, set())
+                    got, hit = triage.label(fp, issues, {a["package"]: a["fixed"]}, set(), adapter=adapter)
                     if got != "regression":
                         failures.append(f"{where}: at the fixed release {a['fixed']} it is {got}, not a regression")
                 for prop in ("hang", "contract"):

@@ -227,6 +227,10 @@ echo '{"issues": [{"id": "x", "title": "t", "verdict": "v", "kind": "upstream-bu
 $TRIAGE "$WORK/known.jsonl" --issues "$WORK/hang_issue.json" >"$WORK/bad.out" 2>&1
 [ $? -eq 2 ] || fail "an issue matching hang: not exit 2"
 grep -q "never match a known issue" "$WORK/bad.out" || fail "the bad issue is not named"
+echo '{"issues": [{"id": "x", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "p", "first": "1"}, "minimal_case": {"case": "c.json", "backend": "fa", "release": "1", "adapter_flags": "--allocator vllm"}, "match": {"property": "crash", "mechanisms": ["a"]}}]}' >"$WORK/flags_issue.json"
+$TRIAGE "$WORK/known.jsonl" --issues "$WORK/flags_issue.json" >"$WORK/bad_flags.out" 2>&1
+[ $? -eq 2 ] || fail "minimal_case.adapter_flags as a string: not exit 2"
+grep -q "adapter_flags must be a non-empty list" "$WORK/bad_flags.out" || fail "the bad adapter_flags is not named"
 
 # Every entry of both lists: its own mechanism known, another at the same configuration NEW,
 # its fixed release a regression. And that check can fail: an entry keyed on configuration alone.

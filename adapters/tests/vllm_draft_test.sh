@@ -11,7 +11,10 @@
 #    rejected tokens): metadata, in-bounds, oracle.
 # (0.11.0's findings on the seed triage as vllm#29845: ci/vllm.sh known and releases, in vllm_seeds_test.)
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
-# About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine).
+#  - the target step's rejected tokens past the drafting layout (draft_decode_swa_rejected.json clean on
+#    the newest release; draft_decode_reused_page.json on 0.11.0 triaged as vllm#29845 alone).
+# About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine) before the
+# last two checks.
 # Usage: vllm_draft_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
 NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
@@ -38,5 +41,19 @@ mutant seq-lens-not-advanced v1/spec_decode/utils.py \
 mutant rejected-not-subtracted v1/spec_decode/llm_base_proposer.py \
   '            common_attn_metadata.seq_lens -= num_rejected_tokens_gpu' '            pass' \
   "$REJECTED" "(too large)"
+
+# The target step's rejected tokens past the drafting layout: kvfuzz's accept freed their columns,
+# vLLM keeps their blocks. The adapter checks no slot of them and hands their pages the null block;
+# before, a sliding pool (full_to_swa 0 there) made it crash @ _check_slots on every release, and a
+# page kvfuzz had given another request showed vllm#29845's read as other-request (0.11.0).
+out=$("$K" check corpus/vllm/draft_decode_swa_rejected.json --backend "vllm_fa_${NEWEST//./_}:fa" \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/$NEWEST --backend fa" 2>&1)
+grep -q "ok (every property)" <<<"$out" && echo "ok: draft_decode_swa_rejected.json is clean on $NEWEST" ||
+  { fail "draft_decode_swa_rejected.json on $NEWEST"; echo "$out" | tail -3; }
+"$K" fingerprint corpus/vllm/draft_decode_reused_page.json --backend vllm_fa_0_11_0:fa \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/0.11.0 --backend fa" >"$WORK/reused.jsonl" 2>/dev/null
+python3 adapters/triage.py "$WORK/reused.jsonl" --issues adapters/vllm/known_issues.json >"$WORK/reused.out" 2>&1 &&
+  grep -q "^known *vllm#29845" "$WORK/reused.out" && echo "ok: draft_decode_reused_page.json on 0.11.0 triages as vllm#29845 only" ||
+  { fail "draft_decode_reused_page.json on 0.11.0: $(grep -v '^known' "$WORK/reused.out" | head -3)"; }
 
 [ $failures = 0 ] && echo "vllm_draft_test: all passed" || { echo "vllm_draft_test: $failures failed"; exit 1; }

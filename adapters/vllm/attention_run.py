@@ -16,6 +16,7 @@ recorded calls say over which prefix (common_prefix_len).
 import torch
 
 from cascade import cascade_prefix_len
+from cudagraph_dispatch import runtime_mode
 from fake_runner import UnsupportedCase
 from layer_inputs import forward_inputs, publish_layers
 from recorder import Recorder
@@ -39,20 +40,23 @@ def record(vl, setup, module):
         if g.kind == "chunked":
             backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
         classes[g.gid] = backend.get_builder_cls()
-    full_graphs = setup.graph and resolve_cudagraph_mode(vl, setup, classes)
+    if setup.graph:
+        resolve_cudagraph_mode(vl, setup, classes)
     builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
                 for g in setup.groups}
     prefix = {g.gid: cascade_prefix_len(module, setup, g, builders[g.gid], setup.cascade) for g in setup.groups}
-    if any(prefix.values()) and setup.total_tokens != setup.num_tokens:
-        raise UnsupportedCase("cascade attention in a padded CUDA-graph batch: the adapter's num_actual_tokens "
-                              "counts the padded tokens, vLLM's does not")
-    # uniform batches; a cascade step runs no FULL graph (the runner's CudagraphDispatcher takes use_cascade_attn)
-    full_graph = full_graphs and setup.mode in ("decode", "target_verify") and not any(prefix.values())
+    # the release's own dispatcher (cudagraph_dispatch.py): FULL for a uniform batch of a captured size,
+    # a cascade step included where the release's runner does not tell it of the cascade (0.10, 0.11.0)
+    full_graph = setup.graph and runtime_mode(vl, setup, any(prefix.values())) == "FULL"
+    if any(prefix.values()) and setup.total_tokens != setup.num_tokens and not full_graph:
+        raise UnsupportedCase("cascade attention in a padded CUDA-graph batch run eagerly: the adapter's "
+                              "num_actual_tokens counts the padded tokens, vLLM's does not")
     setup.padded_rows = setup.padded_bs if full_graph else setup.bs
     setup.buffers()
     if full_graph:
-        replays = capture_and_replay(setup, builders, rec, lambda g, metadata: _layers(setup, rec, impls, g, metadata))
-        _replay_agreement(setup, rec, impls, replays, module)
+        replays = capture_and_replay(setup, builders, rec, lambda g, metadata: _layers(setup, rec, impls, g, metadata),
+                                     prefix)
+        _replay_agreement(setup, rec, impls, replays, module, prefix)
     else:
         for g in setup.groups:
             metadata = builders[g.gid].build(common_prefix_len=prefix[g.gid], common_attn_metadata=setup.common_metadata(g))
@@ -62,11 +66,13 @@ def record(vl, setup, module):
     return rec, full_graph
 
 
-def capture_and_replay(setup, builders, rec, run):
+def capture_and_replay(setup, builders, rec, run, prefix=None):
     """A FULL graph's two metadata builds over the same persistent buffers: capture with the dummy
     batch (each group's layers run by run(g, metadata) while rec.capturing: calls keep the tensors
-    they were handed), then the replay's build; rec.replayed() reads what those tensors hold now,
-    which is what the graph's kernels read. Returns the replay's metadata per group (gid).
+    they were handed), then the replay's build (with the runner's common_prefix_len per group,
+    `prefix`, where the release dispatches a cascade step to a FULL graph; the graph still runs the
+    captured calls); rec.replayed() reads what those tensors hold now, which is what the graph's
+    kernels read. Returns the replay's metadata per group (gid).
 
         replays = capture_and_replay(setup, builders, rec, lambda g, md: run_layers(g, md))"""
     rec.capturing = True
@@ -75,7 +81,8 @@ def capture_and_replay(setup, builders, rec, run):
         common = setup.common_metadata(g, capture=True)
         capture = getattr(builder, "build_for_cudagraph_capture", None)
         run(g, capture(common) if capture else builder.build(common_prefix_len=0, common_attn_metadata=common))
-    replays = {g.gid: builders[g.gid].build(common_prefix_len=0, common_attn_metadata=setup.common_metadata(g))
+    replays = {g.gid: builders[g.gid].build(common_prefix_len=(prefix or {}).get(g.gid, 0),
+                                            common_attn_metadata=setup.common_metadata(g))
                for g in setup.groups}
     rec.replayed()
     return replays
@@ -105,12 +112,17 @@ def _tag_cascade(rec, g, metadata):
             c["common_prefix_len"] = prefix
 
 
-def _replay_agreement(setup, rec, impls, replays, module):
+def _replay_agreement(setup, rec, impls, replays, module, prefix=None):
     """A FULL graph is the plan step, its replay the run step: the kernel reads the buffers it was
     handed at capture, so the replay's metadata build must leave in them what it built. Each layer's
     forward runs again, eagerly, on the replay's metadata (a second recorder sharing the schedules);
     every index tensor a captured call holds after the replay must equal the eager call's
-    (plan-run:page_table, :cache_seqlens, :cu_seqlens_q; vllm#26034's local virtual batches)."""
+    (plan-run:page_table, :cache_seqlens, :cu_seqlens_q; vllm#26034's local virtual batches).
+    A cascade replay (prefix) has no eager twin of the graph's one call per layer (eagerly its
+    metadata runs two calls, merged); what the graph reads is the plan, and the FA3 schedule its
+    kernel was handed is checked against it (Recorder.replayed)."""
+    if any((prefix or {}).values()):
+        return
     eager = Recorder(setup)
     eager.schedules, eager.agree = rec.schedules, rec.agree
     eager.install(module)

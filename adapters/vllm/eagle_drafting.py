@@ -90,11 +90,15 @@ def target_step(setup):
     r2t = setup.r2t
     if int(np.maximum(setup.seq_lens, S + steps).max()) > r2t.shape[1]:
         raise _unsupported("the target step reaches past the case's max_context_len")
-    # the target step's slots: its tokens' columns in kvfuzz's cache (a rejected token's column is
-    # one the drafting layout allocated, or past it: what the row's table says there)
-    setup.out_cache_loc = np.concatenate([r2t[int(row), p:s] for row, p, s in zip(setup.rows, start, setup.seq_lens)]
-                                         ).astype(np.int64)
-    setup.table_lens = np.maximum(setup.seq_lens, S + steps)
+    # the target step's slots: its tokens' columns in kvfuzz's cache. A rejected token's column is one
+    # the drafting layout allocated, or past it (columns S + steps on): kvfuzz's accept freed those
+    # (its req_to_token there is stale, full_to_swa 0) while vLLM keeps the rejected tokens' blocks,
+    # so they hold no slot of kvfuzz's (-1: not checked) and their pages are handed the null block
+    # (held_lens; fake_runner._blocks): a read of them reads no key kvfuzz holds for the request.
+    setup.held_lens = S + steps
+    setup.out_cache_loc = np.concatenate([np.where(np.arange(p, s) < h, r2t[int(row), p:s], -1) for row, p, s, h in
+                                          zip(setup.rows, start, setup.seq_lens, setup.held_lens)]).astype(np.int64)
+    setup.table_lens = np.maximum(setup.seq_lens, setup.held_lens)
     setup.valid = valid
     setup.token_order = np.arange(setup.num_tokens)
 

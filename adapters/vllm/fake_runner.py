@@ -29,6 +29,7 @@ gpu_model_runner.py builds it each step:
     setup = Setup(vl, case, dev, vl.triton_attn.TritonAttentionBackend)
     setup.groups[0].common        # the CommonAttentionMetadata of group 0
 """
+import collections
 import dataclasses
 import types
 
@@ -69,7 +70,7 @@ class Setup:
     attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
     shape): MLA's (mla_backends.py), else the release's own answers for `backend`."""
 
-    def __init__(self, vl, case, device, backend=None, attn=None):
+    def __init__(self, vl, case, device, backend=None, attn=None, every_step=False):
         self.vl, self.case, self.device = vl, case, device
         self.backend = backend or vl.backend_cls
         self.attn = attn or vl.layers_of(self.backend)
@@ -91,6 +92,10 @@ class Setup:
                                   f"{'MLA' if self.attn.mla else 'MHA'} layers only")
         self.bs, self.padded_bs = int(b["bs"]), int(b["padded_bs"])
         self.graph = bool(b.get("captured")) or self.padded_bs != self.bs
+        # every_step (vllm_planner.py --cudagraphs every-step): the engine captures the step's size too,
+        # as vLLM does every size up to its largest (cudagraph_capture_sizes); the release's
+        # dispatcher then gives the step its mode (cudagraph_dispatch.py). Drafting runs eagerly.
+        self.graph = self.graph or (every_step and self.mode in ("decode", "extend", "mixed", "target_verify"))
         self.padded_rows = self.bs  # padded_bs where the batch replays a FULL CUDA graph (the planner says)
         # vLLM's uniform_decode_query_len: the query length of the batches FULL decode graphs serve (1 + k)
         self.uniform_query_len = self.draft_tokens if self.mode == "target_verify" else 1
@@ -140,6 +145,7 @@ class Setup:
         # the step's positions as vLLM computes them, then the padded tokens' (kvfuzz's)
         self.all_positions = np.concatenate([self.positions, c.array("positions")[self.num_tokens:]]).astype(np.int64)
         self.table_lens = self.seq_lens  # the tokens each row's block table covers
+        self.held_lens = None  # drafting: the columns kvfuzz's cache holds per row (eagle_drafting.target_step)
         if self.mode == "draft_decode":  # the target step the proposer drafts after (eagle_drafting.py)
             eagle_drafting.target_step(self)
         self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
@@ -154,6 +160,8 @@ class Setup:
         self.row_order, self.token_order = self.row_order[order], self.token_order[tokens]
         self.seq_lens, self.query_lens, self.rows = self.seq_lens[order], self.query_lens[order], self.rows[order]
         self.table_lens = self.table_lens[order]
+        if self.held_lens is not None:
+            self.held_lens = self.held_lens[order]
         self.positions, self.out_cache_loc = self.positions[tokens], self.out_cache_loc[tokens]
         self.all_positions[: self.num_tokens] = self.positions
         for g in self.groups:
@@ -219,6 +227,8 @@ class Setup:
         """Batch row i's block ids in `pool`: one per page of its seq_len (KVCacheManager's blocks)."""
         ps, row, n = self.page_size, int(self.rows[i]), int(self.table_lens[i])
         first = self.r2t[row, 0:n:ps].astype(np.int64)
+        if self.held_lens is not None:  # pages past what kvfuzz holds (freed rejected drafts): the null block
+            first = np.where(np.arange(0, n, ps) < self.held_lens[i], first, 0)
         if pool == "swa":
             first = self.f2s[first]
         return [int(s) // ps for s in first]
@@ -240,10 +250,14 @@ class Setup:
         return self._pool_by_ptr.get(tensor.untyped_storage().data_ptr(), "unknown")
 
     def expected_slots(self, pool):
-        """Where kvfuzz wrote the step's tokens in `pool` (what vLLM's slot mapping must say)."""
+        """Where kvfuzz wrote the step's tokens in `pool` (what vLLM's slot mapping must say); -1 where
+        kvfuzz's cache holds no slot for a token (a drafting step's rejected tokens past its layout)."""
+        loc = self.out_cache_loc
         if pool == "swa":
-            return self.f2s[self.out_cache_loc]
-        return self.out_cache_loc
+            swa = np.where(loc >= 0, self.f2s[np.maximum(loc, 0)], -1)
+            # a drafting step's target step ran earlier: a window kvfuzz evicted since holds none of it
+            return np.where(swa == 0, -1, swa) if self.held_lens is not None else swa
+        return loc
 
     def _config(self):
         """The VllmConfig fields the builders and impls read, as plain namespaces."""
@@ -262,7 +276,10 @@ class Setup:
         compilation_config = ns(
             cudagraph_mode=mode, max_capture_size=max(graph_sizes or [0]) or None,
             max_cudagraph_capture_size=max(graph_sizes or [0]) or None, cudagraph_capture_sizes=graph_sizes,
-            full_cuda_graph=self.graph, static_forward_context={})
+            full_cuda_graph=self.graph, static_forward_context={},
+            # CustomOp.__init__ asks which ops are on (0.15's MLA impl builds its fp8 decode-concat
+            # op, unused with kv_cache_dtype auto): all, vLLM's default without Inductor
+            custom_ops=["all"], enabled_custom_ops=collections.Counter(), disabled_custom_ops=collections.Counter())
         parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, dcp_kv_cache_interleave_size=1,
                              cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
@@ -364,7 +381,8 @@ class Setup:
         if self.allocation is not None:  # vLLM's block ids, as kvfuzz's pages
             got = self.allocation.kvfuzz_slots(g, got)
         expected = self.expected_slots(g.pool)
-        if not np.array_equal(got, expected):
-            t = int(np.nonzero(got != expected)[0][0])
+        wrong = np.nonzero((got != expected) & (expected >= 0))[0]
+        if wrong.size:
+            t = int(wrong[0])
             raise RuntimeError(f"{g}: vLLM's slot mapping writes token {t} (position {int(self.positions[t])}) at slot "
                                f"{int(got[t])}, kvfuzz's cache holds it at {int(expected[t])}")

@@ -34,6 +34,7 @@ import os
 import torch
 
 from attention_run import resolve_cudagraph_mode
+from cudagraph_dispatch import runtime_mode
 from flashinfer_recorder import Recorder
 
 
@@ -43,11 +44,11 @@ def full_graph(vl, setup, classes):
     runner settles it (the builders read it when made)."""
     if not setup.graph:
         return False
-    full = resolve_cudagraph_mode(vl, setup, classes)
+    resolve_cudagraph_mode(vl, setup, classes)
     # 0.1x's builder pads its graph batch itself: pad_for_cudagraph is the runner's capture size
     setup.vllm_config.pad_for_cudagraph = lambda n: setup.padded_bs if n <= setup.padded_bs else n
-    # the runner's dispatcher: a uniform decode batch (one token per request, whatever kvfuzz's mode)
-    return full and bool((setup.query_lens == 1).all())
+    # the release's dispatcher: FULL for a uniform decode batch (one token per request, whatever kvfuzz's mode)
+    return runtime_mode(vl, setup, cascade=False) == "FULL"
 
 
 def capture_and_replay(vl, setup, rec, builders, run_layers):

@@ -127,18 +127,33 @@ class _Wrapper:
 class _Decode(_Wrapper):
     role = "decode"
 
-    def plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim, page_size,
-             pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16", kv_data_type=None,
-             data_type=None, sm_scale=None, rope_scale=None, rope_theta=None, non_blocking=True, seq_lens=None,
-             **others):
-        """FlashInfer's BatchDecodeWithPagedKVCacheWrapper.plan (0.3's positional order, which vLLM 0.11's
-        fast_plan_decode follows; later releases pass keywords, o_data_type among them)."""
-        _only_inert("BatchDecodeWithPagedKVCacheWrapper.plan", dict(others, pos_encoding_mode=pos_encoding_mode),
+    # BatchDecodeWithPagedKVCacheWrapper.plan's positional order in the FlashInfer each release pins:
+    # vLLM 0.11's fast_plan_decode passes the first 17 of it, 0.13 to 0.14 all 21 (block_tables and
+    # seq_lens None; the split size and switch only size the splits); from 0.15 FlashInfer's order
+    # has o_data_type after kv_data_type (22); later releases pass keywords.
+    ORDER = ("indptr", "indices", "last_page_len", "num_qo_heads", "num_kv_heads", "head_dim", "page_size",
+             "pos_encoding_mode", "window_left", "logits_soft_cap", "q_data_type", "kv_data_type", "data_type",
+             "sm_scale", "rope_scale", "rope_theta", "non_blocking", "block_tables", "seq_lens", "fixed_split_size",
+             "disable_split_kv")
+    ORDER_O_DTYPE = ORDER[:12] + ("o_data_type",) + ORDER[12:]
+
+    def plan(self, *args, **kwargs):
+        order = self.ORDER_O_DTYPE if len(args) > len(self.ORDER) else self.ORDER
+        if len(args) > len(order):
+            raise TypeError(f"BatchDecodeWithPagedKVCacheWrapper.plan: {len(args)} positional arguments, "
+                            f"FlashInfer's take at most {len(order)}")
+        a = dict(pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, q_data_type="float16",
+                 kv_data_type=None, data_type=None, sm_scale=None, block_tables=None, seq_lens=None)
+        a.update(zip(order, args))
+        a.update(kwargs)
+        known = set(self.ORDER_O_DTYPE) - {"pos_encoding_mode", "block_tables"}
+        _only_inert("BatchDecodeWithPagedKVCacheWrapper.plan", {k: v for k, v in a.items() if k not in known},
                     _PLAN_INERT)
-        rows = int(indptr.shape[0]) - 1
-        self._plan(torch.arange(rows + 1, dtype=torch.int64), indptr, indices, last_page_len, num_qo_heads,
-                   num_kv_heads, head_dim, page_size, False, window_left, logits_soft_cap, sm_scale,
-                   q_data_type or data_type, kv_data_type or data_type, seq_lens)
+        rows = int(a["indptr"].shape[0]) - 1
+        self._plan(torch.arange(rows + 1, dtype=torch.int64), a["indptr"], a["indices"], a["last_page_len"],
+                   a["num_qo_heads"], a["num_kv_heads"], a["head_dim"], a["page_size"], False, a["window_left"],
+                   a["logits_soft_cap"], a["sm_scale"], a["q_data_type"] or a["data_type"],
+                   a["kv_data_type"] or a["data_type"], a["seq_lens"])
 
 
 class _Scheduler:

@@ -17,6 +17,7 @@ the graph).
 import traceback
 
 from attention_run import capture_and_replay, compare_replay, resolve_cudagraph_mode
+from cudagraph_dispatch import runtime_mode
 from fake_runner import UnsupportedCase
 from mla_recorder import MlaRecorder
 
@@ -29,8 +30,8 @@ def full_graph(vl, setup, attn):
     if not setup.graph:
         return False
     g = setup.groups[0]
-    full = resolve_cudagraph_mode(vl, setup, {g.gid: attn.backend.get_builder_cls()})
-    return full and setup.mode in ("decode", "target_verify")
+    resolve_cudagraph_mode(vl, setup, {g.gid: attn.backend.get_builder_cls()})
+    return runtime_mode(vl, setup, cascade=False) == "FULL"  # the release's dispatcher (no MLA cascade)
 
 
 def check_builder(setup, builder, full):

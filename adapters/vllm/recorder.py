@@ -77,7 +77,8 @@ class Recorder:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
         self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
-                     causal, window, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None)
+                     causal, window, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
+                     **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}))
         if not return_softmax_lse:
             return out
         # cascade_attention's two calls: an output and its LSE, each naming the call it came from
@@ -151,11 +152,30 @@ class Recorder:
             raise RuntimeError(f"layer {self.layer}: {kernel} softcap {softcap}, the model's is {m['softcap']}")
 
     def replayed(self):
-        """The calls as the graph replays them: the captured tensors' contents now."""
-        for calls in self.calls.values():
+        """The calls as the graph replays them: the captured tensors' contents now. A captured FA3
+        call reads the schedule the replay's build left in vLLM's persistent scheduler_metadata
+        buffer: it must be the schedule of what the call reads (plan-run:scheduled_seqlens, the
+        key counts it was made for against the seqused_k the kernel reads, over the batch's rows; :causal)."""
+        for layer, calls in self.calls.items():
             for c in calls:
                 for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
                     c[name] = host(c[name], name)
+                schedule = c.pop("schedule", None)
+                if schedule is not None:
+                    self._check_replayed_schedule(layer, c, schedule)
+
+    def _check_replayed_schedule(self, layer, call, buffer):
+        index = int(host(buffer, "scheduler_metadata")[0]) - 1
+        where = "FULL CUDA graph replay: the captured kernel against the schedule the replay's build left"
+        if not 0 <= index < len(self.schedules):
+            self.agree.note("scheduler_metadata", "a schedule of this step", "none of them", layer, where)
+            return
+        # the batch's own rows: padded rows read no key, whatever the schedule says of them (0.1x's
+        # builders schedule the real rows only; the adapter builds the padded batch, docs/vllm.md)
+        s, rows = self.schedules[index], self.setup.bs
+        self.agree.check("causal", s["causal"], call["causal"], layer, where)
+        self.agree.check("scheduled_seqlens", s["cache_seqlens"][:rows], call["cache_seqlens"][:rows].tolist(), layer,
+                         where)
 
     def as_plan_calls(self):
         """The calls with their index tensors as int64 (engine/page_table_plan.py)."""
@@ -171,7 +191,8 @@ class Recorder:
                                "max_seqlen_k": int(max_seqlen_k), "page_size": None if page_size is None else int(page_size),
                                "causal": bool(causal),
                                "window": tuple(int(w) for w in window_size) if window_size is not None else (-1, -1),
-                               "num_splits": int(num_splits or 0)})
+                               "num_splits": int(num_splits or 0),
+                               "cache_seqlens": host(cache_seqlens, "cache_seqlens").tolist()})
         # Its contents only schedule tiles (not modelled): here they hold the schedule's index (1-based),
         # which the kernel call looks up. Its length is FA3's build's (batch + 1 in the builds of 0.1x,
         # 1 + round_up(batch, 4) * 4 later): the shortest, which every release's persistent

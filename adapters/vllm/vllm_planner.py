@@ -40,6 +40,10 @@ def parse_args():
     p.add_argument("--allocator", choices=["kvfuzz", "vllm"], default="kvfuzz",
                    help="who fills the block tables: kvfuzz's allocator history, or vLLM's own KVCacheManager "
                         "replaying it (kv_cache_manager.py; fa and triton)")
+    p.add_argument("--cudagraphs", choices=["case", "every-step"], default="case",
+                   help="which steps run under CUDA graphs: the case's CUDA-graph batches only, or every step, "
+                        "its size captured as vLLM captures every size up to its largest (the release's own "
+                        "dispatcher picks FULL, PIECEWISE or none; cudagraph_dispatch.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -110,7 +114,8 @@ def plan(case):
         raise kv.Unsupported("EAGLE drafting under vLLM's own allocation is not modelled: its scheduler allocates the "
                              "drafts' slots as lookahead tokens (allocate_slots' num_lookahead_tokens)")
     try:
-        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN)
+        setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
+                      every_step=ARGS.cudagraphs == "every-step")
         setup.cascade = ARGS.cascade
         if ARGS.allocator == "vllm":
             setup.allocation = kv_cache_manager.replay(VL, setup)

@@ -287,6 +287,11 @@ class Vllm:
                 return getattr(builder_cls, name)
         raise AttributeError(f"vllm {self.version}: {builder_cls.__name__} states no CUDA-graph support")
 
+    @property
+    def forward_context(self):
+        """vllm.forward_context (BatchDescriptor; imported at first use)."""
+        return importlib.import_module("vllm.forward_context")
+
     def cudagraph_mode(self, name):
         module = self._first("vllm.config.compilation", "vllm.config", attr="CUDAGraphMode")
         return getattr(module.CUDAGraphMode, name)
