@@ -27,7 +27,7 @@ import sys
 
 NEVER_KNOWN = {"hang", "contract", "harness-error"}
 ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
-                "match", "note"}
+                "match", "note", "bisect"}
 KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
 
 
@@ -166,6 +166,11 @@ def release_of(fp, package, versions):
     return versions.get(package)
 
 
+def matches(issue, fp):
+    """Whether a fingerprint has the issue's mechanism: one of its match clauses holds, whatever the release."""
+    return any(all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue["match"]))
+
+
 def label(fp, issues, versions, warnings):
     """(label, issue) for one fingerprint: the first matching issue whose affected range holds the
     finding's release; else the first matching issue it is past the fix of (a regression); else NEW."""
@@ -173,7 +178,7 @@ def label(fp, issues, versions, warnings):
         return "NEW", None
     regression = None
     for issue in issues:
-        if not any(all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue["match"])):
+        if not matches(issue, fp):
             continue
         a = issue["affected"]
         release = release_of(fp, a["package"], versions)
