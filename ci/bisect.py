@@ -22,9 +22,10 @@ same for ci/vllm.sh): that line, printed beside each verdict, reproduces it. A r
     unsupported  the release's adapter declines the case
     error        the engine script failed (the release would not install or import)
 
---method sweep runs every release; bisect (the default) runs both bounds and splits every interval
-whose ends disagree, so it assumes a verdict holds between two tested releases that agree (a bug
-gone and back between them is missed); releases it did not run are marked inferred.
+--method sweep runs every release; bisect (the default) runs both bounds and the release the
+mechanism was met at (the issue's minimal-case release, the saved finding's), then splits every
+interval whose ends disagree: it assumes a verdict holds between two tested releases that agree (a
+bug gone and back between them is missed); releases it did not run are marked inferred.
 Exit: 0 the search ran; 2 bad input (an unknown issue, release or file).
 """
 import argparse
@@ -82,9 +83,10 @@ def source_relative(path):
 class Target:
     """What is bisected: a case on a backend (planner flags too) and the mechanism to look for."""
 
-    def __init__(self, engine, case, backend, planner_args, name, has):
+    def __init__(self, engine, case, backend, planner_args, name, has, anchor=None):
         self.engine, self.case, self.backend, self.planner_args = engine, case, backend, planner_args
         self.name, self.has = name, has  # has(fingerprint line) -> bool
+        self.anchor = anchor  # a release the mechanism was met at: tested first, never assumed
 
     def command(self, release, runner):
         return (f"{self.engine.upper()}_VERSION={release} {runner} fingerprint {self.case} {self.backend}"
@@ -100,7 +102,7 @@ def issue_target(issue, issues_file):
         raise BadInput(f"{issues_file}: issue {issue['id']} has no minimal_case with a case and a backend")
     args = "--deterministic" if m.get("deterministic") else ""
     return Target(engine, m["case"], m["backend"], args, issue["id"],
-                  lambda line: triage.matches(issue, line["fingerprint"]))
+                  lambda line: triage.matches(issue, line["fingerprint"]), m.get("release"))
 
 
 def finding_target(path):
@@ -114,7 +116,7 @@ def finding_target(path):
         raise BadInput(f"{path}: not a saved finding with a fingerprint record ({record}: {e})")
     words = shlex.split(replay)
     opts = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
-    m = re.fullmatch(r"(sglang|vllm)_(\w+?)_\d+_\d+_\d+(?:_post\d+)?(_det)?:\w+", opts.get("--backend", ""))
+    m = re.fullmatch(r"(sglang|vllm)_(\w+?)_(\d+_\d+_\d+(?:_post\d+)?)(_det)?:\w+", opts.get("--backend", ""))
     if not m:
         raise BadInput(f"{path}: its replay line's --backend {opts.get('--backend')!r} is no engine planner "
                        "(sglang_BACKEND_RELEASE:EXECUTOR or vllm_...)")
@@ -134,7 +136,7 @@ def finding_target(path):
     if not os.path.exists(case):  # a campaign folder moved since: the record's neighbour
         case = os.path.join(os.path.dirname(path), os.path.basename(case))
     return Target(m.group(1), source_relative(case), m.group(2), shlex.join(extra), f"key {key}",
-                  lambda line: line["key"] == key)
+                  lambda line: line["key"] == key, m.group(3).replace("_post", ".post").replace("_", "."))
 
 
 class Runner:
@@ -174,8 +176,10 @@ class Runner:
         return "without", f"other findings: {', '.join(l['key'] for l in lines)}" if lines else "clean"
 
 
-def search(releases, judge, method):
-    """{index: (verdict, detail, tested)} over `releases`; judge(release) -> (verdict, detail)."""
+def search(releases, judge, method, anchors=()):
+    """{index: (verdict, detail, tested)} over `releases`; judge(release) -> (verdict, detail).
+    Bisection tests both ends and the anchors (releases known to matter: a minimal case's), then
+    splits every interval between tested releases whose verdicts differ."""
     seen = {}
 
     def at(i):
@@ -194,7 +198,9 @@ def search(releases, judge, method):
             at(mid)
             split(lo, mid)
             split(mid, hi)
-        split(0, len(releases) - 1)
+        points = sorted({0, len(releases) - 1} | {releases.index(a) for a in anchors if a in releases})
+        for a, b in zip(points, points[1:]):
+            split(a, b)
     result, last = {}, None
     for i in range(len(releases)):
         if i in seen:
@@ -223,7 +229,7 @@ def summary(releases, result):
 
 
 def bisect_one(target, releases, runner, method, out):
-    result = search(releases, lambda r: runner.verdict(target, r), method)
+    result = search(releases, lambda r: runner.verdict(target, r), method, [target.anchor] if target.anchor else [])
     runner_cmd = runner.command.format(engine=target.engine)
     tested = sum(1 for v in result.values() if v[2])
     print(f"{target.engine} {target.name}: {target.case} on {target.backend}"
@@ -303,7 +309,7 @@ def command_of(args, target):
 def make_targets(args):
     issues = {}
     files = args.issues or [os.path.join("adapters", e, "known_issues.json") for e in ENGINES]
-    for path in files:
+    for path in files if args.issue or args.all else []:
         try:
             for i in triage.load_issues(os.path.join(SOURCE, path) if not os.path.isabs(path) else path):
                 issues[i["id"]] = (i, path)

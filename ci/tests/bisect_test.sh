@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # kvfuzz bisect (ci/bisect.py) on a fake engine: a fake release list and a fake engine script that
 # prints fingerprint lines by release, so no wheel is downloaded. Checked: for every place of the fix
-# among 19 releases the bisection names the right first release without (and runs at most 7 of
+# among 19 releases the bisection names the right first release without (and runs at most 8 of
 # them); a release where the case is unsupported, crashes or would not install is reported as
 # such, never as "without"; a saved finding is bisected by its fingerprint key; a case with
 # --issue uses the issue's match clauses whatever its affected range; bad input exits 2. About 5 s.
@@ -43,19 +43,19 @@ span=(0.5.10.post1 0.5.11 0.5.12 0.5.12.post1 0.5.13 0.5.13.post1 0.5.14 0.5.15 
 bisect() { "$KVFUZZ" bisect --releases-file "$WORK/releases.txt" --runner "bash $WORK/engine.sh" "$@"; }
 issue() { bisect --issue fake-window --issues "$WORK/issues.json" "$@" 2>"$WORK/err"; }
 
-# 1. Every place of the fix: the first release without, found in at most 7 runs.
+# 1. Every place of the fix: the first release without, found in at most 8 runs.
 for fixed in $(seq 1 16); do
   rm -f "$FAKE_LOG"
   out=$(FAKE_FIXED=$fixed issue) || fail "fix at ${span[$fixed]}: exit $?: $(cat "$WORK/err")"
   echo "$out" | grep -qx "  first with: 0.5.10.post1 (the lower bound: maybe earlier); first without: ${span[$fixed]}" ||
     fail "fix at ${span[$fixed]}: $(echo "$out" | grep 'first with')"
-  [ "$(wc -l <"$FAKE_LOG")" -le 7 ] || fail "fix at ${span[$fixed]}: $(wc -l <"$FAKE_LOG") releases run, more than log2(17) + 2"
+  [ "$(wc -l <"$FAKE_LOG")" -le 8 ] || fail "fix at ${span[$fixed]}: $(wc -l <"$FAKE_LOG") releases run, more than log2(17) + 3"
 done
-# never fixed: every release with, two runs (the bounds agree)
+# never fixed: every release with, three runs (the bounds and the minimal case agree)
 rm -f "$FAKE_LOG"
 out=$(FAKE_FIXED=99 issue)
 echo "$out" | grep -q "first without: none" || fail "never fixed: $(echo "$out" | grep 'first with')"
-[ "$(wc -l <"$FAKE_LOG")" -eq 2 ] || fail "never fixed: $(wc -l <"$FAKE_LOG") runs, expected the two bounds"
+[ "$(wc -l <"$FAKE_LOG")" -eq 3 ] || fail "never fixed: $(wc -l <"$FAKE_LOG") runs, expected the two bounds and the minimal case's release"
 
 # 2. Introduced after the span's start and fixed later: both boundaries (0.5.13 .. 0.5.20), and the
 # release outside the issue's affected range still counts as "with" (no triage range applied).
@@ -65,6 +65,11 @@ echo "$out" | grep -q "runs: 0.5.10.post1..0.5.12.post1 without; 0.5.13..0.5.20 
   fail "two boundaries' runs: $(echo "$out" | grep 'runs:')"
 echo "$out" | grep -q "^  0.5.21  *without  *SGLANG_VERSION=0.5.21 bash $WORK/engine.sh fingerprint corpus/sglang/flashinfer_swa_full_prefix.json flashinfer   # other findings: plan-run" ||
   fail "no command beside the verdict: $(echo "$out" | grep '0.5.21 ')"
+
+# ... and by bisection: the minimal case's release (0.5.13) is tested, so a mechanism absent at
+# both bounds is still found.
+out=$(FAKE_FIRST=3 FAKE_FIXED=14 issue)
+echo "$out" | grep -q "first with: 0.5.12.post1; first without: 0.5.21" || fail "bisect, absent at both bounds: $(echo "$out" | grep 'first with')"
 
 # 3. Honest verdicts: unsupported, crash and error are never "without".
 out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED=0.5.15.post1 FAKE_CRASH=0.5.15 FAKE_ERROR=0.5.11 issue --method sweep)
