@@ -76,10 +76,13 @@ class Sglang:
         args = self._server_args.ServerArgs(model_path="dummy", **known)
         if hasattr(self.runtime, "SpawnRanks"):  # 0.5.21 on
             self.runtime.publish(args, role="scheduler", ranks=self.runtime.SpawnRanks(world_rank=0, gpu_id=0))
-        else:  # 0.5.19, 0.5.20: the widths initialize_model_parallel stamps for one rank
+        else:
             self.runtime.publish(args, role="scheduler")
-            self.runtime.get_parallel().stamp_derived_widths(**self.runtime.derive_parallel_widths(
-                tp_size=1, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1, dcp_enabled=False))
+            parallel = self.runtime.get_parallel()
+            if hasattr(parallel, "stamp_derived_widths"):  # 0.5.19: initialize_model_parallel stamps them, one rank
+                parallel.stamp_derived_widths(**self.runtime.derive_parallel_widths(
+                    tp_size=1, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
+                    dcp_enabled=False))
         return args
 
     def module(self, name):
