@@ -217,8 +217,10 @@ def summary(releases, result):
     last_with = max((i for i in range(len(releases)) if result[i][0] == "with"), default=None)
     first_without = None
     if last_with is not None:
-        first_without = next((releases[i] for i in range(last_with + 1, len(releases)) if result[i][0] == "without"),
-                             None)
+        i = next((i for i in range(last_with + 1, len(releases)) if result[i][0] == "without"), None)
+        if i is not None:  # releases between the last with and it said nothing: the fix may be among them
+            gap = releases[last_with + 1] + ("" if i == last_with + 2 else ".." + releases[i - 1])
+            first_without = releases[i] + (f" (or one of {gap}, not judged)" if i > last_with + 1 else "")
     runs, start = [], 0
     for i in range(1, len(releases) + 1):
         if i == len(releases) or result[i][0] != result[start][0]:
@@ -228,8 +230,10 @@ def summary(releases, result):
     return first_with, first_without, "; ".join(runs)
 
 
-def bisect_one(target, releases, runner, method, out):
-    result = search(releases, lambda r: runner.verdict(target, r), method, [target.anchor] if target.anchor else [])
+def bisect_one(target, releases, runner, method, out, skip=()):
+    run = [r for r in releases if r not in skip]
+    found = search(run, lambda r: runner.verdict(target, r), method, [target.anchor] if target.anchor else [])
+    result = {i: found[run.index(r)] if r in run else ("skipped", "", False) for i, r in enumerate(releases)}
     runner_cmd = runner.command.format(engine=target.engine)
     tested = sum(1 for v in result.values() if v[2])
     print(f"{target.engine} {target.name}: {target.case} on {target.backend}"
@@ -237,7 +241,7 @@ def bisect_one(target, releases, runner, method, out):
           f"({len(releases)}), {method}: {tested} run", file=out)
     for i, r in enumerate(releases):
         v, detail, ran = result[i]
-        how = target.command(r, runner_cmd) if ran else "inferred"
+        how = target.command(r, runner_cmd) if ran else "--skip" if v == "skipped" else "inferred"
         print(f"  {r:14} {v:12} {how}{'   # ' + detail if detail else ''}", file=out)
     first_with, first_without, runs = summary(releases, result)
     lower = " (the lower bound: maybe earlier)" if first_with == releases[0] else ""
@@ -263,6 +267,8 @@ def main(argv=None):
     p.add_argument("--from", dest="lo", help="the oldest release (default the span the adapter drives)")
     p.add_argument("--to", dest="hi", help="the newest release (default the newest on the index)")
     p.add_argument("--method", choices=["bisect", "sweep"], default="bisect")
+    p.add_argument("--skip", default="", help="releases not run, comma-separated (ones the adapter does not drive: "
+                   "a sweep shows them as error or crash); reported as skipped")
     p.add_argument("--refresh", action="store_true", help="list the index's releases again")
     p.add_argument("--releases-file", help="the releases, one a line (instead of the index; tests)")
     p.add_argument("--runner", default="bash ci/{engine}.sh",
@@ -281,7 +287,11 @@ def main(argv=None):
                         else index_releases(t.engine, args.refresh))
             versions = sorted(versions, key=triage.version_key)
             releases = span(versions, args.lo or ENGINES[t.engine]["first"], args.hi or versions[-1])
-            rows.append(bisect_one(t, releases, runner, args.method, sys.stdout))
+            skip = [r for r in args.skip.split(",") if r]
+            for r in skip:
+                if r not in releases:
+                    raise BadInput(f"--skip {r}: not a release between {releases[0]} and {releases[-1]}")
+            rows.append(bisect_one(t, releases, runner, args.method, sys.stdout, skip))
             rows[-1]["command"] = command_of(args, t)
             sys.stdout.flush()
     except BadInput as e:
@@ -292,14 +302,15 @@ def main(argv=None):
         for r in rows:
             fw = r["first_with"] or "none"
             fw = f"{fw} (span start)" if r["lower_bound"] else fw
-            print(f"| `{r['id']}` | {fw} | {r['first_without'] or 'none (to ' + r['runs'].split('..')[-1].split()[0] + ')'}"
+            print(f"| `{r['id']}` | {fw} | {r['first_without'] or 'none'}"
                   f" | {r['method']}, {r['tested']} of {r['releases']} releases run: {r['runs']} | `{r['command']}` |")
     return 0
 
 
 def command_of(args, target):
     """The kvfuzz bisect line that computes this target alone."""
-    bounds = (f" --from {args.lo}" if args.lo else "") + (f" --to {args.hi}" if args.hi else "")
+    bounds = ((f" --from {args.lo}" if args.lo else "") + (f" --to {args.hi}" if args.hi else "")
+              + (f" --skip {args.skip}" if args.skip else ""))
     method = " --method sweep" if args.method == "sweep" else ""
     if target.name.startswith("key ") or not args.issue and not args.all:
         return " ".join(shlex.quote(a) for a in ["kvfuzz", "bisect"] + sys.argv[1:] if a != "--table")

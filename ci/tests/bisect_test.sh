@@ -76,10 +76,19 @@ out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED=0.5.15.post1 FAKE_CRASH=0.5.15 FAKE_ERROR=0.
 echo "$out" | grep -q "^  0.5.15.post1  *unsupported " || fail "unsupported: $(echo "$out" | grep '0.5.15.post1 ')"
 echo "$out" | grep -q "^  0.5.15  *crash .*# crash/.*AttributeError" || fail "crash: $(echo "$out" | grep '0.5.15 ')"
 echo "$out" | grep -q "^  0.5.11  *error .*no wheel for 0.5.11" || fail "error: $(echo "$out" | grep '0.5.11 ')"
-echo "$out" | grep -q "first without: 0.5.16" || fail "first without past an unsupported release: $(echo "$out" | grep 'first with')"
+echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" ||
+  fail "first without past a crash and an unsupported release: $(echo "$out" | grep 'first with')"
 # bisection: the unsupported release at the fix's place is not taken for the fix
 out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED="0.5.15.post1" issue)
 echo "$out" | grep -q "first without: 0.5.16" || fail "bisect past unsupported: $(echo "$out" | grep 'first with')"
+
+# --skip: releases not run are reported so, and the fix may be among them.
+rm -f "$FAKE_LOG"
+out=$(FAKE_FIXED=9 issue --skip 0.5.15,0.5.15.post1)
+echo "$out" | grep -q "^  0.5.15  *skipped  *--skip" || fail "skipped: $(echo "$out" | grep '0.5.15 ')"
+grep -qx "0.5.15" "$FAKE_LOG" && fail "a skipped release was run"
+echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" ||
+  fail "skip: $(echo "$out" | grep 'first with')"
 
 # 4. A saved finding: its record's key, its replay line's backend and planner flags.
 mkdir -p "$WORK/findings"
