@@ -199,6 +199,8 @@ def search(releases, judge, method, anchors=()):
             split(lo, mid)
             split(mid, hi)
         points = sorted({0, len(releases) - 1} | {releases.index(a) for a in anchors if a in releases})
+        for p in points:
+            at(p)
         for a, b in zip(points, points[1:]):
             split(a, b)
     result, last = {}, None
@@ -213,7 +215,12 @@ def search(releases, judge, method, anchors=()):
 
 def summary(releases, result):
     """(first with, first without after it, runs of equal verdicts as text)."""
-    first_with = next((releases[i] for i in range(len(releases)) if result[i][0] == "with"), None)
+    j = next((i for i in range(len(releases)) if result[i][0] == "with"), None)
+    first_with = None
+    if j is not None:  # releases before it back to the last without said nothing: it may have come among them
+        k = max((i for i in range(j) if result[i][0] == "without"), default=-1)
+        gap = releases[k + 1] + ("" if j == k + 2 else ".." + releases[j - 1])
+        first_with = releases[j] + (f" (or one of {gap}, not judged)" if j > k + 1 else "")
     last_with = max((i for i in range(len(releases)) if result[i][0] == "with"), default=None)
     first_without = None
     if last_with is not None:
@@ -301,7 +308,7 @@ def main(argv=None):
         print("\n| known issue | first release with | first without | how computed | command |\n|---|---|---|---|---|")
         for r in rows:
             fw = r["first_with"] or "none"
-            fw = f"{fw} (span start)" if r["lower_bound"] else fw
+            fw = f"{fw} (the span's first)" if r["lower_bound"] else fw
             print(f"| `{r['id']}` | {fw} | {r['first_without'] or 'none'}"
                   f" | {r['method']}, {r['tested']} of {r['releases']} releases run: {r['runs']} | `{r['command']}` |")
     return 0

@@ -79,6 +79,9 @@ echo "$out" | grep -q "^  0.5.11  *error .*no wheel for 0.5.11" || fail "error: 
 echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" ||
   fail "first without past a crash and an unsupported release: $(echo "$out" | grep 'first with')"
 # bisection: the unsupported release at the fix's place is not taken for the fix
+out=$(FAKE_FIRST=6 FAKE_FIXED=9 FAKE_UNSUPPORTED="0.5.13.post1 0.5.15.post1" issue --method sweep)
+echo "$out" | grep -q "first with: 0.5.14 (or one of 0.5.13.post1, not judged); first without: 0.5.16 (or one of 0.5.15.post1, not judged)$" ||
+  fail "gaps before the first with and the first without: $(echo "$out" | grep 'first with')"
 out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED="0.5.15.post1" issue)
 echo "$out" | grep -q "first without: 0.5.16" || fail "bisect past unsupported: $(echo "$out" | grep 'first with')"
 
@@ -94,7 +97,7 @@ echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, no
 mkdir -p "$WORK/findings"
 echo '{}' >"$WORK/findings/f.json"
 cat >"$WORK/findings/f.finding.json" <<JSON
-{"case": "$WORK/findings/f.json", "replay": "kvfuzz check $WORK/findings/f.json --backend sglang_flashinfer_0_5_13_det:flashinfer_paged --adapter 'python3 adapters/sglang/sglang_planner.py --site .sglang/0.5.13 --device cpu --backend flashinfer --deterministic'",
+{"case": "$WORK/findings/f.json", "replay": "kvfuzz check $WORK/findings/f.json --backend sglang_flashinfer_0_5_11_det:flashinfer_paged --adapter 'python3 adapters/sglang/sglang_planner.py --site .sglang/0.5.11 --device cpu --backend flashinfer --deterministic'",
  "fingerprints": [{"key": "cache-extent/sglang_flashinfer/extend/sliding_window: extra-before"}]}
 JSON
 out=$(FAKE_FIXED=12 bisect "$WORK/findings/f.json" 2>"$WORK/err")
