@@ -34,7 +34,7 @@ DEVICE=${DEVICE:-cpu}
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=.vllm
 
-usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | known | campaign [CASES] | fingerprint CASE BACKEND [FLAGS]" >&2; exit 2; }
+usage() { echo "usage: bash ci/vllm.sh install | seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/vllm.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 case $VERSION in
@@ -168,7 +168,8 @@ case "$1" in
     exit $status ;;
   fingerprint)
     # kvfuzz fingerprint's lines of CASE on BACKEND at the release.
-    [ $# -ge 3 ] && [ -n "$(family_executor "$3")" ] || usage
+    [ $# -ge 3 ] && [ -n "$(family_executor "$3")" ] ||
+      { echo "usage: bash ci/vllm.sh fingerprint CASE BACKEND [PLANNER FLAGS] (BACKEND: fa triton flashinfer tree mla_*)" >&2; exit 2; }
     file=$2 backend=$3
     shift 3
     "$KVFUZZ" fingerprint "$file" --backend "$(backend_name "$backend" "$VERSION"):$(family_executor "$backend")" \
