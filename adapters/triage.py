@@ -32,7 +32,7 @@ import sys
 
 NEVER_KNOWN = {"hang", "contract", "harness-error"}
 ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
-                "match", "groups", "note"}
+                "match", "groups", "note", "bisect"}
 KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
 MINIMAL_CASE_FIELDS = {"case", "backend", "release", "deterministic", "adapter_flags"}
 
@@ -184,8 +184,9 @@ def release_of(fp, package, versions):
     return versions.get(package)
 
 
-def matches(issue, fp, group):
-    """The issue names the finding's root-cause group, or one of its clauses matches the fingerprint."""
+def matches(issue, fp, group=None):
+    """Whether a fingerprint has the issue's mechanism, whatever the release: the issue names the
+    finding's root-cause group, or one of its match clauses holds."""
     return (group is not None and group in issue.get("groups", [])) or any(
         all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue.get("match", [])))
 

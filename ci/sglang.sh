@@ -9,6 +9,8 @@
 #   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
 #   bash ci/sglang.sh known            # each known issue's minimal case at its release, fingerprinted: triaged
 #                                      # as that issue, nothing NEW (installs the releases it names)
+#   bash ci/sglang.sh fingerprint CASE BACKEND [PLANNER FLAGS]   # one case's fingerprints at the release
+#                                      # (SGLANG_VERSION): what `kvfuzz bisect` runs at each release
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
 #                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
@@ -29,7 +31,7 @@ KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 ROOT=${SGLANG_ROOT:-.sglang}
 SITE=$ROOT/$VERSION
 
-usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | known | campaign [CASES]" >&2; exit 2; }
+usage() { echo "usage: bash ci/sglang.sh seeds | releases | matrix | known | campaign [CASES] | fingerprint CASE BACKEND [FLAGS]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 [ -x "$KVFUZZ" ] || { echo "ci/sglang.sh: $KVFUZZ not found: build kvfuzz first (bash ci/build.sh)" >&2; exit 2; }
 
@@ -177,5 +179,14 @@ case "$1" in
   known)
     # Every known issue's minimal case at its release, fingerprinted: triaged as that issue (ci/engine_env.sh).
     known_table adapters/sglang/known_issues.json ;;
+  fingerprint)
+    # kvfuzz fingerprint's lines of CASE on BACKEND at the release (--deterministic among the flags: _det).
+    [ $# -ge 3 ] && [ -n "$(family_executor "$3")" ] || usage
+    file=$2 backend=$3
+    shift 3
+    suffix=""
+    case " $* " in *" --deterministic "*) suffix=_det ;; esac
+    "$KVFUZZ" fingerprint "$file" --backend "sglang_${backend}_$RELEASE$suffix:$(family_executor "$backend")" \
+      --adapter "$(adapter --backend "$backend" "$@")" ;;
   *) usage ;;
 esac

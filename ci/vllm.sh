@@ -13,6 +13,8 @@
 #   bash ci/vllm.sh matrix             # every seed case against every release (RELEASES)
 #   bash ci/vllm.sh known              # each known issue's minimal case at its release, fingerprinted:
 #                                      # triaged as that issue (adapters/vllm/known_issues.json)
+#   bash ci/vllm.sh fingerprint CASE BACKEND [PLANNER FLAGS]   # one case's fingerprints at the release
+#                                      # (VLLM_VERSION): what `kvfuzz bisect` runs at each release
 #   bash ci/vllm.sh campaign [N]       # N generated cases (default 2000; vLLM's FlashAttention runs block
 #                                      # sizes of 16 and up, so most generated cases are unsupported) per
 #                                      # backend (BACKENDS, default "fa triton flashinfer"; "tree" on
@@ -173,5 +175,13 @@ case "$1" in
       python3 adapters/triage.py "$out/$backend" --issues adapters/vllm/known_issues.json || status=$?
     done
     exit $status ;;
+  fingerprint)
+    # kvfuzz fingerprint's lines of CASE on BACKEND at the release.
+    [ $# -ge 3 ] && [ -n "$(family_executor "$3")" ] ||
+      { echo "usage: bash ci/vllm.sh fingerprint CASE BACKEND [PLANNER FLAGS] (BACKEND: fa triton flashinfer tree mla_*)" >&2; exit 2; }
+    file=$2 backend=$3
+    shift 3
+    "$KVFUZZ" fingerprint "$file" --backend "$(backend_name "$backend" "$VERSION"):$(family_executor "$backend")" \
+      --adapter "$(adapter_at "$backend" "$VERSION") $*" ;;
   *) usage ;;
 esac

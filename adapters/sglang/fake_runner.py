@@ -13,6 +13,7 @@ translate_loc_from_full_to_swa run unchanged) over small stand-in buffers.
 """
 import dataclasses
 import importlib
+import inspect
 import types
 
 import numpy as np
@@ -28,6 +29,11 @@ MODES = {
     "draft_extend_v2": ("DRAFT_EXTEND_V2", "draft_extend"),
     "draft_decode": ("DECODE", "draft"),
 }
+
+
+class _Batch(types.SimpleNamespace):
+    """The ForwardBatch's fields, referable weakly as the dataclass is (0.5.19's KVIndexTranslator
+    memoizes its index table by a weak reference to the batch)."""
 
 
 class UnsupportedCase(Exception):
@@ -217,10 +223,13 @@ class Setup:
                            is_draft_worker=runner.is_draft_worker, num_draft_tokens=num_draft_tokens)
 
         runner.decode_num_tokens_per_req = decode_num_tokens_per_req
+        if sg.KVIndexTranslator is None:  # before 0.5.19
+            return
+        draft = ({"is_draft_worker": runner.is_draft_worker}  # 0.5.22 on
+                 if "is_draft_worker" in inspect.signature(sg.KVIndexTranslator.__init__).parameters else {})
         runner.kv_index_translator = sg.KVIndexTranslator(
             req_to_token=self.req_to_token, token_to_kv_pool_allocator=self.token_to_kv_pool_allocator,
-            token_to_kv_pool=self.token_to_kv_pool, page_size=self.page_size, device=self.device,
-            is_draft_worker=runner.is_draft_worker)
+            token_to_kv_pool=self.token_to_kv_pool, page_size=self.page_size, device=self.device, **draft)
 
     # -- layers ----------------------------------------------------------------------------------
     def _build_layers(self, m):
@@ -270,7 +279,7 @@ class Setup:
                                                    extend_seq_lens_cpu=extend.tolist(),
                                                    # 0.5.23: the multi-step draft backend's window rail
                                                    window_kv_indptr=None, window_kv_indices=None)
-        self.fb = types.SimpleNamespace(
+        self.fb = _Batch(
             forward_mode=self.forward_mode, batch_size=n, seq_lens=seq_lens, seq_lens_cpu=seq_lens.cpu(),
             seq_lens_sum=int(seq_lens.sum()), req_pool_indices=self.req_pool_indices,
             req_to_token_pool=self.req_to_token_pool, token_to_kv_pool=self.token_to_kv_pool,
@@ -291,8 +300,9 @@ class Setup:
         if sg.runtime is not None:
             self.fb.can_run_decode_cuda_graph = self.graph
             self.fb.spec_algorithm = self.runner.spec_algorithm  # 0.5.23's backends ask it (is_uno, ...)
-            # ForwardBatch.init_new: the batch's KVLocPlan, bound with its write ids
-            self.runner.kv_index_translator.bind_own_plan(self.fb)
+            # ForwardBatch.init_new: the batch's KVLocPlan, bound with its write ids (0.5.22 on)
+            if hasattr(getattr(self.runner, "kv_index_translator", None), "bind_own_plan"):
+                self.runner.kv_index_translator.bind_own_plan(self.fb)
 
     def layer_batch(self):
         """The batch the layers' forward sees: in a replayed CUDA graph, the kernels captured run, and

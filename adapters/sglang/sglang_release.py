@@ -43,8 +43,10 @@ class Sglang:
             self.runtime = importlib.import_module("sglang.srt.runtime_context")
             self._namespace = importlib.import_module("sglang.srt.arg_groups.arg_utils").namespace_of(
                 server_args.ServerArgs)
-            translator = importlib.import_module("sglang.srt.mem_cache.kv_index_translator")
-            self.KVIndexTranslator = translator.KVIndexTranslator
+            self.KVIndexTranslator = None  # 0.5.19 on: the runner's KVIndexTranslator
+            if os.path.exists(os.path.join(site, "sglang", "srt", "mem_cache", "kv_index_translator.py")):
+                translator = importlib.import_module("sglang.srt.mem_cache.kv_index_translator")
+                self.KVIndexTranslator = translator.KVIndexTranslator
             self.SpeculativeAlgorithm = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
         else:
             # One process, tensor-parallel size 1: the attention TP group the backends ask for.
@@ -72,7 +74,15 @@ class Sglang:
             return types.SimpleNamespace(**{**defaults, **fields})
         known = {k: v for k, v in fields.items() if k in self._namespace}
         args = self._server_args.ServerArgs(model_path="dummy", **known)
-        self.runtime.publish(args, role="scheduler", ranks=self.runtime.SpawnRanks(world_rank=0, gpu_id=0))
+        if hasattr(self.runtime, "SpawnRanks"):  # 0.5.21 on
+            self.runtime.publish(args, role="scheduler", ranks=self.runtime.SpawnRanks(world_rank=0, gpu_id=0))
+        else:
+            self.runtime.publish(args, role="scheduler")
+            parallel = self.runtime.get_parallel()
+            if hasattr(parallel, "stamp_derived_widths"):  # 0.5.19: initialize_model_parallel stamps them, one rank
+                parallel.stamp_derived_widths(**self.runtime.derive_parallel_widths(
+                    tp_size=1, attn_cp_size=1, attn_dp_size=1, moe_ep_size=1, moe_dp_size=1, dcp_size=1,
+                    dcp_enabled=False))
         return args
 
     def module(self, name):

@@ -22,5 +22,6 @@ void add_faults(CLI::App& app, int& exit_code);
 void add_fingerprint(CLI::App& app, int& exit_code);
 void add_report(CLI::App& app, int& exit_code);
 void add_repro(CLI::App& app, int& exit_code);
+void add_bisect(CLI::App& app, int& exit_code);
 
 }  // namespace kvfuzz::cli

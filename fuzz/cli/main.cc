@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   kvfuzz::cli::add_repro(app, exit_code);
   kvfuzz::cli::add_bench(app, exit_code);
   kvfuzz::cli::add_report(app, exit_code);
+  kvfuzz::cli::add_bisect(app, exit_code);
   bool known = argc < 2 || argv[1][0] == '-';
   for (const CLI::App* sub : app.get_subcommands({})) known |= argc > 1 && sub->get_name() == argv[1];
   if (!known) {
