@@ -3,7 +3,7 @@
 # slurmd on loopback, munge for authentication; config, state and logs in one folder), a job array
 # of N shards, a merge job that runs after all of them succeeded (--dependency=afterok), then triage.
 #
-#   bash ci/slurm.sh install                  # Debian's slurm-wlm and munge (apt-get, as root)
+#   bash ci/slurm.sh install                  # Debian's slurm-wlm and munge (apt-get; sudo when not root)
 #   bash ci/slurm.sh start DIR                # the cluster; exit 77 (saying why) where it cannot start
 #   bash ci/slurm.sh campaign DIR N RUN_ARGS...   # N shards of `kvfuzz run RUN_ARGS`, merge, triage
 #   bash ci/slurm.sh stop DIR                 # ends the daemons `start` began (by their pid files)
@@ -148,7 +148,10 @@ EOF
 
 case ${1:-} in
   install)
-    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends slurm-wlm munge ;;
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if command -v slurmctld > /dev/null && command -v munged > /dev/null; then exit 0; fi
+    $sudo apt-get update -q && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends slurm-wlm munge ;;
   start) start "$(realpath -m "$2")" ;;
   stop) stop "$(realpath -m "$2")" ;;
   campaign) dir=$(realpath -m "$2"); shift 2; campaign "$dir" "$@" ;;

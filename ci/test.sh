@@ -10,6 +10,9 @@
 #      0.5.10.post1, gone with its upstream fix (seeds), found in the release that shipped it,
 #      gone in the one that fixed it (releases), and each known issue's minimal case triaged by
 #      fingerprint as that issue (known);
+#      Debian's slurm-wlm and munge (ci/slurm.sh install), so that ctest slurm_campaign_test runs a
+#      sharded campaign as a real Slurm job array and merge job (it skips, saying why, where the
+#      daemons cannot start);
 #   every level: FlashInfer 0.7.2.post1's Python files for the reproducers (ci/repro.sh install: one
 #      22 MB wheel; ctest repro_committed runs them), and vLLM's releases for ctest vllm_seeds_test
 #      (ci/vllm.sh install: their Python source from the wheels);
@@ -54,6 +57,9 @@ if [ "$level" -ge 1 ]; then
   part "sglang: seed bugs found in the release, gone with their fixes (torch + release installs included)" bash ci/sglang.sh seeds
   part "sglang: seed bugs in the release that shipped them, gone in the one that fixed them" bash ci/sglang.sh releases
   part "sglang: each known issue's minimal case fingerprinted and triaged as that issue" bash ci/sglang.sh known
+fi
+if [ "$level" -ge 1 ]; then
+  part "slurm: Debian's slurm-wlm and munge, for ctest slurm_campaign_test (a real job array and merge job)" bash ci/slurm.sh install
 fi
 part "reproducers: FlashInfer's Python files for the CPU reproducer of its mask offsets (ctest repro_committed)" bash ci/repro.sh install
 part "vLLM's releases (ctest vllm_seeds_test runs their seeds and known bugs)" bash ci/vllm.sh install
