@@ -39,6 +39,13 @@ run() {  # run FILE N LABEL RESULT-JSON-or-empty
   { echo "some output"; [ -z "$4" ] || echo "RESULT $4"; } >"$out/$1.$2.out"
   echo "$3" >"$out/$1.$2.label"
 }
+# each run's reproducer beside its outputs, as ci/repro.sh's run folder holds it: its BUNDLE names the case
+script() {  # script FILE CASE
+  printf '%s\n' "BUNDLE = json.loads(r'''{\"finding\": {\"case\": \"$2\"}}''')" >"$out/$1.py"
+}
+script kvfuzz_triton_draft_swa corpus/sglang/triton_draft_swa.json
+script sglang_32087_triton_decode_window corpus/sglang/triton_swa_decode_window.json
+script kvfuzz_triton_no_local corpus/sglang/triton_no_local.json
 worst='{"layer": 0, "request": 1, "position": 1, "wrong": true, "error": 1.1, "visible": 2, "should_read": "0..1", "keys_read": 1, "read": "1"}'
 run kvfuzz_triton_draft_swa 1 "sglang 0.5.23, GPU: exit 1" \
   "{\"exit\": 1, \"device\": \"NVIDIA H100 80GB HBM3\", \"queries\": 1, \"wrong\": 1, \"max_error\": 1.1036, \"release\": \"0.5.23\", \"fixes\": [], \"worst\": $worst}"
