@@ -51,9 +51,26 @@ std::string base_of(const std::string& file) {  // without .min.json / .json
   return file.substr(0, file.size() - suffix);
 }
 
-void replace_all(std::string& text, const std::string& from, const std::string& to) {
-  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
-    text.replace(at, from.size(), to);
+// Renames case file `from` (as the index's `saved` names it: relative to where its shard ran) to
+// `to` in text holding replay lines. A replay line names its case by the absolute path (replay.h),
+// which ends in `from`: the whole shell word that ends in `from` becomes `to` (by its absolute path
+// unless `as_given`).
+// rename_case(line, "shard-0/a.json", "merged/a.json"): "... check /w/shard-0/a.json --backend fa"
+// -> "... check /w/merged/a.json --backend fa".
+void rename_case(std::string& text, const std::string& from, const std::string& to, bool as_given = false) {
+  const std::string into = shell_quote(as_given ? to : fs::absolute(to).lexically_normal().string());
+  const auto word_char = [&](size_t i) { return text[i] != ' ' && text[i] != '\n' && text[i] != '('; };
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+    size_t begin = at, end = at + from.size();
+    if (end < text.size() && text[end] == '\'') ++end;  // a quoted word's closing quote
+    if (end < text.size() && word_char(end)) {  // `from` is only the start of a longer word
+      at = end;
+      continue;
+    }
+    while (begin > 0 && word_char(begin - 1)) --begin;
+    text.replace(begin, end - begin, into);
+    at = begin + into.size();
+  }
 }
 
 json parse_json(const std::string& text, const std::string& where) {
@@ -172,7 +189,7 @@ void copy_saved(const std::string& from_base, const std::string& old_base, const
     const std::string txt = from_base + stem + ".txt";
     if (fs::exists(txt)) {
       std::string report = read_input(txt, kMaxCaseBytes);
-      replace_all(report, shell_quote(old_case), shell_quote(new_case));
+      rename_case(report, old_case, new_case);
       write_file_atomic(new_base + stem + ".txt", report);
     }
     const std::string rec = finding_record_path(from_base + ext);
@@ -180,7 +197,7 @@ void copy_saved(const std::string& from_base, const std::string& old_base, const
       json r = parse_json(read_input(rec, kMaxCaseBytes), rec);
       r["case"] = new_case;
       std::string replay = r.value("replay", "");
-      replace_all(replay, shell_quote(old_case), shell_quote(new_case));
+      rename_case(replay, old_case, new_case);
       r["replay"] = replay;
       write_file_atomic(finding_record_path(new_case), r.dump(2) + "\n");
     }
@@ -339,14 +356,17 @@ MergeResult merge_campaigns(const std::string& out, const std::vector<std::strin
         const std::string new_base = out + "/" + fs::path(base_of(c.file)).filename().string();
         const std::string new_saved = new_base + (c.shrunk ? ".min.json" : ".json");
         copy_saved(base_of(c.file), base_of(c.saved), new_base);
-        replace_all(replay, shell_quote(c.saved), shell_quote(new_saved));
+        rename_case(replay, c.saved, new_saved);
         line["saved"] = new_saved;
         r.keys[key].saved.push_back(new_saved);
         r.saved_kept++;
       } else {
+        // As the campaign writes an unsaved line: the case is written where the check runs, first.
         const std::string file = "case-" + std::to_string(c.case_index) + ".json";
-        replace_all(replay, shell_quote(c.saved), shell_quote(file));
-        replay = gen_of(line) + " > " + file + " && " + replay;
+        rename_case(replay, c.saved, file, true);
+        const size_t in_cd = replay.starts_with("(cd ") ? replay.find(" && ") : std::string::npos;
+        const size_t at = in_cd == std::string::npos ? 0 : in_cd + 4;
+        replay.insert(at, gen_of(line) + " > " + file + " && ");
         line["saved"] = nullptr;
         r.saved_dropped++;
       }
