@@ -63,7 +63,7 @@ void rename_case(std::string& text, const std::string& from, const std::string& 
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
     size_t begin = at, end = at + from.size();
     if (end < text.size() && text[end] == '\'') ++end;  // a quoted word's closing quote
-    if (end < text.size() && word_char(end)) {  // `from` is only the start of a longer word
+    if (end < text.size() && word_char(end)) {          // `from` is only the start of a longer word
       at = end;
       continue;
     }
