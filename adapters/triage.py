@@ -195,8 +195,10 @@ def adapter_words(replay):
     """The words of every --adapter command a finding's replay line names (shlex): what the planner
     ran with. adapter_words('kvfuzz check c.json --backend b --adapter "py p.py --allocator vllm"')
     == ['py', 'p.py', '--allocator', 'vllm']; [] when it names none or cannot be split."""
-    try:
-        words = shlex.split(replay or "")
+    try:  # parentheses apart: a line with an adapter runs in "(cd DIR && ...)" (fuzz/replay.h)
+        lexer = shlex.shlex(replay or "", posix=True, punctuation_chars="()")
+        lexer.whitespace_split = True
+        words = list(lexer)
     except ValueError:
         return []
     out = []

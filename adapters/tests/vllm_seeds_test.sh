@@ -72,7 +72,7 @@ mutant flashinfer-window-short layer_inputs.py \
   '    window = x["window"] if x["kind"] == "sliding_window" else None' corpus/vllm/flashinfer_decode_swa.json "cache-extent" \
   flashinfer
 mutant flashinfer-plan-for-another-head-dim flashinfer_recorder.py \
-  '                   num_kv_heads, head_dim, page_size, False,' '                   num_kv_heads, head_dim * 2, page_size, False,' \
+  'a["num_kv_heads"], a["head_dim"], a["page_size"], False,' 'a["num_kv_heads"], a["head_dim"] * 2, a["page_size"], False,' \
   corpus/vllm/flashinfer_mixed_swa.json "plan-run:head_dim" flashinfer
 # MLA: a context gather that reads each request's context one position late must be caught on the
 # mixed batch's context rows.
