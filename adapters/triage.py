@@ -191,14 +191,21 @@ def matches(issue, fp, group=None):
         all(MATCHERS[k](v, fp) for k, v in clause.items()) for clause in as_list(issue.get("match", [])))
 
 
+def replay_words(replay):
+    """A replay line's shell words, the parentheses of "(cd DIR && ...)" (a line with an adapter,
+    fuzz/replay.h) apart: replay_words("(cd /w && k check c.json --adapter 'py p.py')") ==
+    ['(', 'cd', '/w', '&&', 'k', 'check', 'c.json', '--adapter', 'py p.py', ')']. Raises ValueError."""
+    lexer = shlex.shlex(replay or "", posix=True, punctuation_chars="()")
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
 def adapter_words(replay):
     """The words of every --adapter command a finding's replay line names (shlex): what the planner
     ran with. adapter_words('kvfuzz check c.json --backend b --adapter "py p.py --allocator vllm"')
     == ['py', 'p.py', '--allocator', 'vllm']; [] when it names none or cannot be split."""
-    try:  # parentheses apart: a line with an adapter runs in "(cd DIR && ...)" (fuzz/replay.h)
-        lexer = shlex.shlex(replay or "", posix=True, punctuation_chars="()")
-        lexer.whitespace_split = True
-        words = list(lexer)
+    try:
+        words = replay_words(replay)
     except ValueError:
         return []
     out = []

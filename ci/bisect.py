@@ -114,7 +114,10 @@ def finding_target(path):
         key, replay = r["fingerprints"][0]["key"], r["replay"]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         raise BadInput(f"{path}: not a saved finding with a fingerprint record ({record}: {e})")
-    words = shlex.split(replay)
+    try:
+        words = triage.replay_words(replay)
+    except ValueError as e:
+        raise BadInput(f"{path}: its replay line cannot be split ({e}): {replay}")
     opts = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")}
     m = re.fullmatch(r"(sglang|vllm)_(\w+?)_(\d+_\d+_\d+(?:_post\d+)?)(_det)?:\w+", opts.get("--backend", ""))
     if not m:
