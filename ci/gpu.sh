@@ -8,11 +8,12 @@
 #   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
 #                         flashmla flex_page_table vllm_triton cuda_page_table): adapters/gpu/<name>.py, or
 #                         cuda_page_table (C ABI, built here)
-#   KVFUZZ_GPU_SERVERS    the executor's processes (kvfuzz run --adapter-servers): "gpus:4" (default) four
+#   KVFUZZ_GPU_SERVERS    the executor's processes (kvfuzz run --adapter-servers): "gpus:4": four
 #                         executor servers per visible GPU, shared by every job (every GPU of the host is
 #                         used; each kernel variant loads once per server, not per job; docs/gpu.md
 #                         "Executor servers"); "gpus": one per GPU (one CUDA context a GPU); N: N servers
-#                         taking the GPUs in turn; 0: one worker process per job (each its own context).
+#                         taking the GPUs in turn; 0 (default, until the servers' last race fix has run
+#                         on a GPU): one worker process per job (each its own context).
 #                         The memcheck campaign always runs per-job workers
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
@@ -114,7 +115,7 @@ profiles_of() {
   [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
   for p in $list; do printf -- '--profile %s ' "$p"; done
 }
-servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
+servers=${KVFUZZ_GPU_SERVERS:-0}
 mkdir -p "$out"
 campaign() {
   local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
