@@ -50,6 +50,34 @@ PY
   mv "$site.tmp" "$site"
 }
 
+# check_kinds BACKEND ADAPTER FILE...: kvfuzz check of the cases under one adapter process (its
+# imports, seconds of CPU, paid once), a line "FILE<TAB>KINDS" per case in order. KINDS: the finding
+# kinds reported for BACKEND, sorted, each followed by a space; "unsupported " where the backend
+# declines the case; "" when clean; "unreadable " when kvfuzz check printed no verdict for the case
+# (the check itself failed: never read as clean).
+check_kinds() {
+  local backend=$1 adapter=$2
+  shift 2
+  "$KVFUZZ" check "$@" --backend "$backend" --adapter "$adapter" 2>&1 | python3 -c '
+import re, sys
+backend, files = sys.argv[1] + ": ", sys.argv[2:]
+kinds, current = {f: None for f in files}, files[0]
+for line in sys.stdin:
+    if line.startswith("== ") and line[3:].rstrip("\n") in kinds:
+        current = line[3:].rstrip("\n")
+    elif line.startswith("unsupported: " + backend):
+        kinds[current] = (kinds[current] or set()) | {"unsupported"}
+    elif line.startswith(backend):
+        kind = re.match(r"[a-z-]*", line[len(backend):]).group()
+        kinds[current] = (kinds[current] or set()) | ({kind} - {"ok", ""})
+for f in files:
+    print(f + "\t" + ("unreadable " if kinds[f] is None else "".join(k + " " for k in sorted(kinds[f]))))
+' "$backend" "$@"
+}
+
+# is_finding KINDS: check_kinds's KINDS name a finding (not clean, unsupported or unreadable)
+is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ] && [[ $1 != *unreadable* ]]; }
+
 # The tables ci/sglang.sh and ci/vllm.sh both print. They call what the sourcing script defines:
 #   install RELEASE                       the release's source, once
 #   found_at BACKEND CASE RELEASE         the finding kinds `kvfuzz check` reports ("" when clean)

@@ -62,18 +62,20 @@ install "$VERSION"
 RELEASE=${VERSION//./_}
 BACKENDS=${BACKENDS:-fa triton flashinfer}
 adapter() { echo "${SGLANG_ADAPTER:-$PY adapters/sglang/sglang_planner.py --site $SITE --device $DEVICE $*}"; }
-# found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the finding kinds kvfuzz reports ("" when clean;
-# "unsupported" when the adapter answers so, which the seed verdicts count as not found)
-found() {
-  local backend=$1 file=$2 site=$3 name=$4 pair
+# found_each BACKEND SITE NAME "ADAPTER FLAGS" FILE...: check_kinds's lines for the cases, one adapter
+# process for all ("unsupported" where the adapter answers so, which the seed verdicts count as not found)
+found_each() {
+  local backend=$1 site=$2 name=$3 flags=$4
   shift 4
-  pair=$(family_executor "$backend")
-  "$KVFUZZ" check "$file" --backend "$name:$pair" \
-    --adapter "$PY adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend $*" 2>&1 |
-    grep -o "^$name:$pair: [a-z-]*\|^unsupported: $name:$pair" | sed "s/^$name:$pair: //; s/^unsupported: .*/unsupported/" |
-    grep -vx ok | sort -u | tr '\n' ' ' || true
+  check_kinds "$name:$(family_executor "$backend")" \
+    "$PY adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend${flags:+ $flags}" "$@"
 }
-is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
+# found BACKEND CASE SITE NAME [ADAPTER FLAGS]: the case's kinds
+found() {
+  local backend=$1 file=$2 site=$3 name=$4
+  shift 4
+  found_each "$backend" "$site" "$name" "$*" "$file" | cut -f2
+}
 family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
 # What ci/engine_env.sh's releases_table and known_table call (DET True: --deterministic).
 found_at() { found "$1" "$2" "$ROOT/$3" "sglang_$1_${3//./_}"; }
@@ -105,18 +107,25 @@ case "$1" in
   seeds)
     failed=0
     printf '%-10s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
+    declare -A jobs kinds  # each (backend, fix, mode)'s seeds go to one adapter process; the table reads kinds
     for seed in $seeds; do
       IFS=: read -r backend file effect mode <<<"$seed"
-      det="" suffix=""
-      [ "$mode" = det ] && det=--deterministic suffix=_det
-      name=sglang_${backend}_$RELEASE
-      before=$(found "$backend" "$file" "$SITE" "$name$suffix" $det)
+      jobs["$backend:-:$mode"]+=" $file"
+      case $effect in fix=*|change=*) jobs["$backend:${effect#*=}:$mode"]+=" $file" ;; esac
+    done
+    for job in "${!jobs[@]}"; do
+      IFS=: read -r backend n mode <<<"$job"
+      name=sglang_${backend}_$RELEASE flags=""
+      [ "$n" = - ] || { name+=_fix$n flags="--fix $n"; }
+      [ "$mode" != det ] || { name+=_det flags+=" --deterministic"; }
+      # shellcheck disable=SC2086  # the files are words
+      while IFS=$'\t' read -r file got; do kinds["$job:$file"]=$got; done < <(found_each "$backend" "$SITE" "$name" "$flags" ${jobs[$job]})
+    done
+    for seed in $seeds; do
+      IFS=: read -r backend file effect mode <<<"$seed"
+      before=${kinds["$backend:-:$mode:$file"]-unreadable }
       after=- verdict=ok
-      case $effect in
-        fix=*|change=*)
-          n=${effect#*=}
-          after=$(found "$backend" "$file" "$SITE" "${name}_fix$n$suffix" --fix "$n" $det) ;;
-      esac
+      case $effect in fix=*|change=*) after=${kinds["$backend:${effect#*=}:$mode:$file"]-unreadable } ;; esac
       case $effect in
         fix=*)    is_finding "$before" || verdict="NOT FOUND in the release"
                   [ -z "$after" ] || verdict="$verdict; NOT GONE with the fix" ;;

@@ -42,6 +42,9 @@ print_times() {
   echo "$(printf '%6d s' "$SECONDS")  in all"
 }
 trap print_times EXIT
+# The engines' sources are unpacked from their wheels without bytecode: let Python cache it, so each
+# of the tests' hundreds of adapter processes does not compile vLLM's and sglang's modules anew.
+unset PYTHONDONTWRITEBYTECODE
 if [ "$level" -ge 1 ]; then
   part "setup (packages, chromium for the report's browser test)" bash ci/setup.sh browser
   export KVFUZZ_REQUIRE_BROWSER=1

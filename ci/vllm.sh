@@ -67,17 +67,14 @@ install "$VERSION"
 BACKENDS=${BACKENDS:-fa triton flashinfer}
 family_executor() { case $1 in fa|triton) echo fa ;; flashinfer|tree) echo flashinfer_paged ;; mla_*) echo mla ;; esac; }
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
-# found BACKEND CASE RELEASE: the finding kinds kvfuzz reports ("" when clean; "unsupported" when
-# the adapter answers so, which the verdicts count as not found)
-found() {
-  local backend=$1 file=$2 release=$3 name pair
-  name=vllm_${backend}_${release//./_}
-  pair=$(family_executor "$backend")
-  "$KVFUZZ" check "$file" --backend "$name:$pair" --adapter "$(adapter "$release" "$backend")" 2>&1 |
-    grep -o "^$name:$pair: [a-z-]*\|^unsupported: $name:$pair" | sed "s/^$name:$pair: //; s/^unsupported: .*/unsupported/" |
-    grep -vx ok | sort -u | tr '\n' ' ' || true
+# found_each BACKEND RELEASE FILE...: check_kinds's lines for the cases, one adapter process for all
+# ("unsupported" where the adapter answers so, which the verdicts count as not found)
+found_each() {
+  local backend=$1 release=$2
+  shift 2
+  check_kinds "vllm_${backend}_${release//./_}:$(family_executor "$backend")" "$(adapter "$release" "$backend")" "$@"
 }
-is_finding() { [ -n "$1" ] && [ "$1" != "unsupported " ]; }
+found() { found_each "$1" "$3" "$2" | cut -f2; }  # found BACKEND CASE RELEASE: the case's kinds
 # What ci/engine_env.sh's releases_table and known_table call.
 found_at() { found "$1" "$2" "$3"; }
 backend_name() { echo "vllm_$1_${2//./_}"; }
@@ -126,9 +123,14 @@ case "$1" in
   seeds)
     failed=0
     printf '%-8s %-32s %-10s %-30s %s\n' backend case expect "vllm $VERSION" verdict
+    declare -A kinds  # "backend file" -> kinds: each backend's seeds checked by one adapter process
+    for backend in $(for seed in $seeds; do echo "${seed%%:*}"; done | sort -u); do
+      while IFS=$'\t' read -r file got; do kinds["$backend $file"]=$got; done < <(found_each "$backend" "$VERSION" \
+        $(for seed in $seeds; do IFS=: read -r b f _ <<<"$seed"; [ "$b" != "$backend" ] || echo "$f"; done))
+    done
     for seed in $seeds; do
       IFS=: read -r backend file expect <<<"$seed"
-      got=$(found "$backend" "$file" "$VERSION")
+      got=${kinds["$backend $file"]}
       verdict=ok
       case $expect in
         clean) [ -z "$got" ] || verdict="NOT CLEAN" ;;

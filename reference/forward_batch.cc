@@ -12,12 +12,6 @@ namespace {
   throw InvalidCase("batch.entries[" + std::to_string(i) + "]: " + what);
 }
 
-int32_t depth_of(const std::vector<int32_t>& parents, int32_t node) {
-  int32_t d = 0;
-  for (int32_t n = node; parents[static_cast<size_t>(n)] >= 0; n = parents[static_cast<size_t>(n)]) ++d;
-  return d;
-}
-
 // Query tokens of each row of the mode (padded rows get the same count as production pads).
 int32_t tokens_of(const Batch& b, const BatchEntry& e) {
   switch (b.mode) {
@@ -137,7 +131,7 @@ Prepared prepare(const Scenario& s) {
         switch (b.mode) {
           case Mode::target_verify:
             column = prefix + j;
-            position = prefix + depth_of(e.parents, j);
+            position = prefix + tree_depth(e.parents, j);
             break;
           case Mode::draft_decode:
             column = layouts[static_cast<size_t>(i)].logical_column(j, b.draft_step);

@@ -6,12 +6,6 @@
 namespace kvfuzz {
 namespace {
 
-int32_t depth_of(const std::vector<int32_t>& parents, int32_t node) {
-  int32_t d = 0;
-  for (int32_t n = node; parents[static_cast<size_t>(n)] >= 0; n = parents[static_cast<size_t>(n)]) ++d;
-  return d;
-}
-
 // Ancestors of `node` and the node itself, as ascending column ranges starting at `base`.
 VisibleSet ancestor_ranges(const std::vector<int32_t>& parents, int32_t node, int32_t base) {
   std::vector<int32_t> nodes;
@@ -38,7 +32,7 @@ LogicalRow verify_row(int32_t request, int32_t prefix, const std::vector<int32_t
   const auto d = static_cast<int32_t>(parents.size());
   LogicalRow row{request, prefix, prefix + d, {}, {}};
   for (int32_t i = 0; i < d; ++i) {
-    row.new_positions.push_back(prefix + depth_of(parents, i));
+    row.new_positions.push_back(prefix + tree_depth(parents, i));
     row.queries.push_back({prefix + i, row.new_positions.back(), ancestor_ranges(parents, i, prefix)});
   }
   return row;

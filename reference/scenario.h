@@ -113,6 +113,16 @@ enum class Mode : uint8_t {
   draft_decode,     // one step of multi-step drafting with topk branches
 };
 
+// Whether each row of a batch of mode `m` has its own extend_len (extend, mixed, draft_extend_v2).
+inline bool uses_extend_len(Mode m) { return m == Mode::extend || m == Mode::mixed || m == Mode::draft_extend_v2; }
+
+// Depth of `node` in a spec-decode tree given as parents (parents[0] = -1: the root has depth 0).
+inline int32_t tree_depth(const std::vector<int32_t>& parents, int32_t node) {
+  int32_t d = 0;
+  for (int32_t n = node; parents[static_cast<size_t>(n)] >= 0; n = parents[static_cast<size_t>(n)]) ++d;
+  return d;
+}
+
 struct BatchEntry {
   int32_t request = 0;
   int32_t extend_len = 0;        // extend, mixed, draft_extend_v2: new tokens (decode: 1)

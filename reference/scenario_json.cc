@@ -33,10 +33,6 @@ json op_json(const Op& op) {
   return j;
 }
 
-bool uses_extend_len(Mode m) {
-  return m == Mode::extend || m == Mode::mixed || m == Mode::draft_extend_v2;
-}
-
 json batch_json(const Batch& b) {
   json entries = json::array();
   for (const BatchEntry& e : b.entries) {

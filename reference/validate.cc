@@ -140,8 +140,6 @@ void validate_history_shape(const Scenario& s) {
   validate_shares(s.history);
 }
 
-bool uses_extend_len(Mode m) { return m == Mode::extend || m == Mode::mixed || m == Mode::draft_extend_v2; }
-
 void validate_batch_shape(const Scenario& s) {
   const Batch& b = s.batch;
   const size_t n = b.entries.size();

@@ -39,18 +39,18 @@ std::string replay_backend(const std::string& replay) {
   return "";
 }
 
-struct Finding {
+struct SavedFinding {
   std::string case_path, backend;
   nlohmann::json record;  // {"case", "key", "fingerprint", "replay"}
 };
 
 // A saved finding (its record names the case and the backend) or a case with --backend.
-Finding resolve(const std::string& path, const std::string& backend) {
+SavedFinding resolve(const std::string& path, const std::string& backend) {
   if (!backend.empty())
     return {path, backend, {{"case", path}, {"replay", portable_replay_command({path, backend, {}, 0, {}})}}};
   const nlohmann::json record = read_finding_record(path);
   const std::string replay = record.value("replay", "");
-  Finding f{record.value("case", ""), replay_backend(replay), nullptr};
+  SavedFinding f{record.value("case", ""), replay_backend(replay), nullptr};
   if (f.backend.empty()) throw InvalidCase(path + ": its record's replay line names no --backend; pass --backend");
   if (!std::filesystem::exists(f.case_path))  // a campaign folder moved since: the record's neighbour
     f.case_path = (std::filesystem::path(path).parent_path() / std::filesystem::path(f.case_path).filename()).string();
@@ -110,7 +110,7 @@ void add_repro(CLI::App& app, int& exit_code) {
     exit_code = 0;
     const std::filesystem::path src(source);
     const std::string dir = templates.empty() ? (src / "adapters" / "repro").string() : templates;
-    const Finding f = resolve(path, backend);
+    const SavedFinding f = resolve(path, backend);
     const Scenario s = load_case(f.case_path);
     const nlohmann::json bundle = repro_bundle(s, f.backend, f.record);
     if (!report) {

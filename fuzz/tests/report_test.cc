@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string fresh_dir(const std::string& name) {
+std::string empty_dir(const std::string& name) {
   const auto dir = fs::temp_directory_path() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
@@ -91,7 +91,7 @@ TEST(CoverageCounts, CountsEachBackendThatCheckedTheCase) {
 }
 
 TEST(Report, ACampaignWritesTheRecordTheReportReads) {
-  const std::string dir = fresh_dir("kvfuzz_report_record");
+  const std::string dir = empty_dir("kvfuzz_report_record");
   std::ostringstream progress;
   const CampaignSummary s = run_campaign(options({find_backend("fa"), find_backend("mla")}, dir), progress);
   const ReportInput in = load_report_input(dir);
@@ -114,7 +114,7 @@ TEST(Report, ACampaignWritesTheRecordTheReportReads) {
 }
 
 TEST(Report, TheRecordIsRewrittenOnTheWayAndMarkedUnfinished) {
-  const std::string dir = fresh_dir("kvfuzz_report_on_the_way");
+  const std::string dir = empty_dir("kvfuzz_report_on_the_way");
   const CampaignOptions o = options({find_backend("fa")}, dir);
   CampaignSummary s;
   CampaignRecordWriter record(o, 10);
@@ -136,7 +136,7 @@ TEST(Report, TheRecordIsRewrittenOnTheWayAndMarkedUnfinished) {
 // Keys are shown by root-cause group (the index's "group"): a group's keys together, the group
 // with a NEW key first even when another group has more findings; a line without one is its own.
 TEST(Report, ShowsRootCauseGroupsFirstAndTheirKeysInside) {
-  const std::string dir = fresh_dir("kvfuzz_report_root_groups");
+  const std::string dir = empty_dir("kvfuzz_report_root_groups");
   write_record(dir, {});
   const auto grouped = [](std::string line, const std::string& group) {
     return line.insert(line.rfind('}'), R"(, "group": ")" + group + "\"");
@@ -164,7 +164,7 @@ TEST(Report, ShowsRootCauseGroupsFirstAndTheirKeysInside) {
 }
 
 TEST(Report, GroupsTheIndexByKeyAndLabelsFromTriage) {
-  const std::string dir = fresh_dir("kvfuzz_report_groups");
+  const std::string dir = empty_dir("kvfuzz_report_groups");
   write_record(dir, {"fa_local_token_table"});
   fs::copy_file(std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json",
                 dir + "/stride-divide-fa-3.json");
@@ -209,7 +209,7 @@ TEST(Report, GroupsTheIndexByKeyAndLabelsFromTriage) {
 }
 
 TEST(Report, TakesTheShrunkCaseTheIndexNames) {
-  const std::string dir = fresh_dir("kvfuzz_report_shrunk");
+  const std::string dir = empty_dir("kvfuzz_report_shrunk");
   write_record(dir);
   const std::string c = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
   fs::copy_file(c, dir + "/oracle-fa-7.json");
@@ -226,7 +226,7 @@ TEST(Report, TakesTheShrunkCaseTheIndexNames) {
 
 TEST(Report, ABrokenFolderIsRefusedNamingWhatIsWrong) {
   EXPECT_NE(load_error("/nonexistent/kvfuzz").find("no such folder"), std::string::npos);
-  const std::string dir = fresh_dir("kvfuzz_report_broken");
+  const std::string dir = empty_dir("kvfuzz_report_broken");
   EXPECT_NE(load_error(dir).find("campaign.json not found"), std::string::npos) << load_error(dir);
   std::ofstream(dir + "/campaign.json") << "{\"format\": \"something else\"}";
   EXPECT_NE(load_error(dir).find("not a kvfuzz campaign record"), std::string::npos) << load_error(dir);
