@@ -15,7 +15,9 @@
 //   2. On one case, one backend's findings of stage s follow from those of the earliest stage that
 //      failed: the case's root is that stage's finding whose layer's metadata is computed first
 //      (no layer or a full layer, then sliding-window, then chunked: engines derive the window
-//      and chunk metadata from the full one), ties by root key.
+//      and chunk metadata from the full one; a backend whose chunked layers split the full call's
+//      lengths names those under no layer even where no layer reads them, backends/fa/fa_check.cc),
+//      ties by root key.
 //   3. The group is the root's root key: backend, stage and what failed with the batch mode, the
 //      layer kind, the variant, the metadata's dotted path and numbers taken out, a chunked
 //      layer's own metadata marked ("fa: metadata: chunked: cache_seqlens[N] ... (too small)",

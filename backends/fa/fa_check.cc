@@ -2,7 +2,8 @@
 // (fa_expected.h) — query ranges, cache_seqlens == written extent, cu_seqlens_k prefix sums,
 // maxima, the view page size, and key by key through the stride/divide invariant (drafting-layout
 // keys at the req_to_token columns that hold them); padded CUDA-graph rows must stay in the dummy
-// page 0; a cascade's prefix row must hold, for every batch row, that row's first columns.
+// page 0; a cascade's prefix row must hold, for every batch row, that row's first columns; the
+// full call's lengths that chunked layers split, also where no layer reads the full call.
 #include <algorithm>
 #include <optional>
 
@@ -49,11 +50,16 @@ struct CallChecker {
     }
   }
 
-  void real_row(int32_t v, const ExpectedRow& want) {
+  // Kernel row v's query tokens and keys.
+  void lengths(int32_t v, const ExpectedRow& want) {
     const std::string at = std::string(1, '[').append(std::to_string(v)).append("]");
     equal(call.name + ": query tokens of kernel row " + std::to_string(v), call.q_len(v), want.q_len);
     equal(call.cache_seqlens.name() + at + " (batch row " + std::to_string(want.batch_row) + ")",
                 call.cache_seqlens[v], want.k_len());
+  }
+
+  void real_row(int32_t v, const ExpectedRow& want) {
+    lengths(v, want);
     // Stride/divide through the view the kernel reads with (call.view_page_size), also when it is
     // not the expected one: the general property must catch a wrong view, not only run()'s check.
     if (want.k_len() == 0) return;
@@ -171,6 +177,30 @@ struct CallChecker {
   }
 };
 
+// Chunked layers' virtual batches split the full call's rows: where no layer reads that call, its
+// lengths are still what they derive from (sglang's _maybe_init_local_attn_metadata splits
+// forward_metadata.cache_seqlens_int32 and cu_seqlens_q), checked here under no layer, so that a
+// wrong length is named once, as itself, and not only through the virtual batches it distorts
+// (properties/root_cause.h then roots the chunked layers' findings in it).
+void check_split_lengths(const FaPlan& plan, MetadataChecker& check, const std::vector<int32_t>& rows_of_tokens) {
+  const ForwardBatch& fb = check.batch();
+  bool read = false, split = false;
+  for (int32_t layer = 0; layer < static_cast<int32_t>(plan.layers.size()); ++layer) {
+    const FaGroup& g = plan.group_of(layer);
+    read |= &g == &plan.full;
+    split |= g.kind == GroupKind::local && g.splits_full;
+  }
+  if (read || !split || plan.full.parts.size() != 1 || plan.full.common_prefix_len > 0) return;
+  const std::vector<ExpectedPart> want = expected_parts(fb, GroupKind::full, 0);
+  if (want.size() != 1) return;
+  const FaCall& base = plan.full.parts.front();
+  CallChecker c{check, base, /*layer=*/-1, rows_of_tokens};
+  for (const ExpectedRow& r : want.front().rows)  // one kernel row per batch row
+    if (r.batch_row < base.rows && r.batch_row + 1 < base.cu_seqlens_q.capacity() &&
+        r.batch_row < base.cache_seqlens.capacity())
+      c.lengths(r.batch_row, r);
+}
+
 }  // namespace
 
 void FaPlan::check_metadata(MetadataChecker& check) const {
@@ -200,6 +230,7 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
     for (size_t p = 0; p < want.size(); ++p)
       CallChecker{check, group.parts[p], layer, rows_of_tokens}.run(want[p]);
   }
+  check_split_lengths(*this, check, rows_of_tokens);
 }
 
 }  // namespace kvfuzz::fa

@@ -62,6 +62,10 @@ struct FaGroup {
   // [0, common_prefix_len) that every request shares; parts[1] one row per request, causal, reading
   // its keys from common_prefix_len on (its table row starts at that key).
   int32_t common_prefix_len = 0;
+  // local only: its virtual batches split full.parts[0]'s rows (their cu_seqlens_q and
+  // cache_seqlens), so check_metadata checks those lengths even where no layer reads `full`. The
+  // built-in planner's provenance; not carried by the contract (false for an adapter's plan).
+  bool splits_full = false;
 };
 
 struct FaPlan : Plan {

@@ -86,6 +86,11 @@ void add_local_groups(const PlanScope& sc, FaPlan& plan, const FaCall& base, con
 
 namespace {
 
+// The local groups split the full call's rows (FaGroup::splits_full).
+void mark_split_of_full(FaPlan& plan) {
+  for (FaGroup& g : plan.local) g.splits_full = true;
+}
+
 // Keys each row reads (cache_seqlens) in the paged modes (SEMANTICS.md §2 table, §4).
 int32_t paged_extent(const PlanScope& sc, int32_t b) {
   const ForwardBatch& fb = sc.fb;
@@ -153,9 +158,11 @@ void plan_paged(const PlanScope& sc, FaPlan& plan) {
     for (int32_t b = 0; b < sc.rows; ++b)
       for (int32_t c = 0; c < columns; ++c) tokens.set(int64_t{b} * token_width + c, sc.cache.r2t(sc.r2t_row(b), c));
     add_local_groups(sc, plan, base, tokens, token_width, ps, sc.rows);
+    mark_split_of_full(plan);
     return;
   }
   add_local_groups(sc, plan, base, base.page_table, base.width, ps, sc.rows);
+  mark_split_of_full(plan);
 }
 
 }  // namespace kvfuzz::fa

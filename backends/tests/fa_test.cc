@@ -256,6 +256,39 @@ TEST(FaChecks, APaddedRowOutsidePageZeroIsPinpointed) {
   EXPECT_TRUE(found);
 }
 
+// Chunked layers split the full call's rows (sglang's _maybe_init_local_attn_metadata): its
+// lengths are checked, under no layer, also where no layer reads the full call, so that a wrong
+// length is named as itself and roots the chunked layers' findings (properties/root_cause.h).
+TEST(FaChecks, TheLengthsChunkedLayersSplitAreCheckedWithoutAFullLayer) {
+  const std::string base_message = "draft_extend_v2.cache_seqlens[0] (batch row 0) is 11, expected 8 (too large)";
+  auto at = [&](const std::vector<MetadataChecker::Item>& items) {
+    std::vector<int32_t> layers;
+    for (const auto& f : items)
+      if (f.message == base_message) layers.push_back(f.layer);
+    return layers;
+  };
+  Scenario chunked_only = draft_extend_case();  // s = 8 (5 cached + 3 new), chunk 4
+  chunked_only.model.layers = {{LayerKind::chunked, 0, 4}};
+  EXPECT_TRUE(Planned(chunked_only).check().empty());
+  // seq_lens + extend_lens: the full call's lengths are wrong, and so are the virtual batches split
+  // from them; the length is named once, under no layer.
+  Planned doubled(chunked_only, {"fa_draft_extend_v2_double"});
+  EXPECT_EQ(at(doubled.check()), (std::vector<int32_t>{-1}));
+  // With a full layer, that layer's check names it: not twice.
+  Scenario with_full = chunked_only;
+  with_full.model.layers = {{LayerKind::full, 0, 0}, {LayerKind::chunked, 0, 4}};
+  EXPECT_EQ(at(Planned(with_full, {"fa_draft_extend_v2_double"}).check()), (std::vector<int32_t>{0}));
+  // A plan that does not say its chunked layers split the full call (an adapter's) is not held to it.
+  doubled.fa().local.at(0).splits_full = false;
+  EXPECT_TRUE(at(doubled.check()).empty());
+  // A different bug: virtual batches of a shrunk chunk split right lengths. Their own findings, on
+  // the chunked layer, and none under no layer.
+  Planned shrunk(local_case(8, 1, 6), {"fa_local_chunk_shrink"});
+  const auto findings = shrunk.check();
+  ASSERT_FALSE(findings.empty());
+  for (const auto& f : findings) EXPECT_EQ(f.layer, 0) << f.message;
+}
+
 // ---------------------------------------------------------------------- faults --------
 
 struct FaultCase {

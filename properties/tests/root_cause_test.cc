@@ -73,6 +73,42 @@ TEST(RootCause, TheSameRootInAnotherModeOrLayerKindIsTheSameGroup) {
   EXPECT_NE(both[0].why.find("follows from"), std::string::npos);
 }
 
+TEST(RootCause, TheLengthsChunkedLayersSplitRootTheirVirtualBatches) {
+  // A model whose layers are all chunked: the full call's lengths, which the virtual batches split,
+  // are named under no layer (backends/fa/fa_check.cc); the chunked layer's wrong query split, key
+  // counts and reads follow from them, in the group the same length has on a full layer.
+  const auto split =
+      root_causes({fp("metadata", "draft_extend_v2", "chunked",
+                      "draft_extend_vN.localN: query tokens of kernel row N is N, expected N (too large)"),
+                   fp("metadata", "draft_extend_v2", "chunked",
+                      "draft_extend_vN.localN.cache_seqlens[N] (batch row N) is N, expected N (too small)"),
+                   fp("metadata", "draft_extend_v2", "",
+                      "draft_extend_vN.cache_seqlens[N] (batch row N) is N, expected N (too large)"),
+                   fp("in-bounds", "draft_extend_v2", "chunked", "unowned-slot")});
+  const std::string full =
+      root_causes({fp("metadata", "draft_extend_v2", "full",
+                      "draft_extend_vN.cache_seqlens[N] (batch row N) is N, expected N (too large)")})[0]
+          .group;
+  EXPECT_EQ(full, "fa: metadata: cache_seqlens[N] (batch row N) is N, expected N (too large)");
+  for (const RootCause& c : split) EXPECT_EQ(c.group, full) << c.why;
+  EXPECT_NE(split[1].why.find("follows from metadata metadata/fa/draft_extend_v2/-: draft_extend_vN.cache_seqlens"),
+            std::string::npos)
+      << split[1].why;
+  // A different bug: a shrunk chunk splits right lengths, so only the chunked layer's metadata is
+  // wrong. Its own group, neither the wrong length's nor a full layer's short one.
+  const auto shrunk =
+      root_causes({fp("metadata", "draft_decode", "chunked",
+                      "draft_decode.localN.cache_seqlens[N] (batch row N) is N, expected N (too small)"),
+                   fp("cache-extent", "draft_decode", "chunked", "missing-oldest")});
+  EXPECT_EQ(shrunk[0].group, "fa: metadata: chunked: cache_seqlens[N] (batch row N) is N, expected N (too small)");
+  EXPECT_EQ(shrunk[1].group, shrunk[0].group);
+  EXPECT_NE(shrunk[0].group, full);
+  EXPECT_NE(shrunk[0].group,
+            root_causes({fp("metadata", "draft_extend_v2", "full",
+                            "draft_extend_vN.cache_seqlens[N] (batch row N) is N, expected N (too small)")})[0]
+                .group);
+}
+
 TEST(RootCause, DifferentBugsBackendsAndFailuresKeepTheirOwnGroups) {
   // Two page tables of two faults (fa_local_token_table, fa_swa_page_id_translate).
   EXPECT_NE(root_causes({fp("stride-divide", "decode", "chunked", "local_block_table:wrong-slot")})[0].group,
