@@ -86,6 +86,7 @@ $(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # ci/gpu_fa3.py into $fa3; its runs exit 2 when it is not there). OUT/fa3_table.md: the two side by
 # side (ci/gpu_fa3_table.py).
 fa3=${KVFUZZ_FA3:-$PWD/.gpu-fa3/sgl_fa3}
+unset KVFUZZ_FA3  # the stand-in's runs must not inherit it: only stream fa3's environment names it
 fa_runs() {  # KERNEL [ENVIRONMENT]: the FA runs with that kernel
   printf '%s\n' "$(pair "$1" kvfuzz_fa_mixed_local 0.5.23 1 '' '' "$2")" \
     "$(pair "$1" kvfuzz_fa_mixed_local 0.5.23 0 ' with fix fa-extend-local' '--fix fa-extend-local' "$2")" \
