@@ -47,7 +47,9 @@ class K:
             return fn(*args, **kwargs)
         to = lambda x: x.cuda() if torch.is_tensor(x) else x  # noqa: E731
         out = fn(*[to(a) for a in args], **{k: to(v) for k, v in kwargs.items()})
-        return tuple(o.cpu() if torch.is_tensor(o) else o for o in out) if isinstance(out, tuple) else out.cpu()
+        if isinstance(out, tuple):  # sgl-kernel returns (out, lse, *rest): the stand-in's (out, lse)
+            return tuple(o.cpu() for o in out[:2])
+        return out.cpu()
 
     @classmethod
     def flash_attn_with_kvcache(cls, *args, **kwargs):
