@@ -58,10 +58,14 @@ run "$WORK/t/fa" 1 1 0.9 && run "$WORK/t/fa" 2 0 0.004
 run "$WORK/t/fa3" 1 1 0.9 && run "$WORK/t/fa3" 2 0 0.008
 table "$WORK/t/fa" "$WORK/t/fa3" || fail "agreeing runs: exit $?: $(cat "$WORK/table")"
 grep -q "| 1 | 0.9 | 1 | 0.9 | yes |" "$WORK/table" || fail "no agreeing row: $(cat "$WORK/table")"
-run "$WORK/t/fa3" 2 1 0.5
+run "$WORK/t/fa3" 2 0 0.5  # the same exit status, a max error 0.5 apart
 table "$WORK/t/fa" "$WORK/t/fa3"
 rc=$?
-[ $rc = 1 ] && grep -q "| 0 | 0.004 | 1 | 0.5 | \*\*NO\*\* |" "$WORK/table" || fail "a disagreement: exit $rc: $(cat "$WORK/table")"
+[ $rc = 1 ] && grep -q "| 0 | 0.004 | 0 | 0.5 | \*\*NO\*\* |" "$WORK/table" || fail "errors apart: exit $rc: $(cat "$WORK/table")"
+run "$WORK/t/fa3" 2 1 0.004  # the same max error, another exit status
+table "$WORK/t/fa" "$WORK/t/fa3"
+rc=$?
+[ $rc = 1 ] && grep -q "| 0 | 0.004 | 1 | 0.004 | \*\*NO\*\* |" "$WORK/table" || fail "exits apart: exit $rc: $(cat "$WORK/table")"
 table "$WORK/t/fa" "$WORK/t/none"
 [ $? = 2 ] || fail "a missing folder does not exit 2: $(cat "$WORK/table")"
 
