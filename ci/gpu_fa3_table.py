@@ -57,15 +57,7 @@ def table(standin, real):
 
 
 def main():
-    args = sys.argv[1:]
-    target = None
-    if "-o" in args:
-        at = args.index("-o")
-        if at + 1 >= len(args):
-            print("gpu_fa3_table: -o needs a file", file=sys.stderr)
-            sys.exit(2)
-        target = args[at + 1]
-        del args[at:at + 2]
+    target, args = pairs.output_option(sys.argv[1:], "gpu_fa3_table")
     if len(args) != 2 or not all(pathlib.Path(a).is_dir() for a in args):
         print(f"usage: python3 ci/gpu_fa3_table.py STANDIN_OUT REAL_OUT [-o table.md]  (two folders of reproducer "
               f"runs; got {' '.join(args) or 'nothing'})", file=sys.stderr)

@@ -87,21 +87,26 @@ $(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # side (ci/gpu_fa3_table.py).
 fa3=${KVFUZZ_FA3:-$PWD/.gpu-fa3/sgl_fa3}
 unset KVFUZZ_FA3  # the stand-in's runs must not inherit it: only stream fa3's environment names it
-fa_runs() {  # KERNEL [ENVIRONMENT]: the FA runs with that kernel
-  printf '%s\n' "$(pair "$1" kvfuzz_fa_mixed_local 0.5.23 1 '' '' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_mixed_local 0.5.23 0 ' with fix fa-extend-local' '--fix fa-extend-local' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_draft_extend_local 0.5.23 1 '' '' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_draft_extend_local 0.5.23 0 ' with fix fa-extend-local' '--fix fa-extend-local' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_verify_local 0.5.23 1 '' '' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_draft_local 0.5.23 1 '' '' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_draft_swa_cascade 0.5.23 1 '' '' "${2:-}")" \
-    "$(pair "$1" kvfuzz_fa_draft_swa_cascade 0.5.23 0 ' with fix fa-draft-swa-cascade' '--fix fa-draft-swa-cascade' "${2:-}")" \
-    "$(pair "$1" sglang_32902_fa_local_token_table 0.5.13 1 '' '' "${2:-}")" \
-    "$(pair "$1" sglang_32902_fa_local_token_table 0.5.13 0 ' with fix 32902' '--fix 32902' "${2:-}")" \
-    "$(pair "$1" sglang_32902_fa_local_token_table 0.5.23 0 ' (the fixed release)' '' "${2:-}")" \
-    "$(pair "$1" sglang_24617_fa_swa_spec 0.5.11 1 '' '' "${2:-}")" \
-    "$(pair "$1" sglang_24617_fa_swa_spec 0.5.11 0 ' with fix 24617' '--fix 24617' "${2:-}")" \
-    "$(pair "$1" sglang_24617_fa_swa_spec 0.5.12.post1 0 ' (the fixed release)' '' "${2:-}")"
+fa_runs() {  # KERNEL [ENVIRONMENT]: the FA runs with that kernel (reproducer|release|expected|label suffix|arguments)
+  local name release expect suffix args
+  while IFS='|' read -r name release expect suffix args; do
+    pair "$1" "$name" "$release" "$expect" "$suffix" "$args" "${2:-}"
+  done <<'RUNS'
+kvfuzz_fa_mixed_local|0.5.23|1||
+kvfuzz_fa_mixed_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
+kvfuzz_fa_draft_extend_local|0.5.23|1||
+kvfuzz_fa_draft_extend_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
+kvfuzz_fa_verify_local|0.5.23|1||
+kvfuzz_fa_draft_local|0.5.23|1||
+kvfuzz_fa_draft_swa_cascade|0.5.23|1||
+kvfuzz_fa_draft_swa_cascade|0.5.23|0| with fix fa-draft-swa-cascade|--fix fa-draft-swa-cascade
+sglang_32902_fa_local_token_table|0.5.13|1||
+sglang_32902_fa_local_token_table|0.5.13|0| with fix 32902|--fix 32902
+sglang_32902_fa_local_token_table|0.5.23|0| (the fixed release)|
+sglang_24617_fa_swa_spec|0.5.11|1||
+sglang_24617_fa_swa_spec|0.5.11|0| with fix 24617|--fix 24617
+sglang_24617_fa_swa_spec|0.5.12.post1|0| (the fixed release)|
+RUNS
 }
 fa_standin_runs=$(fa_runs "FA (FA3 stand-in)")
 fa_real_runs=$(fa_runs "FA (real FA3)" "KVFUZZ_FA3=$fa3")
