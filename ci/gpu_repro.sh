@@ -83,7 +83,7 @@ $(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
 # sglang's FlashAttentionBackend, every FA known issue's minimal case (bf16, head dim 64: shapes FA3
 # takes) on the release with the bug and with the fix, twice: FA3's plain-torch stand-in (stream fa)
 # and FA3's real kernel (stream fa3: sgl-kernel 0.4.3's library, unpacked from its parts by
-# ci/gpu_fa3.py into $fa3; its runs exit 2 when it is not there). OUT/fa3_table.md: the two side by
+# ci/gpu_fa3.py into $fa3; the stream is skipped when it is not there). OUT/fa3_table.md: the two side by
 # side (ci/gpu_fa3_table.py).
 fa3=${KVFUZZ_FA3:-$PWD/.gpu-fa3/sgl_fa3}
 unset KVFUZZ_FA3  # the stand-in's runs must not inherit it: only stream fa3's environment names it
@@ -113,6 +113,11 @@ fa_real_runs=$(fa_runs "FA (real FA3)" "KVFUZZ_FA3=$fa3")
 # Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
 # GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
 parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair fa fa3} "
+if [[ "$parts" == *" fa3 "* ]] && [ ! -f "$fa3/sgl_kernel/flash_attn.py" ]; then
+  echo "gpu_repro: no FA3 library at $fa3 (python3 ci/gpu_fa3.py unpack --to DIR ...; KVFUZZ_FA3=DIR): stream fa3 skipped" |
+    tee "$out/fa3.txt"
+  parts=${parts/ fa3 / }
+fi
 stream() {  # stream NAME RUNS TIMEOUT: ci/repro.sh's runs into OUT/NAME, its summary in OUT/NAME.txt
   [[ "$parts" == *" $1 "* ]] || return 0
   PY=python3 REPRO_TIMEOUT=$3 REPRO_RUNS=$2 bash ci/repro.sh run "$out/$1" >"$out/$1.txt" 2>&1
