@@ -110,16 +110,19 @@ def table(folder):
     return "\n".join(lines) + "\n", len(outs)
 
 
+def output_option(args, tool):
+    """(the file of `-o FILE` or None, args without it); exit 2 when -o has no file."""
+    if "-o" not in args:
+        return None, args
+    at = args.index("-o")
+    if at + 1 >= len(args):
+        print(f"{tool}: -o needs a file", file=sys.stderr)
+        sys.exit(2)
+    return args[at + 1], args[:at] + args[at + 2:]
+
+
 def main():
-    args = sys.argv[1:]
-    target = None
-    if "-o" in args:
-        at = args.index("-o")
-        if at + 1 >= len(args):
-            print("gpu_pair_table: -o needs a file", file=sys.stderr)
-            sys.exit(2)
-        target = args[at + 1]
-        del args[at:at + 2]
+    target, args = output_option(sys.argv[1:], "gpu_pair_table")
     if len(args) != 1 or not pathlib.Path(args[0]).is_dir():
         print(f"usage: python3 ci/gpu_pair_table.py OUT [-o table.md]  (OUT: a folder of reproducer runs; "
               f"got {' '.join(args) or 'nothing'})", file=sys.stderr)

@@ -24,7 +24,8 @@ if [ ! -f "$site/flashinfer/__init__.py" ] || [ ! -d "$site/msgspec" ]; then
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
 for release in 0.5.23 0.5.10.post1; do
-  [ -d ".gpu/sglang/$release" ] || python3 -m zipfile -e "$wheels/sglang_kernels-$release.zip" ".gpu/sglang/$release"
+  [ -d ".gpu/sglang/$release" ] || [ ! -f "$wheels/sglang_kernels-$release.zip" ] ||
+    python3 -m zipfile -e "$wheels/sglang_kernels-$release.zip" ".gpu/sglang/$release"
 done
 src=.gpu/sglang_src  # each release's Python source, for sglang's own backend (ci/gpu_sglang_src.py)
 for archive in "$wheels"/sglang_src-*.tgz; do
@@ -52,8 +53,8 @@ gpu/repro/pytorch_flex_int32_offsets|torch $(python3 -c "import torch; print(tor
 # TritonAttnBackend / TritonMultiStepDraftBackend; FlashInfer: FlashInferAttnBackend with FlashInfer's
 # own wrappers from the site (and its JIT workspace). msgspec, which 0.5.23's configuration classes
 # need, comes from the site too.
-pair() {  # kernels reproducer release expected [label suffix] [extra arguments]
-  local env="PYTHONPATH=$site"
+pair() {  # kernels reproducer release expected [label suffix] [extra arguments] [extra environment]
+  local env="PYTHONPATH=$site${7:+ $7}"
   [ "$1" = FlashInfer ] && env=$fi_env
   printf 'sglang/repro/%s|sglang %s%s, its %s backend and kernels, GPU|%s|%s|--site %s %s|%s\n' \
     "$2" "$3" "${5:-}" "$1" "$src/$3" "$env" "$src/$3" "${6:-}" "$4"
@@ -79,9 +80,44 @@ $(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.13 0 ' (the fixed relea
 $(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 1)
 $(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix 39287')
 $(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
+# sglang's FlashAttentionBackend, every FA known issue's minimal case (bf16, head dim 64: shapes FA3
+# takes) on the release with the bug and with the fix, twice: FA3's plain-torch stand-in (stream fa)
+# and FA3's real kernel (stream fa3: sgl-kernel 0.4.3's library, unpacked from its parts by
+# ci/gpu_fa3.py into $fa3; the stream is skipped when it is not there). OUT/fa3_table.md: the two side by
+# side (ci/gpu_fa3_table.py).
+fa3=${KVFUZZ_FA3:-$PWD/.gpu-fa3/sgl_fa3}
+unset KVFUZZ_FA3  # the stand-in's runs must not inherit it: only stream fa3's environment names it
+fa_runs() {  # KERNEL [ENVIRONMENT]: the FA runs with that kernel (reproducer|release|expected|label suffix|arguments)
+  local name release expect suffix args
+  while IFS='|' read -r name release expect suffix args; do
+    pair "$1" "$name" "$release" "$expect" "$suffix" "$args" "${2:-}"
+  done <<'RUNS'
+kvfuzz_fa_mixed_local|0.5.23|1||
+kvfuzz_fa_mixed_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
+kvfuzz_fa_draft_extend_local|0.5.23|1||
+kvfuzz_fa_draft_extend_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
+kvfuzz_fa_verify_local|0.5.23|1||
+kvfuzz_fa_draft_local|0.5.23|1||
+kvfuzz_fa_draft_swa_cascade|0.5.23|1||
+kvfuzz_fa_draft_swa_cascade|0.5.23|0| with fix fa-draft-swa-cascade|--fix fa-draft-swa-cascade
+sglang_32902_fa_local_token_table|0.5.13|1||
+sglang_32902_fa_local_token_table|0.5.13|0| with fix 32902|--fix 32902
+sglang_32902_fa_local_token_table|0.5.23|0| (the fixed release)|
+sglang_24617_fa_swa_spec|0.5.11|1||
+sglang_24617_fa_swa_spec|0.5.11|0| with fix 24617|--fix 24617
+sglang_24617_fa_swa_spec|0.5.12.post1|0| (the fixed release)|
+RUNS
+}
+fa_standin_runs=$(fa_runs "FA (FA3 stand-in)")
+fa_real_runs=$(fa_runs "FA (real FA3)" "KVFUZZ_FA3=$fa3")
 # Four streams at once (FlashInfer's JIT builds take the longest), each run in its own process;
 # GPU_REPRO_PARTS picks some (default all: flashinfer kernels pair fipair).
-parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair} "
+parts=" ${GPU_REPRO_PARTS:-flashinfer kernels pair fipair fa fa3} "
+if [[ "$parts" == *" fa3 "* ]] && [ ! -f "$fa3/sgl_kernel/flash_attn.py" ]; then
+  echo "gpu_repro: no FA3 library at $fa3 (python3 ci/gpu_fa3.py unpack --to DIR ...; KVFUZZ_FA3=DIR): stream fa3 skipped" |
+    tee "$out/fa3.txt"
+  parts=${parts/ fa3 / }
+fi
 stream() {  # stream NAME RUNS TIMEOUT: ci/repro.sh's runs into OUT/NAME, its summary in OUT/NAME.txt
   [[ "$parts" == *" $1 "* ]] || return 0
   PY=python3 REPRO_TIMEOUT=$3 REPRO_RUNS=$2 bash ci/repro.sh run "$out/$1" >"$out/$1.txt" 2>&1
@@ -89,7 +125,10 @@ stream() {  # stream NAME RUNS TIMEOUT: ci/repro.sh's runs into OUT/NAME, its su
 stream flashinfer "$flashinfer_runs" 300 &
 stream pair "$pair_runs" 240 &
 stream fipair "$fipair_runs" 300 &
+stream fa "$fa_standin_runs" 240 &
+stream fa3 "$fa_real_runs" 240 &
 stream kernels "$kernel_runs" 300
 wait
-cat "$out/gpu.txt" "$out"/{flashinfer,kernels,pair,fipair}.txt 2>/dev/null
+cat "$out/gpu.txt" "$out"/{flashinfer,kernels,pair,fipair,fa,fa3}.txt 2>/dev/null
 python3 ci/gpu_pair_table.py "$out" -o "$out/pair_table.md"
+[ ! -d "$out/fa" ] || [ ! -d "$out/fa3" ] || python3 ci/gpu_fa3_table.py "$out/fa" "$out/fa3" -o "$out/fa3_table.md"

@@ -18,7 +18,8 @@ source: sglang_src-RELEASE.tgz for each of SGLANG_SRC_RELEASES (ci/gpu_sglang_sr
 all). FlashMLA (adapters/gpu/flashmla.py): sgl_flashmla-0.4.3.zip holds sgl-kernel's FlashMLA library
 and its Python wrapper from sglang-kernel 0.4.3 (the release sglang 0.5.13 pins, built for torch
 2.11 + CUDA 13; its wheel is 308 MB, fetched to a temporary folder), 3 MB. vLLM's Triton attention kernel
-(adapters/gpu/vllm_triton.py): vllm_kernels-0.33.0.zip, the kernel and the files it imports, 2 MB. What a GPU call carries (.gpu, for the default folder) must stay under 60 MiB. Exit 2 when
+(adapters/gpu/vllm_triton.py): vllm_kernels-0.33.0.zip, the kernel and the files it imports, 2 MB. What a GPU call carries (.gpu, for the default folder) must stay under 60 MiB.
+FA3's library (58 MiB packed) travels apart, in parts: ci/gpu_fa3.py. Exit 2 when
 pip fails, a release keeps its kernels where no layout below has them, or .gpu passes 60 MiB.
 """
 import pathlib

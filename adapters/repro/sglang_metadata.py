@@ -16,7 +16,9 @@
 # computes from the arguments sglang hands it (page_table, cache_seqlens, cu_seqlens_q,
 # max_seqlen_q, causal, window_size, softcap): THE ONE PIECE NOT FROM UPSTREAM; sglang's metadata
 # and forward code run unchanged. Each query against the float64 expectation from logical
-# positions, with the probe of the keys it read.
+# positions, with the probe of the keys it read. KVFUZZ_FA3=DIR (a CUDA device): FA3's REAL kernel
+# instead, sgl-kernel 0.4.3's flash_attn_with_kvcache and get_scheduler_metadata from DIR/sgl_kernel/
+# (kvfuzz's ci/gpu_fa3.py unpacks it there); merge_state_v2 stays the stand-in's.
 # Needs the sglang release (--site DIR, an unpacked wheel, with its dependency msgspec importable),
 # torch, triton, numpy, for FlashInfer flashinfer; nothing of kvfuzz (its few modules this needs are
 # embedded below, copied verbatim by `kvfuzz repro` from their one source in kvfuzz's adapters/).
@@ -72,6 +74,43 @@ def real_flashinfer(sglang_import):
         cannot_run(f"FlashInfer does not import here ({type(e).__name__}: {e})")
 
 
+class FA3:
+    """The FA3 kernel the FA backend calls: fa3_standin (the default; plain torch, embedded), or with
+    KVFUZZ_FA3=DIR on a CUDA device sgl-kernel's real library, DIR/sgl_kernel/ (flash_ops.abi3.so and
+    its flash_attn.py, unpacked by kvfuzz's ci/gpu_fa3.py). merge_state_v2 (the cascade's merge, in
+    sgl-kernel's other library) is the stand-in's in both."""
+    flash_attn_with_kvcache = get_scheduler_metadata = None
+
+    @classmethod
+    def load(cls, device):
+        """Loads the kernel; returns what it is (STATS["fa3"]). Exit 2 when KVFUZZ_FA3 cannot load."""
+        standin = importlib.import_module("fa3_standin")
+        cls.merge_state_v2, cls.refusal = standin.merge_state_v2, standin.refusal
+        where = os.environ.get("KVFUZZ_FA3", "")
+        if not where:
+            cls.flash_attn_with_kvcache, cls.get_scheduler_metadata = (standin.flash_attn_with_kvcache,
+                                                                       standin.get_scheduler_metadata)
+            return "stand-in"
+        if device != "cuda":
+            cannot_run(f"KVFUZZ_FA3={where}: FA3's kernel needs a CUDA device")
+        if not os.path.isfile(os.path.join(where, "sgl_kernel", "flash_attn.py")):
+            cannot_run(f"KVFUZZ_FA3={where}: no sgl_kernel/flash_attn.py there (python3 ci/gpu_fa3.py unpack --to DIR)")
+        sys.path.insert(0, os.path.abspath(where))
+        try:
+            fa3 = importlib.import_module("sgl_kernel.flash_attn")
+        except Exception as e:  # noqa: BLE001 - any import failure: the library cannot run here
+            cannot_run(f"KVFUZZ_FA3={where}: sgl_kernel.flash_attn does not import ({type(e).__name__}: {e})")
+        finally:
+            sys.path.remove(os.path.abspath(where))
+        for name in [m for m in sys.modules if m == "sgl_kernel" or m.startswith("sgl_kernel.")]:
+            del sys.modules[name]  # sglang's own `import sgl_kernel` gets the stub; these functions keep theirs
+        cls.flash_attn_with_kvcache, cls.get_scheduler_metadata = fa3.flash_attn_with_kvcache, fa3.get_scheduler_metadata
+        meta = os.path.join(where, "sglang_kernel-0.4.3.dist-info", "METADATA")
+        version = next((line.split()[1] for line in open(meta) if line.startswith("Version:")), "?") \
+            if os.path.isfile(meta) else "?"
+        return f"sgl-kernel {version}"
+
+
 def load_sglang(args, device):
     """The release at --site, its modules imported (sglang_release.Sglang), --fix applied: (sg, fake_runner)."""
     if not os.path.isdir(os.path.join(args.site, "sglang")):
@@ -82,6 +121,8 @@ def load_sglang(args, device):
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton loads
     os.environ.setdefault("SGLANG_DISABLE_REQUEST_LOGGING", "1")
     sys.meta_path.insert(0, EmbeddedModules())
+    if engine_backend() == "fa":  # before sglang_import stubs sgl_kernel: the real FA3 loads as itself
+        STATS["fa3"] = FA3.load(device)
     sglang_import = importlib.import_module("sglang_import")
     if engine_backend() == "flashinfer":
         STATS["flashinfer"] = real_flashinfer(sglang_import)
@@ -155,36 +196,38 @@ def build_flashinfer(sg, setup, case):
 
 
 def build_fa(sg, setup, case):
-    """FlashAttentionBackend with its metadata, FA3's kernel and merge replaced by fa3_standin (FA3's
-    library is out of reach): (backend, name). The draft step's backend is built as
-    FlashAttentionMultiStepBackend builds each of its steps."""
+    """FlashAttentionBackend with its metadata, FA3's kernel the one FA3 loaded (fa3_standin, or the
+    real library with KVFUZZ_FA3), merge_state_v2 fa3_standin's: (backend, name). The draft step's
+    backend is built as FlashAttentionMultiStepBackend builds each of its steps."""
     fa = importlib.import_module("sglang.srt.layers.attention.flashattention_backend")
     if setup.graph and BUNDLE["mode"] == "draft_decode" and \
             not hasattr(fa.FlashAttentionBackend, "init_forward_metadata_capture_cuda_graph"):
         cannot_run("FA draft decode under a CUDA graph in 0.5.13 and later (per-step write slices) is not modelled")
-    standin = importlib.import_module("fa3_standin")
-    refused = standin.refusal(setup.dtype, setup.q_width, setup.v_width, case.model["q_heads"], case.model["kv_heads"])
+    refused = FA3.refusal(setup.dtype, setup.q_width, setup.v_width, case.model["q_heads"], case.model["kv_heads"])
     if refused:  # a case FA3 cannot run says nothing about sglang's metadata
         cannot_run(f"FA3 does not take this case ({refused}): FA3 runs bf16 / fp16 at its head dims")
 
     def unexpected(*args, **kwargs):
-        raise NotImplementedError("flash_attn_varlen_func was called: the FA3 stand-in models the paged kernel only")
+        raise NotImplementedError("flash_attn_varlen_func was called: the FA3 stand-in models the paged kernel only "
+                                  "(and the real FA3 runs the same paths)")
 
     backend = fa.FlashAttentionBackend(setup.runner, speculative_step_id=setup.draft_step, topk=setup.spec_topk,
                                        speculative_num_steps=setup.num_steps)
     # The backend calls the kernel as its attribute and (0.5.11 on, in some paths) as a module global.
-    backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = standin.flash_attn_with_kvcache
+    backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = FA3.flash_attn_with_kvcache
     backend.flash_attn_varlen_func = fa.flash_attn_varlen_func = unexpected
-    fa.merge_state_v2 = standin.merge_state_v2
+    fa.merge_state_v2 = FA3.merge_state_v2
     if hasattr(fa, "merge_state_v2_wrapper"):
-        fa.merge_state_v2_wrapper = standin.merge_state_v2
+        fa.merge_state_v2_wrapper = FA3.merge_state_v2
     # 0.5.23: FA3's scheduler_metadata precompute, as sgl_kernel's get_scheduler_metadata makes it (the
     # stand-in's schedule: FA3's size, the num_splits it was made for, checked at each call)
     if hasattr(backend, "_get_scheduler_metadata"):
-        backend._get_scheduler_metadata = standin.get_scheduler_metadata
+        backend._get_scheduler_metadata = FA3.get_scheduler_metadata
     kernel_call(sg.init_metadata, backend, setup)
     step = f" (draft step {setup.draft_step})" if BUNDLE["mode"] == "draft_decode" else ""
-    return backend, f"FlashAttentionBackend{step} with the FA3 stand-in kernel (fa3_standin: not from upstream)"
+    kernel = "the FA3 stand-in kernel (fa3_standin: not from upstream)" if STATS["fa3"] == "stand-in" else \
+        f"FA3's real kernel ({STATS['fa3']}; merge_state_v2 the stand-in's)"
+    return backend, f"FlashAttentionBackend{step} with {kernel}"
 
 
 def flashinfer_builds_sm90(fi):

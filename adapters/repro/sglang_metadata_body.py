@@ -14,9 +14,9 @@ whose slots and positions are the row's "columns" runs [first slot, first positi
 Needs torch, numpy, triton (flashinfer for FlashInfer's backend) and kvfuzz_repro_sglang_metadata.py
 beside this file: kvfuzz's harness, written with it (the stand-in model runner, pools and
 ForwardBatch; the values, the expectation, the probe; for FA, the FA3 kernel's plain-torch stand-in,
-FA3's library being out of reach; --fix N's patches); not kvfuzz. Exit 1: a query read other keys
-than it should or its output is off (or the call raised); 0: none; 2: it cannot run here; 3: the
-script failed. Last line: RESULT {json}.
+or with KVFUZZ_FA3=DIR on a CUDA device sgl-kernel's real FA3 from DIR/sgl_kernel/; --fix N's
+patches); not kvfuzz. Exit 1: a query read other keys than it should or its output is off (or the
+call raised); 0: none; 2: it cannot run here; 3: the script failed. Last line: RESULT {json}.
 """
 import json
 import os
