@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev                      # case files
   libcli11-dev                            # command line
   clang libclang-rt-14-dev libomp-14-dev  # libFuzzer build, sanitizers
+  zstd                                    # ci/gpu_fa3.py packs FA3 for the GPU machine (ctest ci_gpu_fa3_test)
 )
 for extra in "$@"; do
   case $extra in

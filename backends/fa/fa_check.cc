@@ -178,8 +178,8 @@ struct CallChecker {
 };
 
 // Chunked layers' virtual batches split the full call's rows: where no layer reads that call, its
-// lengths are still what they derive from (sglang's _maybe_init_local_attn_metadata splits
-// forward_metadata.cache_seqlens_int32 and cu_seqlens_q), checked here under no layer, so that a
+// lengths are still what they derive from (sglang's _maybe_init_local_attn_metadata splits the
+// metadata's cache_seqlens_int32 and cu_seqlens_q: flashattention_backend.py:2084-2093 in 0.5.10.post1, read), checked here under no layer, so that a
 // wrong length is named once, as itself, and not only through the virtual batches it distorts
 // (properties/root_cause.h then roots the chunked layers' findings in it).
 void check_split_lengths(const FaPlan& plan, MetadataChecker& check, const std::vector<int32_t>& rows_of_tokens) {

@@ -113,6 +113,28 @@ TEST(Cli, CheckPinpointsABrokenTableEntry) {
   EXPECT_EQ(clean.code, 0) << clean.output;
 }
 
+TEST(Cli, CheckRunsSeveralCasesInTurnEachUnderItsName) {
+  // The broken case between two clean ones: its lines come under its name, the exit is 1, and a
+  // bad file among them is named before any case runs.
+  const std::string broken = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
+  const std::string clean = temp_file("clean.json", run("gen --seed 5 --profile tiny").output);
+  const Result r = run("check " + clean + " " + broken + " " + clean + " --backend fa --fault fa_local_token_table");
+  EXPECT_EQ(r.code, 1) << r.output;
+  const size_t first = r.output.find("== " + clean + "\n"), second = r.output.find("== " + broken + "\n"),
+               third = r.output.find("== " + clean + "\n", second), finding = r.output.find("stride-divide");
+  ASSERT_NE(first, std::string::npos) << r.output;
+  ASSERT_NE(second, std::string::npos) << r.output;
+  ASSERT_NE(third, std::string::npos) << r.output;
+  EXPECT_TRUE(first < second && second < finding && finding < third) << r.output;
+  EXPECT_NE(r.output.find("fa: ok (every property)", third), std::string::npos) << r.output;
+  const Result bad = run("check " + clean + " /nonexistent/case.json --backend fa");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("/nonexistent/case.json"), std::string::npos) << bad.output;
+  EXPECT_EQ(bad.output.find("fa: ok"), std::string::npos) << bad.output;
+  const Result stdin_twice = run("check - " + clean + " --backend fa");
+  EXPECT_EQ(stdin_twice.code, 2) << stdin_twice.output;
+}
+
 TEST(Cli, ExplainDrawsTheFailingQuery) {
   const std::string c = std::string(KVFUZZ_CORPUS) + "/regressions/fa__fa_local_token_table.json";
   const auto svg = std::filesystem::temp_directory_path() / "kvfuzz_cli_test" / "explain.svg";
