@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backends/external/batch_request.h"
 #include "backends/external/exchange.h"
 #include "backends/kv_store.h"
 
@@ -122,18 +123,40 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
     for (int32_t l = 0; l < in.pools.layers(); ++l) store_new_kv(l, locs, in);
     names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
   }
+  const std::string variant = kernel_variant(inputs[0].scenario);
+  // The kernel's own figures for this request (PROTOCOL.md "precision"), for each value set.
+  auto answered = [&](const nlohmann::json& answer, std::vector<RunOutput>& outs) {
+    std::optional<KernelRounding> r;
+    if (answer.contains("precision"))
+      r = answered_rounding(answer["precision"], rounding(), "adapter '" + ext_executor_->spec().command + "'");
+    for (RunOutput& o : outs) o.rounding = r;
+  };
+  bool alone = false;
+  if (ext_executor_->batches()) {
+    if (const std::string key = batch_key(*family_, plan, inputs, variant); !key.empty()) {
+      BatchMember me;
+      me.pool_elements = largest_pool(inputs);
+      me.plan = &plan;
+      me.inputs = &inputs;
+      me.outputs = &outputs;
+      const BatchSlot::Outcome outcome = ext_executor_->call_batched(
+          key, me, [&](const std::string& dir, const std::vector<BatchSlot*>& members) { write_batch(dir, *family_, members, names); },
+          [&](const std::string& dir, const nlohmann::json& answer, const std::vector<BatchSlot*>& members) {
+            read_batch(dir, members, names);
+            for (BatchSlot* m : members) answered(answer, *static_cast<BatchMember*>(m)->outputs);
+          },
+          variant);
+      if (outcome == BatchSlot::Outcome::answered) return;
+      alone = outcome == BatchSlot::Outcome::alone;  // the batch failed: this case alone says if it was its own
+    }
+  }
   ext_executor_->call(
       "execute", [&](const std::string& dir) { write_execute_request(dir, *family_, plan, inputs, names); },
       [&](const std::string& dir, const nlohmann::json& answer) {
-        std::optional<KernelRounding> answered;
-        if (answer.contains("precision"))
-          answered = answered_rounding(answer["precision"], rounding(), "adapter '" + ext_executor_->spec().command + "'");
-        for (size_t i = 0; i < inputs.size(); ++i) {
-          read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
-          outputs[i].rounding = answered;
-        }
+        for (size_t i = 0; i < inputs.size(); ++i) read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
+        answered(answer, outputs);
       },
-      kernel_variant(inputs[0].scenario));
+      variant, alone);
 }
 
 }  // namespace kvfuzz
