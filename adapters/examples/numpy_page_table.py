@@ -36,6 +36,12 @@ import kvfuzz_adapter as kv  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
 
 BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
+# Seconds each call sleeps, as a GPU kernel's launch and synchronization would take: the tests of
+# executor servers make jobs queue (and same-shape cases batch) with it.
+DELAY = float(os.environ.get("KVFUZZ_EXAMPLE_DELAY", "0"))
+# The modes it declares (comma-separated; default all): one mode makes a campaign's cases of one
+# shape batch often (the batching tests).
+MODES = os.environ.get("KVFUZZ_EXAMPLE_MODES", "all")
 
 
 def group_of(case, layer):
@@ -98,7 +104,7 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
 
 
 @kv.executor(name="numpy_page_table", family="page_table", batch=True,
-             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
+             supports={"modes": MODES if MODES == "all" else MODES.split(","), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
                        "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
@@ -108,6 +114,8 @@ def run(case):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)
+    if DELAY > 0:
+        time.sleep(DELAY)
     if BREAK == "unsupported" and len(case.layers) > 1:
         raise kv.Unsupported("more than one layer")
     if BREAK == "bad_precision":

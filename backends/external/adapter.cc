@@ -191,10 +191,14 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   if (auto it = gathering_.find(key); it != gathering_.end() && it->second == g) gathering_.erase(it);
   const std::vector<BatchSlot*> members = g->members;
   lock.unlock();
-  if (members.size() == 1) return BatchSlot::Outcome::single;  // no company: as usual
+  // The wait for a server's turn: in its queue, had the case gone by itself.
   const Clock::time_point sent = Clock::now();
-  for (const BatchSlot* m : members)
-    stats_.queue_nanoseconds += std::chrono::duration_cast<std::chrono::nanoseconds>(sent - m->joined).count();
+  for (const BatchSlot* m : members) {
+    const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(sent - m->joined).count();
+    stats_.queue_nanoseconds += waited;
+    stats_.round_trip_nanoseconds += waited;
+  }
+  if (members.size() == 1) return BatchSlot::Outcome::single;  // no company: as usual
   ++stats_.batches;
   stats_.batched_cases += static_cast<int64_t>(members.size());
   BatchSlot::Outcome outcome = BatchSlot::Outcome::answered;

@@ -20,8 +20,7 @@ std::string batch_key(const Family& family, const Plan& plan, const std::vector<
                 static_cast<double>(m.softcap));
   return variant + scale + " sets " + std::to_string(inputs.size()) + " captured " + std::to_string(fb.captured) +
          " topk " + std::to_string(fb.topk) + " drafts " + std::to_string(fb.draft_tokens) + "/" +
-         std::to_string(fb.draft_steps) + "/" + std::to_string(fb.draft_step) + " splits " +
-         std::to_string(fb.kv_splits) + " sms " + std::to_string(fb.device_sms) + " | " + shape;
+         std::to_string(fb.draft_steps) + "/" + std::to_string(fb.draft_step) + " | " + shape;
 }
 
 int64_t largest_pool(const std::vector<RunInput>& inputs) {

@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 campaign() {
   local name=$1 servers=$2 cases=$3 brk=$4
   shift 4
-  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs 3 --no-shrink --max-saved 1 \
+  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs "${JOBS:-3}" --no-shrink --max-saved 1 \
     --adapter "KVFUZZ_EXAMPLE_BREAK=$brk $EXEC" --backend numpy_page_table --adapter-servers "$servers" \
     --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
   echo $? >"$WORK/$name.rc"
@@ -95,12 +95,14 @@ if int(m.group(2)) <= int(m.group(1)):
     sys.exit("no batch of more than one case")
 PY
 }
-campaign batch_bug_workers 0 30 drop_last_key --reuse-shapes 1000
-campaign batch_bug_servers 1 30 drop_last_key --reuse-shapes 1000
+# One mode and a 30 ms kernel: six jobs queue for the one server and their cases meet.
+batch_env="KVFUZZ_EXAMPLE_MODES=extend KVFUZZ_EXAMPLE_DELAY=0.03"
+JOBS=6 campaign batch_bug_workers 0 24 "drop_last_key $batch_env" --reuse-shapes 1000
+JOBS=6 campaign batch_bug_servers 1 24 "drop_last_key $batch_env" --reuse-shapes 1000
 same batch_bug_workers batch_bug_servers cache-extent
 batched batch_bug_servers
-campaign batch_crash_workers 0 30 segfault_keys --reuse-shapes 1000
-campaign batch_crash_servers 1 30 segfault_keys --reuse-shapes 1000
+JOBS=6 campaign batch_crash_workers 0 24 "segfault_keys $batch_env" --reuse-shapes 1000
+JOBS=6 campaign batch_crash_servers 1 24 "segfault_keys $batch_env" --reuse-shapes 1000
 same batch_crash_workers batch_crash_servers crash
 batched batch_crash_servers
 grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fail "batch_crash_servers: no batch failed"
