@@ -21,6 +21,8 @@ is not a bug: it loads the unwritten tail of each row's last page and masks it (
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
 bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0).
+KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of
+one shape may come as one, on executor servers: docs/gpu.md "Batching").
 """
 import ctypes
 import math
@@ -33,15 +35,10 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
+from example_env import declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
 
 BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
-# Seconds each call sleeps, as a GPU kernel's launch and synchronization would take: the tests of
-# executor servers make jobs queue (and same-shape cases batch) with it.
-DELAY = float(os.environ.get("KVFUZZ_EXAMPLE_DELAY", "0"))
-# The modes it declares (comma-separated; default all): one mode makes a campaign's cases of one
-# shape batch often (the batching tests).
-MODES = os.environ.get("KVFUZZ_EXAMPLE_MODES", "all")
 
 
 def group_of(case, layer):
@@ -104,7 +101,7 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
 
 
 @kv.executor(name="numpy_page_table", family="page_table", batch=True,
-             supports={"modes": MODES if MODES == "all" else MODES.split(","), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
                        "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
@@ -114,8 +111,7 @@ def run(case):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)
-    if DELAY > 0:
-        time.sleep(DELAY)
+    kernel_delay()
     if BREAK == "unsupported" and len(case.layers) > 1:
         raise kv.Unsupported("more than one layer")
     if BREAK == "bad_precision":

@@ -20,7 +20,7 @@ const std::vector<Family>& families() {
       {"token_csr",
        "sglang Triton kernels: token-slot CSRs per window rule with kv_offsets and per-row num_kv_splits (split-KV "
        "decode), prefix-only CSRs + new-token tensors + custom mask for extend and verify",
-       triton::write_plan, triton::read_plan, triton_backend},
+       triton::write_plan, triton::read_plan, triton_backend, triton::batch_shape, triton::merge_plans},
       {"mla",
        "MLA latent attention: single-head block tables (FlashMLA style) for decode, verify and drafting; a gather CSR "
        "and a linear layout descriptor for prefill",

@@ -63,6 +63,8 @@ std::unique_ptr<Plan> read_plan(const ArraySet& set);
 namespace triton {
 void write_plan(const Plan& plan, ArraySet& set);
 std::unique_ptr<Plan> read_plan(const ArraySet& set);
+std::string batch_shape(const BatchCase& c);  // triton_plan_batch.cc
+std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 }  // namespace triton
 namespace mla {
 void write_plan(const Plan& plan, ArraySet& set);
