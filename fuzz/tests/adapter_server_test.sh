@@ -106,6 +106,14 @@ JOBS=6 campaign batch_crash_servers 1 24 "segfault_keys $batch_env" --reuse-shap
 same batch_crash_workers batch_crash_servers crash
 batched batch_crash_servers
 grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fail "batch_crash_servers: no batch failed"
+# The token_csr family's merge (sglang's Triton kernels): decode and extend batches of the numpy
+# token_csr executor, checked against the oracle case by case, find nothing.
+"$K" run --cases 24 --seed 5 --profile tiny --profile small --jobs 6 --no-shrink --reuse-shapes 1000 \
+  --adapter "KVFUZZ_EXAMPLE_MODES=decode,extend KVFUZZ_EXAMPLE_DELAY=0.03 python3 $SRC/adapters/examples/numpy_token_csr.py" \
+  --backend numpy_token_csr --adapter-servers 1 --out "$WORK/batch_csr" >"$WORK/batch_csr.out" 2>&1
+rc=$?
+[ $rc = 0 ] || { fail "batch_csr: exit $rc, expected 0"; tail -5 "$WORK/batch_csr.out"; }
+batched batch_csr
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
