@@ -102,8 +102,8 @@ class Adapter {
   // counts as a first call when the worker has not run that variant before; "" never does).
   // Throws BackendFailure.
   void call(const std::string& op, const std::function<void(const std::string&)>& write,
-            const std::function<void(const std::string&, const nlohmann::json&)>& read,
-            const std::string& variant = "", bool alone = false);
+            const std::function<void(const std::string&, const nlohmann::json&)>& read, const std::string& variant = "",
+            bool alone = false);
 
   // Servers, and an executor that declared "batch": true: cases of one shape (`key`) may share a
   // request. The caller joins the batch of `key` gathering for its server's next turn, or opens

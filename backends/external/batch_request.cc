@@ -56,7 +56,8 @@ void write_batch(const std::string& dir, const Family& family, const std::vector
   write_batched_execute_request(dir, family, *plan, cases_of(members), set_names);
 }
 
-void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members, const std::vector<std::string>& set_names) {
+void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members,
+                const std::vector<std::string>& set_names) {
   const auto cases = cases_of(members);
   for (size_t j = 0; j < set_names.size(); ++j) {
     std::vector<RunOutput*> outputs;

@@ -42,6 +42,7 @@ void write_batch(const std::string& dir, const Family& family, const std::vector
                  const std::vector<std::string>& set_names);
 
 // Splits the batch's outputs back into each member's outputs.
-void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members, const std::vector<std::string>& set_names);
+void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members,
+                const std::vector<std::string>& set_names);
 
 }  // namespace kvfuzz

@@ -140,7 +140,10 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
       me.inputs = &inputs;
       me.outputs = &outputs;
       const BatchSlot::Outcome outcome = ext_executor_->call_batched(
-          key, me, [&](const std::string& dir, const std::vector<BatchSlot*>& members) { write_batch(dir, *family_, members, names); },
+          key, me,
+          [&](const std::string& dir, const std::vector<BatchSlot*>& members) {
+            write_batch(dir, *family_, members, names);
+          },
           [&](const std::string& dir, const nlohmann::json& answer, const std::vector<BatchSlot*>& members) {
             read_batch(dir, members, names);
             for (BatchSlot* m : members) answered(answer, *static_cast<BatchMember*>(m)->outputs);

@@ -16,8 +16,8 @@ namespace {
 
 // The first counts[i] entries of each case's buffer, entry e of case i written as e + add[i].
 template <class T>
-Buffer<T> concat(const std::string& name, const std::vector<const Buffer<T>*>& parts, const std::vector<int64_t>& counts,
-                 const std::vector<int64_t>& add) {
+Buffer<T> concat(const std::string& name, const std::vector<const Buffer<T>*>& parts,
+                 const std::vector<int64_t>& counts, const std::vector<int64_t>& add) {
   int64_t total = 0;
   for (int64_t n : counts) total += n;
   Buffer<T> m(name, total);
@@ -29,7 +29,8 @@ Buffer<T> concat(const std::string& name, const std::vector<const Buffer<T>*>& p
 
 // Offsets [rows_i + 1] of each case (each from 0) as one offset array over all rows.
 template <class T>
-Buffer<T> indptr(const std::string& name, const std::vector<const Buffer<T>*>& parts, const std::vector<int64_t>& rows) {
+Buffer<T> indptr(const std::string& name, const std::vector<const Buffer<T>*>& parts,
+                 const std::vector<int64_t>& rows) {
   int64_t total = 0;
   for (int64_t n : rows) total += n;
   Buffer<T> m(name, total + 1);
@@ -54,9 +55,9 @@ std::string batch_shape(const BatchCase& c) {
       (p.qo_indptr.capacity() != p.padded_bs + 1 || p.qo_indptr[0] != 0 || p.qo_indptr[p.padded_bs] != c.num_tokens))
     return "";
   if (p.use_custom_mask && (p.mask_indptr.capacity() != p.padded_bs + 1 || p.mask_indptr[0] != 0)) return "";
-  std::string shape = std::string(p.kernel == TritonKernel::decode ? "decode" : "extend") +
-                      (p.graph ? " graph" : "") + " q/row " + std::to_string(p.queries_per_request) +
-                      (p.use_custom_mask ? " mask" : "") + " layers";
+  std::string shape = std::string(p.kernel == TritonKernel::decode ? "decode" : "extend") + (p.graph ? " graph" : "") +
+                      " q/row " + std::to_string(p.queries_per_request) + (p.use_custom_mask ? " mask" : "") +
+                      " layers";
   for (int32_t c_of : p.layer_csr) shape += " " + std::to_string(c_of);
   for (const KvCsr& csr : p.csrs) {
     const int64_t rows = kernel_rows(p);
