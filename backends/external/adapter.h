@@ -107,13 +107,13 @@ class Adapter {
 
   // Servers, and an executor that declared "batch": true: cases of one shape (`key`) may share a
   // request. The caller joins the batch of `key` gathering for its server's next turn, or opens
-  // one and sends it when a server can take it (fewer than kBatchDepth requests there), with up
+  // one and sends it when a server can take it (idle: fewer than kBatchDepth requests), with up
   // to kMaxBatch cases. The batch's opener writes and reads it with its `write` and `read`, given
   // every member. Returns how it ended for this caller (BatchSlot::Outcome): `alone` and `single`
   // mean the caller runs its case again through call(). Never throws for the batch's failure.
   bool batches() const { return !servers_.empty() && spec_.batch && layout_.batch; }
   static constexpr size_t kMaxBatch = 32;
-  static constexpr int kBatchDepth = 2;
+  static constexpr int kBatchDepth = 1;
   using BatchWrite = std::function<void(const std::string&, const std::vector<BatchSlot*>&)>;
   using BatchRead = std::function<void(const std::string&, const nlohmann::json&, const std::vector<BatchSlot*>&)>;
   BatchSlot::Outcome call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write, const BatchRead& read,

@@ -14,13 +14,10 @@ std::string batch_key(const Family& family, const Plan& plan, const std::vector<
   const std::string shape = family.batch_shape({&plan, &in.scenario, in.batch.num_tokens()});
   if (shape.empty()) return "";
   const Model& m = in.scenario.model;
-  const ForwardBatch& fb = in.batch;
   char scale[64];
   std::snprintf(scale, sizeof scale, " scale %a softcap %a", static_cast<double>(m.sm_scale),
                 static_cast<double>(m.softcap));
-  return variant + scale + " sets " + std::to_string(inputs.size()) + " captured " + std::to_string(fb.captured) +
-         " topk " + std::to_string(fb.topk) + " drafts " + std::to_string(fb.draft_tokens) + "/" +
-         std::to_string(fb.draft_steps) + "/" + std::to_string(fb.draft_step) + " | " + shape;
+  return variant + scale + " sets " + std::to_string(inputs.size()) + " | " + shape;
 }
 
 int64_t largest_pool(const std::vector<RunInput>& inputs) {

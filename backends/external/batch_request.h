@@ -2,8 +2,9 @@
 //
 // Where it sits: between the pair backend (pair_backend.cc), whose run_many hands each case to
 // Adapter::call_batched, and the exchange (exchange.h), which writes the request. Cases batch
-// when their kernel variant (dtype, heads, dims, page size, mode, layer kinds), their batch's
-// flags, their value sets and their plan's structure (Family::batch_shape) are equal: their rows
+// when their model (dtype, heads, dims, page size, layer kinds, sm_scale, soft cap), their value
+// sets and their plan's structure (Family::batch_shape: the calls and their flags, whatever the
+// batch mode that made them; a kernel sees rows, not modes) are equal: their rows
 // are concatenated, their tokens and pool slots offset into one pool (Family::merge), and the
 // outputs split back. Each case then reads, in the batch's pool, exactly the keys it read alone.
 //
@@ -28,8 +29,9 @@ struct BatchMember : BatchSlot {
   std::vector<RunOutput>* outputs = nullptr;      // one per value set
 };
 
-// The key cases must share to run as one call; "" when this one cannot batch (its family has no
-// merge, its plan's structure does not allow it, or a pool goes out sparse).
+// The key cases must share to run as one call (`variant`: the model's side of the kernel variant);
+// "" when this one cannot batch (its family has no merge, its plan's structure does not allow it,
+// or a pool goes out sparse).
 std::string batch_key(const Family& family, const Plan& plan, const std::vector<RunInput>& inputs,
                       const std::string& variant);
 

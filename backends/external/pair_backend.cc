@@ -10,18 +10,22 @@
 namespace kvfuzz {
 namespace {
 
-// The kernel variant a case needs, as far as real kernels compile one per combination: dtype,
-// heads, head widths, MLA, softcap on or off, page size, batch mode, layer kinds. A worker's first
-// request of a variant is where its JIT compiles land (AdapterStats::first_call_nanoseconds).
-std::string kernel_variant(const Scenario& s) {
+// The model side of a kernel variant: dtype, heads, head widths, MLA, softcap on or off, page
+// size, layer kinds (what cases must share to batch, with their plan's structure).
+std::string model_variant(const Scenario& s) {
   const Model& m = s.model;
   std::string v = std::string(to_string(s.values.dtype)) + " heads " + std::to_string(m.q_heads) + "/" +
                   std::to_string(m.kv_heads) + " dims " + std::to_string(m.head_dim) + "/" +
                   std::to_string(m.v_head_dim) + (m.mla ? " mla" : "") + (m.softcap > 0 ? " softcap" : "") + " ps " +
-                  std::to_string(s.cache.page_size) + " " + to_string(s.batch.mode) + " layers";
+                  std::to_string(s.cache.page_size) + " layers";
   for (const Layer& l : m.layers) v += " " + to_string(l.kind);
   return v;
 }
+
+// The kernel variant a case needs, as far as real kernels compile one per combination: the model
+// side and the batch mode. A worker's first request of a variant is where its JIT compiles land
+// (AdapterStats::first_call_nanoseconds).
+std::string kernel_variant(const Scenario& s) { return model_variant(s) + " " + to_string(s.batch.mode); }
 
 }  // namespace
 
@@ -133,7 +137,7 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
   };
   bool alone = false;
   if (ext_executor_->batches()) {
-    if (const std::string key = batch_key(*family_, plan, inputs, variant); !key.empty()) {
+    if (const std::string key = batch_key(*family_, plan, inputs, model_variant(inputs[0].scenario)); !key.empty()) {
       BatchMember me;
       me.pool_elements = largest_pool(inputs);
       me.plan = &plan;

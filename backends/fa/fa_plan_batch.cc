@@ -84,7 +84,7 @@ std::string batch_shape(const BatchCase& c) {
     shape += " | " + std::to_string(static_cast<int>(g->kind)) + " chunk " + std::to_string(g->chunk) + " " + pool;
     for (const FaCall& call : g->parts) {
       if (call.cu_seqlens_q[0] != 0 || call.cu_seqlens_q[call.rows] != c.num_tokens) return "";
-      shape += " [" + call.name + " vps " + std::to_string(call.view_page_size) + (call.causal ? " causal" : "") +
+      shape += " [vps " + std::to_string(call.view_page_size) + (call.causal ? " causal" : "") +
                (call.empty_padded_rows ? " empty-padded" : "") + (call.max_seqlen_k_upper_bound ? " k-bound" : "") +
                "]";
     }
