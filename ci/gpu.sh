@@ -15,6 +15,9 @@
 #                         taking the GPUs in turn; 0 (default, until the servers' last race fix has run
 #                         on a GPU): one worker process per job (each its own context).
 #                         The memcheck campaign always runs per-job workers
+#   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
+#                         kernel call to an executor that declared "batch": true (cuda_page_table;
+#                         docs/gpu.md "Batching"); 0: one case a call (kvfuzz run --no-batch)
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small"; flashmla: KVFUZZ_GPU_FLASHMLA_PROFILES,
@@ -28,7 +31,10 @@
 #                              about 16 GB of RAM per job, README "Size profiles")
 #   KVFUZZ_GPU_REUSE_SHAPES  each shape (page size, model, dtype: what a kernel compiles a variant
 #                         for) serves about this many cases of a Python executor, a new one every N
-#                         cases (kvfuzz run --reuse-shapes; default 100; 0: every case its own)
+#                         cases (kvfuzz run --reuse-shapes; default 100; 0: every case its own);
+#                         cuda_page_table: KVFUZZ_GPU_CUDA_REUSE_SHAPES (default 0 with per-job
+#                         workers: it compiles nothing per shape; with servers the same as the others,
+#                         so that its cases of one shape batch)
 #   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new
 #                         campaign draws new cases on the shapes whose kernels the caches hold
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
@@ -119,11 +125,14 @@ servers=${KVFUZZ_GPU_SERVERS:-0}
 mkdir -p "$out"
 campaign() {
   local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
-  [ "$name" = cuda_page_table ] && reuse=0  # compiled ahead: no variant to wait for
+  # compiled ahead: no variant to wait for, but with servers its cases of one shape batch
+  [ "$name" = cuda_page_table ] && { [ "$servers" = 0 ] && reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-0} ||
+    reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-$reuse}; }
   # shellcheck disable=SC2046  # profiles_of prints whole words
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
-    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" --backend "$name" --out "$out/$name" --max-saved 2 \
+    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
+    --backend "$name" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
 }

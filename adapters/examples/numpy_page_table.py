@@ -11,7 +11,9 @@ the calls of a group are merged by LSE.
 KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
 drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; segfault_layers (a crash
 on the cases of more than one layer only: which case crashed must be told apart from the cases
-that shared its process, adapter_server_test.sh); gqa_mod (q head h reads kv head h % kv_heads, not
+that shared its process, adapter_server_test.sh); segfault_keys (a crash when a row reads more
+than 40 keys: some cases of a shape crash and others not, so a batch of both must be told apart);
+gqa_mod (q head h reads kv head h % kv_heads, not
 h // (q_heads / kv_heads)), no_scale (softmax of q.k without sm_scale), nan_out (every output NaN),
 bf16_out (outputs cut to bf16 while fp32 is declared, on the case's own values only, so that the
 probes still decode: a precision error, not a wrong scale); and masked_tail, which
@@ -19,6 +21,8 @@ is not a bug: it loads the unwritten tail of each row's last page and masks it (
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
 bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0).
+KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of
+one shape may come as one, on executor servers: docs/gpu.md "Batching").
 """
 import ctypes
 import math
@@ -31,6 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
+from example_env import declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
 
 BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
@@ -41,6 +46,14 @@ def group_of(case, layer):
     if name.startswith("local."):
         return case.plan["local"][int(name.split(".")[1])], name + "."
     return case.plan[name], name + "."
+
+
+def longest_row(case):
+    """The most keys a kernel row of the case reads (its rows only: a buffer's tail is capacity)."""
+    groups = [("full", case.plan["full"]), ("sliding", case.plan["sliding"])]
+    groups += [(f"local.{i}", g) for i, g in enumerate(case.plan["local"])]
+    return max([int(case.array(f"{name}.parts.{i}.cache_seqlens")[:call["rows"]].max(initial=0))
+                for name, g in groups for i, call in enumerate(g["parts"]) if call["rows"] > 0], default=0)
 
 
 def run_call(case, call, prefix, layer, window_left, out, lse):
@@ -87,16 +100,18 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
         out[q0:q1], lse[q0:q1] = o, l
 
 
-@kv.executor(name="numpy_page_table", family="page_table",
-             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
+@kv.executor(name="numpy_page_table", family="page_table", batch=True,
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
                        "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy page_table executor (flash_attn_with_kvcache semantics)"""
-    if BREAK == "segfault" or (BREAK == "segfault_layers" and len(case.layers) > 1):
+    if BREAK == "segfault" or (BREAK == "segfault_layers" and len(case.layers) > 1) or (
+            BREAK == "segfault_keys" and longest_row(case) > 40):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)
+    kernel_delay()
     if BREAK == "unsupported" and len(case.layers) > 1:
         raise kv.Unsupported("more than one layer")
     if BREAK == "bad_precision":

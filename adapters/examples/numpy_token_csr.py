@@ -20,6 +20,9 @@ plan["kernel"]:
   - "none": nothing runs.
 
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_token_csr.py" --backend numpy_token_csr
+
+It declares "batch": true (docs/gpu.md "Batching"); KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES:
+example_env.py.
 """
 import os
 import sys
@@ -29,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
+from example_env import declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import attend, merge, take  # noqa: E402
 
 MIN_BLOCK_KV = 32  # decode_attention.py: a split's keys are a multiple of this
@@ -113,12 +117,13 @@ def run_extend(case, csr, prefix, layer, out, lse):
         out[tokens], lse[tokens] = o, l
 
 
-@kv.executor(name="numpy_token_csr", family="token_csr",
-             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+@kv.executor(name="numpy_token_csr", family="token_csr", batch=True,
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
                        "mla": True, "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy token_csr executor (sglang Triton decode / extend kernel semantics)"""
+    kernel_delay()
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

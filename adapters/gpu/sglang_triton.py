@@ -247,7 +247,7 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
                         mask_indptr_np, window, kv_offsets).cpu().numpy()
 
 
-@kv.executor(name="sglang_triton", family="token_csr",
+@kv.executor(name="sglang_triton", family="token_csr", batch=True,
              description=f"sglang {RELEASE} Triton decode_attention_fwd / extend_attention_fwd on {DEV.type} "
                          "(extend LSE re-derived)",
              supports={"modes": "all", "layer_kinds": ["full", "sliding_window"], "dtypes": DTYPES,

@@ -17,7 +17,7 @@ def _refuse(role, name, what):
     raise SystemExit(2)
 
 
-def _declare(role, fn, name, family, supports, precision, description):
+def _declare(role, fn, name, family, supports, precision, description, batch=False):
     name = name or getattr(fn, "__name__", None)
     if family not in FAMILIES:
         _refuse(role, name, f"unknown family {family!r}; known: {', '.join(FAMILIES)} (FAMILIES.md)")
@@ -33,10 +33,12 @@ def _declare(role, fn, name, family, supports, precision, description):
         "supports": dict(supports or {}),
         "precision": dict(precision or {}),
     }
+    if batch:
+        fn.kvfuzz_declaration["batch"] = True
     return fn
 
 
-def executor(name=None, family="page_table", supports=None, precision=None, description=None):
+def executor(name=None, family="page_table", supports=None, precision=None, description=None, batch=False):
     """Declares fn(case) -> (out, lse) as an executor of `family`.
 
     supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
@@ -44,9 +46,11 @@ def executor(name=None, family="page_table", supports=None, precision=None, desc
     "softcap": bool, "gqa": bool}. precision: {"p_dtype": "cache" | "fp32" | ..., "out_dtype":
     "cache" | "fp32" | "bf16" | "fp16", "max_merges": int, "row_sum": "fp32" | "p", "qk_products":
     "fp32" | "cache" | "cache_mha", "tile_keys": int, "split_keys": int}: how the kernel rounds, for
-    the oracle's error bound (PROTOCOL.md).
+    the oracle's error bound (PROTOCOL.md). batch=True: fn may be handed several independent cases of
+    one shape as one case (their rows concatenated, their slots offset into one pool; kvfuzz splits
+    the outputs back), when it reads only what the metadata says (PROTOCOL.md "batch").
     """
-    return lambda fn: _declare("executor", fn, name, family, supports, precision, description)
+    return lambda fn: _declare("executor", fn, name, family, supports, precision, description, batch)
 
 
 def planner(name=None, family="page_table", supports=None, description=None):

@@ -12,7 +12,7 @@ const std::vector<Family>& families() {
       {"page_table",
        "flash_attn_with_kvcache style: per layer group, calls (cascade parts merged by LSE) of page-granular tables, "
        "cache_seqlens and cu_seqlens_q; local-attention virtual batches and spec cascades are further calls",
-       fa::write_plan, fa::read_plan, fa_backend},
+       fa::write_plan, fa::read_plan, fa_backend, fa::batch_shape, fa::merge_plans},
       {"paged_csr",
        "FlashInfer wrapper calls: qo_indptr, kv_indptr, kv_indices (page ids), kv_last_page_len, custom masks; "
        "sglang plans it at kernel page size 1 (token CSR), FlashInfer users at the cache's page size",
@@ -20,7 +20,7 @@ const std::vector<Family>& families() {
       {"token_csr",
        "sglang Triton kernels: token-slot CSRs per window rule with kv_offsets and per-row num_kv_splits (split-KV "
        "decode), prefix-only CSRs + new-token tensors + custom mask for extend and verify",
-       triton::write_plan, triton::read_plan, triton_backend},
+       triton::write_plan, triton::read_plan, triton_backend, triton::batch_shape, triton::merge_plans},
       {"mla",
        "MLA latent attention: single-head block tables (FlashMLA style) for decode, verify and drafting; a gather CSR "
        "and a linear layout descriptor for prefill",

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -22,12 +23,27 @@ namespace kvfuzz {
 
 inline constexpr int kContractVersion = 1;
 
+// One case of a batch: independent cases of one shape run as one kernel call, their rows
+// concatenated, their tokens and pool slots offset (backends/external/batch_request.h).
+struct BatchCase {
+  const Plan* plan = nullptr;
+  const Scenario* scenario = nullptr;
+  int64_t num_tokens = 0;
+  int64_t token_offset = 0;                           // where its tokens start in the batch's
+  int64_t full_slot_offset = 0, swa_slot_offset = 0;  // where its pools start in the batch's
+};
+
 struct Family {
   std::string_view name;
   std::string_view summary;
   void (*write)(const Plan& plan, ArraySet& set);
   std::unique_ptr<Plan> (*read)(const ArraySet& set);
   const Backend& (*executor)();  // the built-in backend whose run() is the family's checked executor
+  // Batching; null: the family's cases always run one by one. `batch_shape`: the plan's structure
+  // (groups, calls, flags), equal for cases that can run as one call; "" when this one cannot.
+  // `merge`: the batch's plan, each case's rows in order, its slots moved by its offsets.
+  std::string (*batch_shape)(const BatchCase& c) = nullptr;
+  std::unique_ptr<Plan> (*merge)(const std::vector<BatchCase>& cases) = nullptr;
 };
 
 const std::vector<Family>& families();
@@ -37,6 +53,8 @@ const Family* find_family(std::string_view name);
 namespace fa {
 void write_plan(const Plan& plan, ArraySet& set);
 std::unique_ptr<Plan> read_plan(const ArraySet& set);
+std::string batch_shape(const BatchCase& c);  // fa_plan_batch.cc
+std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 }  // namespace fa
 namespace flashinfer {
 void write_plan(const Plan& plan, ArraySet& set);
@@ -45,6 +63,8 @@ std::unique_ptr<Plan> read_plan(const ArraySet& set);
 namespace triton {
 void write_plan(const Plan& plan, ArraySet& set);
 std::unique_ptr<Plan> read_plan(const ArraySet& set);
+std::string batch_shape(const BatchCase& c);  // triton_plan_batch.cc
+std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 }  // namespace triton
 namespace mla {
 void write_plan(const Plan& plan, ArraySet& set);

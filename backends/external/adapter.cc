@@ -6,6 +6,7 @@
 
 #include "backends/common/backend_failure.h"
 #include "backends/contract/npy.h"
+#include "backends/external/exchange.h"
 
 namespace kvfuzz {
 namespace {
@@ -14,11 +15,12 @@ int64_t nanoseconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Adds a non-negative number of seconds at answer[a][b] (absent or not a number: nothing) to `to`.
-void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std::atomic<int64_t>& to) {
+// Adds a non-negative number of seconds at answer[a][b] (absent or not a number: nothing) to `to`,
+// `times` times (a batch: once per case).
+void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std::atomic<int64_t>& to, int64_t times) {
   if (answer.contains(a) && answer[a].is_object() && answer[a].contains(b) && answer[a][b].is_number() &&
       answer[a][b].get<double>() > 0)
-    to += static_cast<int64_t>(answer[a][b].get<double>() * 1e9);
+    to += static_cast<int64_t>(answer[a][b].get<double>() * 1e9) * times;
 }
 
 }  // namespace
@@ -66,10 +68,11 @@ int64_t Adapter::server_restarts() const {
 }
 
 void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string& dir,
-                     const std::function<void(const std::string&, const nlohmann::json&)>& read, bool first) {
-  add_seconds(answer, "timing", "serve", stats_.serve_nanoseconds);
-  add_seconds(answer, "timing", "read", stats_.adapter_read_nanoseconds);
-  add_seconds(answer, "timing", "write", stats_.adapter_write_nanoseconds);
+                     const std::function<void(const std::string&, const nlohmann::json&)>& read, bool first,
+                     int64_t cases) {
+  add_seconds(answer, "timing", "serve", stats_.serve_nanoseconds, cases);
+  add_seconds(answer, "timing", "read", stats_.adapter_read_nanoseconds, cases);
+  add_seconds(answer, "timing", "write", stats_.adapter_write_nanoseconds, cases);
   if (answer.value("id", int64_t{-1}) != id)
     throw BackendFailure("contract", "adapter '" + command_ + "' answered request " +
                                          answer.value("id", nlohmann::json()).dump() + " to request " +
@@ -89,38 +92,49 @@ void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string
   if (answer.contains("seconds") && answer["seconds"].is_object())
     for (const auto& [set, t] : answer["seconds"].items())
       if (t.is_number()) function_ns += static_cast<int64_t>(t.get<double>() * 1e9);
-  stats_.function_nanoseconds += function_ns;
-  if (first) stats_.first_call_nanoseconds += function_ns;
+  stats_.function_nanoseconds += function_ns * cases;
+  if (first) stats_.first_call_nanoseconds += function_ns * cases;
   const auto t0 = std::chrono::steady_clock::now();
   read(dir, answer);
-  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
+  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0) * cases;
+}
+
+AdapterServer* Adapter::least_loaded() const {
+  AdapterServer* server = servers_.front().get();
+  for (const auto& s : servers_)
+    if (s->load() < server->load()) server = s.get();
+  return server;
 }
 
 // A failed answer or a lost request on a shared process is not yet the case's: the server retires
 // the process (its CUDA context may be poisoned) and the case is re-run alone, whose outcome is its own.
-void Adapter::call_server(const std::string& op, const std::function<void(const std::string&)>& write,
+bool Adapter::call_server(const std::string& op, const std::function<void(const std::string&)>& write,
                           const std::function<void(const std::string&, const nlohmann::json&)>& read,
-                          const std::string& variant) {
-  AdapterServer* server = servers_.front().get();
-  for (const auto& s : servers_)
-    if (s->load() < server->load()) server = s.get();
+                          const std::string& variant, Attempt attempt, int64_t cases) {
+  AdapterServer* server = least_loaded();
   const int64_t id = next_request_++;
   const std::string dir = requests_dir_ + "/r" + std::to_string(id);
   std::filesystem::create_directories(dir);
-  ++stats_.requests;
+  if (attempt != Attempt::alone) stats_.requests += cases;  // a re-run alone was counted by its batch
   auto failed = [](const nlohmann::json& a) { return !a.value("ok", false) && !a.contains("unsupported"); };
   try {
     auto t0 = std::chrono::steady_clock::now();
     write(dir);
-    stats_.kvfuzz_write_nanoseconds += nanoseconds_since(t0);
+    stats_.kvfuzz_write_nanoseconds += nanoseconds_since(t0) * cases;
     const nlohmann::json message = {{"op", op}, {"id", id}, {"dir", dir}};
     t0 = std::chrono::steady_clock::now();
     std::optional<AdapterServer::Reply> reply;
-    try {
-      reply = server->request(message, variant, false);
-      if (failed(reply->answer)) reply.reset();  // its process was retired: re-run alone below
-    } catch (const ServerLost&) {
-      // its process died or was killed before answering: re-run alone below
+    if (attempt != Attempt::alone) {
+      try {
+        reply = server->request(message, variant, false);
+        if (failed(reply->answer)) reply.reset();  // its process was retired: re-run alone below
+      } catch (const ServerLost&) {
+        // its process died or was killed before answering: re-run alone below
+      }
+      if (!reply && attempt == Attempt::shared_only) {
+        remove_tree(dir);
+        return false;
+      }
     }
     if (!reply) {
       ++stats_.reruns;
@@ -134,11 +148,12 @@ void Adapter::call_server(const std::string& op, const std::function<void(const 
       }
       if (failed(reply->answer)) ++stats_.reruns_failed;
     }
-    stats_.round_trip_nanoseconds += nanoseconds_since(t0);
-    stats_.queue_nanoseconds += static_cast<int64_t>(reply->queued * 1e9);
-    settle(reply->answer, id, dir, read, reply->first_time);
+    stats_.round_trip_nanoseconds += nanoseconds_since(t0) * cases;
+    stats_.queue_nanoseconds += static_cast<int64_t>(reply->queued * 1e9) * cases;
+    settle(reply->answer, id, dir, read, reply->first_time, cases);
   } catch (const ContractError& e) {
     remove_tree(dir);
+    if (attempt == Attempt::shared_only) return false;  // a batch's malformed answer: each case alone
     throw BackendFailure("contract", spec_.name + ": " + e.what());
   } catch (...) {
     remove_tree(dir);
@@ -146,13 +161,72 @@ void Adapter::call_server(const std::string& op, const std::function<void(const 
   }
   const auto t0 = std::chrono::steady_clock::now();
   remove_tree(dir);
-  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
+  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0) * cases;
+  return true;
+}
+
+BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write,
+                                         const BatchRead& read, const std::string& variant) {
+  using Clock = std::chrono::steady_clock;
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  me.joined = Clock::now();
+  me.outcome = BatchSlot::Outcome::pending;
+  if (auto it = gathering_.find(key); it != gathering_.end()) {
+    Gathering& g = *it->second;
+    if (g.members.size() < kMaxBatch && g.pool_elements + me.pool_elements <= kSparsePoolElements) {
+      g.members.push_back(&me);
+      g.pool_elements += me.pool_elements;
+      batch_cv_.notify_all();
+      batch_cv_.wait(lock, [&] { return me.outcome != BatchSlot::Outcome::pending; });
+      return me.outcome;
+    }
+  }
+  // Open one, and send it when a server can take it: meanwhile other jobs' cases of this shape join.
+  auto g = std::make_shared<Gathering>();
+  g->members.push_back(&me);
+  g->pool_elements = me.pool_elements;
+  gathering_[key] = g;
+  while (g->members.size() < kMaxBatch && least_loaded()->load() >= kBatchDepth)
+    batch_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  if (auto it = gathering_.find(key); it != gathering_.end() && it->second == g) gathering_.erase(it);
+  const std::vector<BatchSlot*> members = g->members;
+  lock.unlock();
+  // The wait for a server's turn: in its queue, had the case gone by itself.
+  const Clock::time_point sent = Clock::now();
+  for (const BatchSlot* m : members) {
+    const int64_t waited = std::chrono::duration_cast<std::chrono::nanoseconds>(sent - m->joined).count();
+    stats_.queue_nanoseconds += waited;
+    stats_.round_trip_nanoseconds += waited;
+  }
+  if (members.size() == 1) return BatchSlot::Outcome::single;  // no company: as usual
+  ++stats_.batches;
+  stats_.batched_cases += static_cast<int64_t>(members.size());
+  BatchSlot::Outcome outcome = BatchSlot::Outcome::answered;
+  try {
+    const bool answered = call_server(
+        "execute", [&](const std::string& dir) { write(dir, members); },
+        [&](const std::string& dir, const nlohmann::json& answer) { read(dir, answer, members); }, variant,
+        Attempt::shared_only, static_cast<int64_t>(members.size()));
+    if (!answered) outcome = BatchSlot::Outcome::alone;
+  } catch (const BackendUnsupported&) {
+    outcome = BatchSlot::Outcome::single;  // the batch as a whole: each case asks by itself
+  } catch (...) {
+    outcome = BatchSlot::Outcome::alone;  // a server that did not start, a malformed answer: each case alone
+  }
+  if (outcome == BatchSlot::Outcome::alone) ++stats_.batches_failed;
+  lock.lock();
+  for (BatchSlot* m : members) m->outcome = outcome;
+  batch_cv_.notify_all();
+  return outcome;
 }
 
 void Adapter::call(const std::string& op, const std::function<void(const std::string&)>& write,
                    const std::function<void(const std::string&, const nlohmann::json&)>& read,
-                   const std::string& variant) {
-  if (!servers_.empty()) return call_server(op, write, read, variant);
+                   const std::string& variant, bool alone) {
+  if (!servers_.empty()) {
+    call_server(op, write, read, variant, alone ? Attempt::alone : Attempt::shared_then_alone);
+    return;
+  }
   std::unique_ptr<AdapterProcess> p;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -16,7 +16,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,8 +54,24 @@ struct AdapterStats {
   // Servers: requests re-run alone after their shared process failed (AdapterServer::Lost, or an
   // error answer), and how many of those the case alone then failed too (findings).
   std::atomic<int64_t> reruns{0}, reruns_failed{0};
-  std::atomic<int64_t> queue_nanoseconds{0};  // servers: requests waiting behind others in the process;
-                                              // part of round_trip_nanoseconds
+  std::atomic<int64_t> queue_nanoseconds{0};  // servers: requests waiting behind others in the process,
+                                              // and cases waiting for their batch to be sent; part of
+                                              // round_trip_nanoseconds
+  // Batching (call_batched): requests that carried several cases, the cases they carried, and
+  // how many of those batches failed (their cases then re-run alone).
+  std::atomic<int64_t> batches{0}, batched_cases{0}, batches_failed{0};
+};
+
+// A caller's place in a batched request (Adapter::call_batched); a caller derives its own member
+// type from it to carry its case to the batch's write and read.
+struct BatchSlot {
+  int64_t pool_elements = 0;  // its largest pool (dense K elements): a batch's stays within kSparsePoolElements
+  // How the batch ended for this case: answered (its outputs are read), or to be run again: alone
+  // (the batch failed: whose case it was is not known yet) or by itself as usual (the batch was
+  // answered unsupported, or the case found no company).
+  enum class Outcome : uint8_t { pending, answered, alone, single };
+  Outcome outcome = Outcome::pending;
+  std::chrono::steady_clock::time_point joined;
 };
 
 // How the adapter's processes are laid out: `servers` 0 gives one worker per concurrent caller
@@ -61,6 +80,7 @@ struct AdapterStats {
 struct AdapterLayout {
   int servers = 0;
   std::vector<std::string> gpus;
+  bool batch = true;  // servers batch the cases of an executor that declared "batch": true
 };
 
 class Adapter {
@@ -82,19 +102,40 @@ class Adapter {
   // counts as a first call when the worker has not run that variant before; "" never does).
   // Throws BackendFailure.
   void call(const std::string& op, const std::function<void(const std::string&)>& write,
-            const std::function<void(const std::string&, const nlohmann::json&)>& read,
-            const std::string& variant = "");
+            const std::function<void(const std::string&, const nlohmann::json&)>& read, const std::string& variant = "",
+            bool alone = false);
+
+  // Servers, and an executor that declared "batch": true: cases of one shape (`key`) may share a
+  // request. The caller joins the batch of `key` gathering for its server's next turn, or opens
+  // one and sends it when a server can take it (idle: fewer than kBatchDepth requests), with up
+  // to kMaxBatch cases. The batch's opener writes and reads it with its `write` and `read`, given
+  // every member. Returns how it ended for this caller (BatchSlot::Outcome): `alone` and `single`
+  // mean the caller runs its case again through call(). Never throws for the batch's failure.
+  bool batches() const { return !servers_.empty() && spec_.batch && layout_.batch; }
+  static constexpr size_t kMaxBatch = 32;
+  static constexpr int kBatchDepth = 1;
+  using BatchWrite = std::function<void(const std::string&, const std::vector<BatchSlot*>&)>;
+  using BatchRead = std::function<void(const std::string&, const nlohmann::json&, const std::vector<BatchSlot*>&)>;
+  BatchSlot::Outcome call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write, const BatchRead& read,
+                                  const std::string& variant);
 
  private:
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}
   std::unique_ptr<AdapterProcess> launch(nlohmann::json* hello);
-  void call_server(const std::string& op, const std::function<void(const std::string&)>& write,
+  // How a server request is tried: shared, and re-run alone when that fails; alone at once (a
+  // batch's case after the batch failed); shared only (a batch: false when that failed).
+  enum class Attempt : uint8_t { shared_then_alone, alone, shared_only };
+  // `cases`: how many cases the request carries; its times count once per case (each case's job
+  // waited them).
+  bool call_server(const std::string& op, const std::function<void(const std::string&)>& write,
                    const std::function<void(const std::string&, const nlohmann::json&)>& read,
-                   const std::string& variant);
+                   const std::string& variant, Attempt attempt, int64_t cases = 1);
+  AdapterServer* least_loaded() const;
   // One answer, whoever gave it: its timing into the stats, then unsupported (BackendUnsupported),
   // a failure (BackendFailure) or `read`. `first`: the variant's first request in its process.
   void settle(const nlohmann::json& answer, int64_t id, const std::string& dir,
-              const std::function<void(const std::string&, const nlohmann::json&)>& read, bool first);
+              const std::function<void(const std::string&, const nlohmann::json&)>& read, bool first,
+              int64_t cases = 1);
 
   std::string command_;
   double timeout_;
@@ -106,6 +147,14 @@ class Adapter {
   std::vector<std::unique_ptr<AdapterProcess>> idle_;
   AdapterStats stats_;
   std::atomic<int64_t> next_request_{0};
+  // Batches gathering, by shape key; a member waits on batch_cv_ for its outcome.
+  struct Gathering {
+    std::vector<BatchSlot*> members;
+    int64_t pool_elements = 0;
+  };
+  std::mutex batch_mu_;
+  std::condition_variable batch_cv_;
+  std::map<std::string, std::shared_ptr<Gathering>> gathering_;
 };
 
 }  // namespace kvfuzz

@@ -99,6 +99,8 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
     top.fail("family", "is \"" + spec.family + "\", not a known family (" + known + ")");
   }
   spec.description = top.text("description", "");
+  if (hello.contains("batch") && !hello["batch"].is_boolean()) top.fail("batch", "must be true or false");
+  spec.batch = hello.value("batch", false);
   const nlohmann::json empty = nlohmann::json::object();
   const nlohmann::json& sup = hello.contains("supports") ? hello["supports"] : empty;
   if (!sup.is_object()) top.fail("supports", "must be an object");

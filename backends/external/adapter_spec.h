@@ -40,6 +40,9 @@ struct AdapterSpec {
   QkProducts qk_products = QkProducts::fp32;  // "qk_products": "fp32" | "cache" | "cache_mha" (backend.h)
   int32_t tile_keys = 1;  // fewest keys a softmax running-max update covers (1 assumes nothing)
   int32_t split_keys = 0;  // fewest keys of a split-KV partition: a merge per split_keys keys (0: none)
+  // "batch": true: the executor may be handed several independent cases of one shape as one case
+  // (their rows concatenated, their slots offset into one pool): it reads only what the metadata says.
+  bool batch = false;
 
   Support supports(const Scenario& s, int32_t kernel_page_size) const;
   // One line for `kvfuzz backends`.

@@ -115,10 +115,14 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
             {"seq_lens_sum", fb.seq_lens_sum}}}};
 }
 
-void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
-                           int64_t sparse_above) {
-  const RunInput& first = inputs.front();
+namespace {
+
+// One execute request for cases laid end to end (one case: as it is): set j of the request holds
+// every case's inputs[j], tokens after tokens and each layer's pool slots after slots.
+void write_cases(const std::string& dir, const Family& family, const Plan& plan,
+                 const std::vector<const std::vector<RunInput>*>& cases, const std::vector<std::string>& set_names,
+                 int64_t sparse_above) {
+  const RunInput& first = cases.front()->front();
   const Scenario& s = first.scenario;
   const Model& m = s.model;
   ArraySet set;
@@ -126,32 +130,124 @@ void write_execute_request(const std::string& dir, const Family& family, const P
   nlohmann::json arrays = nlohmann::json::object();
   for (const auto& [name, a] : set.arrays) put(dir, name, a, arrays);
   const auto L = static_cast<int64_t>(m.layers.size());
-  const int64_t T = first.batch.num_tokens();
+  nlohmann::json manifest = case_manifest(s, first.cache, first.batch);
+  int64_t T = 0;
+  if (cases.size() > 1) {
+    nlohmann::json& b = manifest["batch"];
+    int64_t full = 0, swa = 0, bs = 0, padded = 0, seq_lens = 0;
+    for (const auto* c : cases) {
+      const RunInput& in = c->front();
+      full += in.cache.full_slots;
+      swa += in.cache.swa_slots;
+      bs += in.batch.bs;
+      padded += in.batch.padded_bs;
+      seq_lens += in.batch.seq_lens_sum;
+    }
+    manifest["pools"] = {{"full_slots", full}, {"swa_slots", swa}};
+    b["bs"] = bs;
+    b["padded_bs"] = padded;
+    b["seq_lens_sum"] = seq_lens;
+    b["batched_cases"] = cases.size();
+  }
+  for (const auto* c : cases) T += c->front().batch.num_tokens();
+  manifest["num_tokens"] = T;
+  // Layer l's slab of each case's [layers][tokens][heads][dim] tensor, one after the other.
+  auto tokens = [&](size_t j, const std::vector<float>& (BatchTensors::*data)() const, int32_t heads, int32_t dim) {
+    NpyArray a{npy_descr<float>(), {L, T, heads, dim}, {}};
+    a.bytes.resize(static_cast<size_t>(L * T * heads * dim) * sizeof(float));
+    auto* out = reinterpret_cast<float*>(a.bytes.data());
+    for (int64_t l = 0; l < L; ++l)
+      for (const auto* c : cases) {
+        const RunInput& in = (*c)[j];
+        const int64_t slab = in.batch.num_tokens() * heads * dim;
+        const float* from = (in.tensors.*data)().data() + l * slab;
+        out = std::copy(from, from + slab, out);
+      }
+    return a;
+  };
   nlohmann::json sets = nlohmann::json::object();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const RunInput& in = inputs[i];
-    const std::string sub = dir + "/" + set_names[i];
+  for (size_t j = 0; j < set_names.size(); ++j) {
+    const std::string sub = dir + "/" + set_names[j];
     std::filesystem::create_directories(sub);
     nlohmann::json index = nlohmann::json::object();
-    put(sub, "q", NpyArray::of<float>({L, T, m.q_heads, m.head_dim}, in.tensors.q_data()), index);
-    put(sub, "k_new", NpyArray::of<float>({L, T, m.kv_heads, m.head_dim}, in.tensors.k_data()), index);
-    put(sub, "v_new", NpyArray::of<float>({L, T, m.kv_heads, m.v_head_dim}, in.tensors.v_data()), index);
+    put(sub, "q", tokens(j, &BatchTensors::q_data, m.q_heads, m.head_dim), index);
+    put(sub, "k_new", tokens(j, &BatchTensors::k_data, m.kv_heads, m.head_dim), index);
+    put(sub, "v_new", tokens(j, &BatchTensors::v_data, m.kv_heads, m.v_head_dim), index);
     for (int32_t l = 0; l < L; ++l) {
-      const KvPool& p = in.pools.layer(l);
-      put_pool(sub, l, p, Tensor::k, sparse_above, index);
-      if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
+      if (cases.size() == 1) {
+        const KvPool& p = (*cases.front())[j].pools.layer(l);
+        put_pool(sub, l, p, Tensor::k, sparse_above, index);
+        if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
+        continue;
+      }
+      for (Tensor t : {Tensor::k, Tensor::v}) {
+        if (t == Tensor::v && m.mla) continue;
+        std::vector<NpyArray> parts;
+        for (const auto* c : cases) {
+          const KvPool& p = (*c)[j].pools.layer(l);
+          parts.push_back(pool_rows(p, t, {}, p.num_slots));
+        }
+        NpyArray all = parts.front();
+        all.shape[0] = 0;
+        all.bytes.clear();
+        for (const NpyArray& part : parts) {
+          all.shape[0] += part.shape[0];
+          all.bytes.insert(all.bytes.end(), part.bytes.begin(), part.bytes.end());
+        }
+        put(sub, std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l), all, index);
+      }
     }
-    sets[set_names[i]] = index;
+    sets[set_names[j]] = index;
   }
   write_json(dir + "/manifest.json", {{"op", "execute"},
                                       {"family", family.name},
-                                      {"case", case_manifest(s, first.cache, first.batch)},
+                                      {"case", manifest},
                                       {"plan", set.meta},
                                       {"arrays", arrays},
                                       {"sets", sets},
                                       {"outputs",
                                        {{"out", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads, m.v_head_dim}}}},
                                         {"lse", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads}}}}}}});
+}
+
+}  // namespace
+
+void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
+                           const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
+                           int64_t sparse_above) {
+  write_cases(dir, family, plan, {&inputs}, set_names, sparse_above);
+}
+
+void write_batched_execute_request(const std::string& dir, const Family& family, const Plan& plan,
+                                   const std::vector<const std::vector<RunInput>*>& cases,
+                                   const std::vector<std::string>& set_names) {
+  write_cases(dir, family, plan, cases, set_names, kSparsePoolElements);
+}
+
+void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases, size_t set,
+                          const std::vector<RunOutput*>& outputs) {
+  const Model& m = cases.front()->front().scenario.model;
+  const auto L = static_cast<int64_t>(m.layers.size());
+  int64_t T = 0;
+  for (const auto* c : cases) T += c->front().batch.num_tokens();
+  const std::vector<float> out = read_float(dir + "/out.npy", {L, T, m.q_heads, m.v_head_dim});
+  const std::vector<float> lse = read_float(dir + "/lse.npy", {L, T, m.q_heads});
+  // Case i's tokens of layer l: rows [offset_i, offset_i + T_i) of the layer's [T] rows.
+  int64_t offset = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const int64_t t = (*cases[i])[set].batch.num_tokens();
+    RunOutput& o = *outputs[i];
+    o.out.clear();
+    o.lse.clear();
+    for (int64_t l = 0; l < L; ++l) {
+      const int64_t o_row = int64_t{m.q_heads} * m.v_head_dim, l_row = m.q_heads;
+      const auto o_from = out.begin() + (l * T + offset) * o_row;
+      const auto l_from = lse.begin() + (l * T + offset) * l_row;
+      o.out.insert(o.out.end(), o_from, o_from + t * o_row);
+      o.lse.insert(o.lse.end(), l_from, l_from + t * l_row);
+    }
+    offset += t;
+  }
 }
 
 void read_outputs(const std::string& dir, const RunInput& in, RunOutput& out) {

@@ -34,6 +34,16 @@ void write_execute_request(const std::string& dir, const Family& family, const P
                            const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
                            int64_t sparse_above = kSparsePoolElements);
 
+// Several independent cases of one shape as one request (batch_request.h): `plan` is their merged
+// plan (Family::merge); set_names[j] holds every case's (*cases[i])[j], tokens laid end to end and
+// each layer's pool slots too, the manifest's counts (num_tokens, pools, bs) summed. Dense pools.
+void write_batched_execute_request(const std::string& dir, const Family& family, const Plan& plan,
+                                   const std::vector<const std::vector<RunInput>*>& cases,
+                                   const std::vector<std::string>& set_names);
+// Splits the batch's outputs of value set `set` (`dir`: that set's folder) back into each case's.
+void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases, size_t set,
+                          const std::vector<RunOutput*>& outputs);
+
 // Reads `dir`/out.npy and lse.npy of one value set into `out`.
 void read_outputs(const std::string& dir, const RunInput& in, RunOutput& out);
 

@@ -3,24 +3,29 @@
 #include <algorithm>
 #include <sstream>
 
+#include "backends/external/batch_request.h"
 #include "backends/external/exchange.h"
 #include "backends/kv_store.h"
 
 namespace kvfuzz {
 namespace {
 
-// The kernel variant a case needs, as far as real kernels compile one per combination: dtype,
-// heads, head widths, MLA, softcap on or off, page size, batch mode, layer kinds. A worker's first
-// request of a variant is where its JIT compiles land (AdapterStats::first_call_nanoseconds).
-std::string kernel_variant(const Scenario& s) {
+// The model side of a kernel variant: dtype, heads, head widths, MLA, softcap on or off, page
+// size, layer kinds (what cases must share to batch, with their plan's structure).
+std::string model_variant(const Scenario& s) {
   const Model& m = s.model;
   std::string v = std::string(to_string(s.values.dtype)) + " heads " + std::to_string(m.q_heads) + "/" +
                   std::to_string(m.kv_heads) + " dims " + std::to_string(m.head_dim) + "/" +
                   std::to_string(m.v_head_dim) + (m.mla ? " mla" : "") + (m.softcap > 0 ? " softcap" : "") + " ps " +
-                  std::to_string(s.cache.page_size) + " " + to_string(s.batch.mode) + " layers";
+                  std::to_string(s.cache.page_size) + " layers";
   for (const Layer& l : m.layers) v += " " + to_string(l.kind);
   return v;
 }
+
+// The kernel variant a case needs, as far as real kernels compile one per combination: the model
+// side and the batch mode. A worker's first request of a variant is where its JIT compiles land
+// (AdapterStats::first_call_nanoseconds).
+std::string kernel_variant(const Scenario& s) { return model_variant(s) + " " + to_string(s.batch.mode); }
 
 }  // namespace
 
@@ -122,18 +127,43 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
     for (int32_t l = 0; l < in.pools.layers(); ++l) store_new_kv(l, locs, in);
     names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
   }
+  const std::string variant = kernel_variant(inputs[0].scenario);
+  // The kernel's own figures for this request (PROTOCOL.md "precision"), for each value set.
+  auto answered = [&](const nlohmann::json& answer, std::vector<RunOutput>& outs) {
+    std::optional<KernelRounding> r;
+    if (answer.contains("precision"))
+      r = answered_rounding(answer["precision"], rounding(), "adapter '" + ext_executor_->spec().command + "'");
+    for (RunOutput& o : outs) o.rounding = r;
+  };
+  bool alone = false;
+  if (ext_executor_->batches()) {
+    if (const std::string key = batch_key(*family_, plan, inputs, model_variant(inputs[0].scenario)); !key.empty()) {
+      BatchMember me;
+      me.pool_elements = largest_pool(inputs);
+      me.plan = &plan;
+      me.inputs = &inputs;
+      me.outputs = &outputs;
+      const BatchSlot::Outcome outcome = ext_executor_->call_batched(
+          key, me,
+          [&](const std::string& dir, const std::vector<BatchSlot*>& members) {
+            write_batch(dir, *family_, members, names);
+          },
+          [&](const std::string& dir, const nlohmann::json& answer, const std::vector<BatchSlot*>& members) {
+            read_batch(dir, members, names);
+            for (BatchSlot* m : members) answered(answer, *static_cast<BatchMember*>(m)->outputs);
+          },
+          variant);
+      if (outcome == BatchSlot::Outcome::answered) return;
+      alone = outcome == BatchSlot::Outcome::alone;  // the batch failed: this case alone says if it was its own
+    }
+  }
   ext_executor_->call(
       "execute", [&](const std::string& dir) { write_execute_request(dir, *family_, plan, inputs, names); },
       [&](const std::string& dir, const nlohmann::json& answer) {
-        std::optional<KernelRounding> answered;
-        if (answer.contains("precision"))
-          answered = answered_rounding(answer["precision"], rounding(), "adapter '" + ext_executor_->spec().command + "'");
-        for (size_t i = 0; i < inputs.size(); ++i) {
-          read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
-          outputs[i].rounding = answered;
-        }
+        for (size_t i = 0; i < inputs.size(); ++i) read_outputs(dir + "/" + names[i], inputs[i], outputs[i]);
+        answered(answer, outputs);
       },
-      kernel_variant(inputs[0].scenario));
+      variant, alone);
 }
 
 }  // namespace kvfuzz

@@ -173,6 +173,9 @@ void add_run(CLI::App& app, int& exit_code) {
         std::cout << "), " << a->server_restarts() << " restarts; " << st.reruns
                   << " requests re-run alone after a failure on a shared server, " << st.reruns_failed
                   << " of them failed alone too (findings)\n";
+        if (a->batches())
+          std::cout << "adapter " << a->spec().name << " batches: " << st.batches << " requests carried "
+                    << st.batched_cases << " cases, " << st.batches_failed << " failed (their cases re-run alone)\n";
       }
     }
     std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";

@@ -90,10 +90,14 @@ void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
           },
           "N|gpus|gpus:K"))
       ->capture_default_str();
+  cmd->add_flag("--no-batch", options.no_batch,
+                "Servers: send each case as its own request, even to an executor that declared \"batch\": true (by "
+                "default cases of one shape waiting for a server go as one kernel call)");
 }
 
-AdapterLayout adapter_layout(const std::string& servers) {
+AdapterLayout adapter_layout(const std::string& servers, bool batch) {
   AdapterLayout layout;
+  layout.batch = batch;
   if (servers == "0") return layout;  // per-job workers: no GPU to look for
   layout.gpus = visible_gpus();
   const int gpus = static_cast<int>(layout.gpus.size());
@@ -104,7 +108,7 @@ AdapterLayout adapter_layout(const std::string& servers) {
 }
 
 void register_adapters(const AdapterOptions& options) {
-  const AdapterLayout layout = adapter_layout(options.servers);
+  const AdapterLayout layout = adapter_layout(options.servers, !options.no_batch);
   for (const std::string& command : options.commands) {
     try {
       register_adapter(command, options.timeout, layout);

@@ -3,7 +3,8 @@
 # executor served by shared processes finds what per-job workers find, case for case, for the same
 # seed: a planted kernel bug (drop_last_key: cache-extent), a crash of some cases only
 # (segfault_layers: every multi-layer case, and no other, although single-layer cases were in
-# flight on the process it killed) and a hang (each case's own, found alone).
+# flight on the process it killed) and a hang (each case's own, found alone); and with cases of one
+# shape batched into one kernel call, a planted bug and a crash of some cases of a batch.
 # Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
 set -uo pipefail
 K=$1 SRC=$2 WORK=$3
@@ -17,7 +18,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 campaign() {
   local name=$1 servers=$2 cases=$3 brk=$4
   shift 4
-  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs 3 --no-shrink --max-saved 1 \
+  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs "${JOBS:-3}" --no-shrink --max-saved 1 \
     --adapter "KVFUZZ_EXAMPLE_BREAK=$brk $EXEC" --backend numpy_page_table --adapter-servers "$servers" \
     --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
   echo $? >"$WORK/$name.rc"
@@ -77,6 +78,42 @@ PY
 rc=$?
 { [ $rc = 2 ] && grep -q "adapter-servers.*many" "$WORK/bad.out"; } && echo "ok: --adapter-servers many: exit 2" ||
   { fail "--adapter-servers many: exit $rc"; cat "$WORK/bad.out"; }
+
+# Batching (backends/external/batch_request.h): with shapes reused, cases of one shape waiting for
+# the one server go as one kernel call. The same seed finds the same findings, case for case, as
+# per-job workers running one case a call: the planted bug, and a crash of some cases of a shape
+# only (segfault_keys), which a failed batch attributes by re-running its cases alone.
+# batched NAME: the campaign's batches line says some request carried several cases.
+batched() {
+  python3 - "$WORK/$1.out" <<'PY' || fail "$1: no request carried several cases"
+import re, sys
+m = re.search(r"batches: (\d+) requests carried (\d+) cases, (\d+) failed", open(sys.argv[1]).read())
+if not m:
+    sys.exit("no batches line")
+print(f"{sys.argv[1]}: {m.group(1)} batches carried {m.group(2)} cases, {m.group(3)} failed")
+if int(m.group(2)) <= int(m.group(1)):
+    sys.exit("no batch of more than one case")
+PY
+}
+# One mode and a 30 ms kernel: six jobs queue for the one server and their cases meet.
+batch_env="KVFUZZ_EXAMPLE_MODES=extend KVFUZZ_EXAMPLE_DELAY=0.03"
+JOBS=6 campaign batch_bug_workers 0 24 "drop_last_key $batch_env" --reuse-shapes 1000
+JOBS=6 campaign batch_bug_servers 1 24 "drop_last_key $batch_env" --reuse-shapes 1000
+same batch_bug_workers batch_bug_servers cache-extent
+batched batch_bug_servers
+JOBS=6 campaign batch_crash_workers 0 24 "segfault_keys $batch_env" --reuse-shapes 1000
+JOBS=6 campaign batch_crash_servers 1 24 "segfault_keys $batch_env" --reuse-shapes 1000
+same batch_crash_workers batch_crash_servers crash
+batched batch_crash_servers
+grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fail "batch_crash_servers: no batch failed"
+# The token_csr family's merge (sglang's Triton kernels): decode and extend batches of the numpy
+# token_csr executor, checked against the oracle case by case, find nothing.
+"$K" run --cases 24 --seed 5 --profile tiny --profile small --jobs 6 --no-shrink --reuse-shapes 1000 \
+  --adapter "KVFUZZ_EXAMPLE_MODES=decode,extend KVFUZZ_EXAMPLE_DELAY=0.03 python3 $SRC/adapters/examples/numpy_token_csr.py" \
+  --backend numpy_token_csr --adapter-servers 1 --out "$WORK/batch_csr" >"$WORK/batch_csr.out" 2>&1
+rc=$?
+[ $rc = 0 ] || { fail "batch_csr: exit $rc, expected 0"; tail -5 "$WORK/batch_csr.out"; }
+batched batch_csr
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2

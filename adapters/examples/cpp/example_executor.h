@@ -27,7 +27,9 @@ namespace kvfuzz_example {
 
 // Every C++ example supports all modes, dtypes and page sizes, MLA and not, and computes in
 // double (P and the output no coarser than fp32).
-inline int declare(char* json, size_t capacity, const char* name, const char* family, const char* description) {
+// `batch`: the executor takes several cases of one shape as one (PROTOCOL.md "batch").
+inline int declare(char* json, size_t capacity, const char* name, const char* family, const char* description,
+                   bool batch = false) {
   nlohmann::json d = {
       {"kvfuzz_adapter", 1},
       {"name", name},
@@ -36,6 +38,7 @@ inline int declare(char* json, size_t capacity, const char* name, const char* fa
       {"description", description},
       {"supports", {{"modes", "all"}, {"dtypes", {"fp32", "fp16", "bf16"}}, {"page_sizes", "any"}, {"mla", true}, {"non_mla", true}}},
       {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}}};
+  if (batch) d["batch"] = true;
   const std::string s = broken() == Break::declare_garbage ? std::string(name) + ", " + family : d.dump();
   if (s.size() + 1 > capacity) return 1;
   std::memcpy(json, s.c_str(), s.size() + 1);

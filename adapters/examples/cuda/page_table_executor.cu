@@ -333,7 +333,8 @@ int run_page_table(const kvfuzz_call* call, const json& manifest) {
 
 KVFUZZ_EXPORT int kvfuzz_executor_declare(char* json, size_t capacity) {
   return declare(json, capacity, "cuda_page_table", "page_table",
-                 "CUDA page_table executor through the C ABI (flash_attn_with_kvcache semantics, fp32 on the GPU)");
+                 "CUDA page_table executor through the C ABI (flash_attn_with_kvcache semantics, fp32 on the GPU)",
+                 /*batch=*/true);
 }
 
 KVFUZZ_EXPORT int kvfuzz_executor_run(const kvfuzz_call* call) { return run(call, run_page_table); }
