@@ -213,7 +213,10 @@ class Setup:
         sg, runner = self.sg, self.runner
         runner.spec_algorithm = sg.SpeculativeAlgorithm.from_string(sg.runtime.get_spec().speculative_algorithm)
         runner.draft_attention_backend = None
-        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = sg.runtime.attention_backends()
+        # the published pair (0.5.19 on: runtime_context.attention_backends); 0.5.17 and 0.5.18 have no
+        # accessor (the runner resolves it, model_runner.py:897-898): the one backend this case runs
+        resolved = getattr(sg.runtime, "attention_backends", lambda: (self.attention_backend,) * 2)
+        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = resolved()
         resolve = importlib.import_module("sglang.srt.speculative.spec_utils").resolve_num_tokens_per_req
 
         def decode_num_tokens_per_req(*, num_draft_tokens=None):  # ModelRunner's, without DSpark and dLLM

@@ -36,11 +36,14 @@ class Sglang:
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
         self._server_args = server_args
-        # 0.5.23 on: the backends read the server's configuration through sglang.srt.runtime_context,
-        # published from a real ServerArgs (publish); before, from server_args' module global.
+        # 0.5.17 on: the backends read the server's configuration through sglang.srt.runtime_context,
+        # published from a real ServerArgs (publish); before, from server_args' module global (0.5.14
+        # to 0.5.16 have a runtime_context too, a read-through of the parallel state only, no publish).
         self.runtime = None
         if os.path.exists(os.path.join(site, "sglang", "srt", "runtime_context.py")):
-            self.runtime = importlib.import_module("sglang.srt.runtime_context")
+            runtime = importlib.import_module("sglang.srt.runtime_context")
+            self.runtime = runtime if hasattr(runtime, "publish") else None
+        if self.runtime is not None:
             self._namespace = importlib.import_module("sglang.srt.arg_groups.arg_utils").namespace_of(
                 server_args.ServerArgs)
             self.KVIndexTranslator = None  # 0.5.19 on: the runner's KVIndexTranslator
@@ -48,10 +51,12 @@ class Sglang:
                 translator = importlib.import_module("sglang.srt.mem_cache.kv_index_translator")
                 self.KVIndexTranslator = translator.KVIndexTranslator
             self.SpeculativeAlgorithm = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
-        else:
-            # One process, tensor-parallel size 1: the attention TP group the backends ask for.
-            parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
-            parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        # One process, tensor- and context-parallel size 1: the attention TP and CP groups the backends
+        # ask for (0.5.14 to 0.5.18 through runtime_context.get_parallel, which reads these groups;
+        # 0.5.19 on it reads the widths server_args stamps, and these stay unread).
+        parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
+        parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        parallel._ATTN_CP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
 
     def unquantized_kv_cache_method(self):
         """The quant method an unquantized KV pool carries (0.5.23 on; FlashInfer asks it how to read K/V)."""
