@@ -201,7 +201,7 @@ class Setup:
             kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
-            max_num_reqs=self.req_to_token.shape[0])
+            max_num_reqs=self.req_to_token.shape[0], ps=sg.parallel_state)
         if sg.runtime is not None:
             self._runner_0_5_23(spec)
 

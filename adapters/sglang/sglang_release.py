@@ -57,6 +57,12 @@ class Sglang:
         parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
         parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
         parallel._ATTN_CP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        # 0.5.16 to 0.5.20: the model runner carries a ParallelState (model_runner.ps; FA reads its tp and
+        # attn_cp sizes): the release's own one-rank one
+        self.parallel_state = None
+        if os.path.exists(os.path.join(site, "sglang", "srt", "distributed", "parallel_state_wrapper.py")):
+            self.parallel_state = importlib.import_module(
+                "sglang.srt.distributed.parallel_state_wrapper").ParallelState.trivial()
 
     def unquantized_kv_cache_method(self):
         """The quant method an unquantized KV pool carries (0.5.23 on; FlashInfer asks it how to read K/V)."""
