@@ -23,7 +23,8 @@ class Sglang:
     """The release's modules kvfuzz calls, and the metadata entry points across releases."""
 
     def __init__(self, site):
-        sglang_import.install_finder(os.path.abspath(site))
+        self.site = os.path.abspath(site)
+        sglang_import.install_finder(self.site)
         self.version = release_of(site, "sglang")
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
         self.ForwardMode, self.ForwardBatch = fb.ForwardMode, fb.ForwardBatch
@@ -61,15 +62,18 @@ class Sglang:
         # attn_cp sizes): the release's own one-rank one
         self.parallel_state = None
         if os.path.exists(os.path.join(site, "sglang", "srt", "distributed", "parallel_state_wrapper.py")):
-            self.parallel_state = importlib.import_module(
-                "sglang.srt.distributed.parallel_state_wrapper").ParallelState.trivial()
+            trivial = getattr(importlib.import_module("sglang.srt.distributed.parallel_state_wrapper").ParallelState,
+                              "trivial", None)  # 0.5.14 and 0.5.15 have the class, unread by the backends
+            self.parallel_state = trivial() if trivial else None
 
     def unquantized_kv_cache_method(self):
-        """The quant method an unquantized KV pool carries (0.5.23 on; FlashInfer asks it how to read K/V)."""
-        if self.runtime is None:
+        """The quant method an unquantized KV pool carries (FlashInfer asks it how to read K/V)."""
+        # 0.5.16 on (FlashInfer's __init__ asks it); 0.5.14 and 0.5.15's module has no such class
+        if not os.path.exists(os.path.join(self.site, "sglang", "srt", "layers", "quantization",
+                                           "fp4_kv_cache_quant_method.py")):
             return None
-        return importlib.import_module(
-            "sglang.srt.layers.quantization.fp4_kv_cache_quant_method").UnquantizedKVCacheMethod()
+        module = importlib.import_module("sglang.srt.layers.quantization.fp4_kv_cache_quant_method")
+        return module.UnquantizedKVCacheMethod() if hasattr(module, "UnquantizedKVCacheMethod") else None
 
     def server_args(self, fields):
         """The server's arguments for one case. 0.5.23 on: a real ServerArgs of the fields the release
@@ -82,7 +86,10 @@ class Sglang:
                     defaults[f.name] = f.default
                 elif f.default_factory is not dataclasses.MISSING:
                     defaults[f.name] = f.default_factory()
-            return types.SimpleNamespace(**{**defaults, **fields})
+            args = types.SimpleNamespace(**{**defaults, **fields})
+            if hasattr(self._server_args.ServerArgs, "get_attention_backends"):  # FlashInfer asks it (0.5.16)
+                args.get_attention_backends = types.MethodType(self._server_args.ServerArgs.get_attention_backends, args)
+            return args
         known = {k: v for k, v in fields.items() if k in self._namespace}
         args = self._server_args.ServerArgs(model_path="dummy", **known)
         if hasattr(self.runtime, "SpawnRanks"):  # 0.5.21 on
