@@ -278,9 +278,12 @@ def _fix_chunked_spec(sg, forward_name, applies, rows_per_request):
     def no_local(self, *args):  # ([forward_batch,] metadata, device): forward_batch dropped in 0.5.14
         args[-2].local_attn_metadata = None
 
+    def has_local(backend):  # the local builder (0.5.21 on), has_local_attention before
+        return getattr(backend, "local_attn_builder", None) is not None or getattr(backend, "has_local_attention", False)
+
     @functools.wraps(init)
     def patched_init(self, forward_batch):
-        if self.local_attn_builder is None or not applies(self, forward_batch):
+        if not has_local(self) or not applies(self, forward_batch):
             return init(self, forward_batch)
         with _swapped(cls, "_maybe_init_local_attn_metadata", no_local):
             return init(self, forward_batch)
@@ -290,7 +293,7 @@ def _fix_chunked_spec(sg, forward_name, applies, rows_per_request):
 
     @functools.wraps(forward)
     def patched_forward(self, q, k, v, layer, forward_batch, *args, **kwargs):
-        if self.local_attn_builder is None or not getattr(layer, "use_irope", False) \
+        if not has_local(self) or not getattr(layer, "use_irope", False) \
                 or not applies(self, forward_batch):
             return forward(self, q, k, v, layer, forward_batch, *args, **kwargs)
         kernel, expand = fa.flash_attn_with_kvcache, self.forward_metadata_spec_decode_expand
@@ -309,6 +312,8 @@ def _fix_chunked_spec(sg, forward_name, applies, rows_per_request):
         try:
             with contextlib.ExitStack() as stack:
                 stack.enter_context(_swapped(fa, "flash_attn_with_kvcache", chunked))
+                if hasattr(self, "flash_attn_with_kvcache"):  # 0.5.10.post1: forward_extend calls the instance's (line 620)
+                    stack.enter_context(_swapped(self, "flash_attn_with_kvcache", chunked))
                 for name in merges:
                     stack.enter_context(_swapped(fa, name, keep_prefix))
                 return forward(self, q, k, v, layer, forward_batch, *args, **kwargs)
