@@ -161,7 +161,8 @@ class Sglang:
             view.positions, view.num_padding = fb.positions, n - setup.bs
             for name in ("out_cache_loc_virtual", "kv_loc_plan", "kv_loc_cols", "max_seq_len_host",
                          "max_seq_len_override", "lora_ids", "can_run_decode_cuda_graph"):
-                setattr(view, name, getattr(fb, name))
+                if hasattr(fb, name):  # those the release's ForwardBatch has (kv_loc_plan: 0.5.22 on)
+                    setattr(view, name, getattr(fb, name))
             view.origin_out_cache_loc = view.out_cache_loc_dsv4 = view.mamba_track_indices = None
         backend.init_forward_metadata_out_graph(view)
         backend.init_forward_metadata_in_graph(capture)
