@@ -3,9 +3,9 @@
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
 go away, while every other case stays clean (one entry, 26512, is an upstream change that was
 reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
-description (cited), as the smallest change to the release's own functions (three, fa-extend-local,
-fa-draft-swa-cascade and triton-draft-swa-short, are fixes kvfuzz proposes in report drafts, with no
-upstream PR yet); where a later release with the fix is installable, run that release instead.
+description (cited), as the smallest change to the release's own functions (five, fa-extend-local,
+fa-draft-swa-cascade, fa-verify-local, fa-draft-local and triton-draft-swa-short, are fixes kvfuzz
+proposes in report drafts, with no upstream PR yet); where a later release with the fix is installable, run that release instead.
 """
 import contextlib
 import functools
@@ -179,7 +179,7 @@ def fix_fa_extend_local(sg):
     fa = _fa()
     cls = fa.FlashAttentionBackend
     original = cls.init_forward_metadata
-    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.13
+    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.21
 
     @functools.wraps(original)
     def patched(self, forward_batch):
@@ -275,10 +275,10 @@ def _fix_chunked_spec(sg, forward_name, applies, rows_per_request):
     cls = fa.FlashAttentionBackend
     init, forward = cls.init_forward_metadata, getattr(cls, forward_name)
 
-    def no_local(self, *args):  # ([forward_batch,] metadata, device): forward_batch dropped in 0.5.14
+    def no_local(self, *args):  # ([forward_batch,] metadata, device): forward_batch dropped in 0.5.22
         args[-2].local_attn_metadata = None
 
-    def has_local(backend):  # the local builder (0.5.21 on), has_local_attention before
+    def has_local(backend):  # the local builder (0.5.22 on), has_local_attention before
         return getattr(backend, "local_attn_builder", None) is not None or getattr(backend, "has_local_attention", False)
 
     @functools.wraps(init)
