@@ -20,7 +20,8 @@
 # .sglang/venv/bin/python, which ci/sglang.sh installs, else python3). GPU_OUTPUTS: folders of GPU
 # runs (ci/gpu_repro.sh's OUT/flashinfer and OUT/kernels) whose runs the reports quote as well.
 # check: about 140 s on 2 idle cores before the scripts were generated (measured then); generating the 25
-# scripts adds 2 s and the cascade fix's run one FA run (27 runs, Triton's interpreter the slowest; the
+# scripts adds 2 s and the cascade, fa-verify-local and fa-draft-local fixes' runs one FA run each (the
+# last two 17 s and 21 s at load 7, 2026-11-27) (29 runs, Triton's interpreter the slowest; the
 # FA3 stand-in's test 3 s of CPU; and the packed 0.5.23 source against the whole release). Measured
 # 2026-11-27 on a machine loaded by 7 builds: 554 s wall. 4 min for reports
 # (REPRO_FULL=1: the 6 runs of FULL_RUNS too, about 45 s more).
@@ -94,7 +95,9 @@ sglang/repro/kvfuzz_fa_mixed_local|sglang 0.5.23, FlashAttentionBackend with the
 sglang/repro/kvfuzz_fa_mixed_local|sglang 0.5.23 with the proposed fix fa-extend-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-extend-local|0
 sglang/repro/kvfuzz_fa_draft_extend_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_verify_local|sglang 0.5.23, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_verify_local|sglang 0.5.23 with the proposed fix fa-verify-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-verify-local|0
 sglang/repro/kvfuzz_fa_draft_local|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
+sglang/repro/kvfuzz_fa_draft_local|sglang 0.5.23 with the proposed fix fa-draft-local, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-draft-local|0
 sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23, FlashAttentionBackend (draft step 0) with the FA3 stand-in kernel, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23|1
 sglang/repro/kvfuzz_fa_draft_swa_cascade|sglang 0.5.23 with the proposed fix fa-draft-swa-cascade, CPU|.sglang/0.5.23|$SGENV|--site .sglang/0.5.23 --fix fa-draft-swa-cascade|0
 sglang/repro/sglang_32902_fa_local_token_table|sglang 0.5.13, FlashAttentionBackend with the FA3 stand-in kernel, CPU|.sglang/0.5.13|$SGENV|--site .sglang/0.5.13|1

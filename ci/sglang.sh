@@ -143,10 +143,13 @@ case "$1" in
   releases)
     # Seed bugs in the releases that shipped them and gone in the release that fixed them, unpatched:
     # backend : case file : upstream PR : shipped in : fixed in
+    # (the last two rows also drive the releases' per-release differences: 0.5.14's runtime_context without
+    # publish and its attention CP group; 0.5.19 and 0.5.20's ParallelState on the runner, publish path)
     rows="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:24617:0.5.11:0.5.12.post1
           triton:corpus/sglang/triton_draft_extend_v2_graph.json:26651:0.5.12.post1:0.5.13
           flashinfer:corpus/sglang/flashinfer_swa_ragged.json:26513:0.5.12.post1:0.5.13
-          fa:corpus/regressions/fa__fa_local_token_table.json:32902:0.5.13:0.5.23"
+          flashinfer:corpus/sglang/flashinfer_verify_swa.json:22679:0.5.13.post1:0.5.14
+          fa:corpus/regressions/fa__fa_local_token_table.json:32902:0.5.19:0.5.20"
     releases_table "$rows" adapters/sglang/known_issues.json sglang ;;
   matrix)
     # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.

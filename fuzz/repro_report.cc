@@ -152,7 +152,9 @@ std::string issue_report(const nlohmann::json& issue, const nlohmann::json& note
     << (affected.contains("fixed") && affected["fixed"].is_string() ? "before " + affected["fixed"].get<std::string>()
                                                                     : "the latest release checked (no fix known)");
   const std::vector<std::string> releases = affected_releases(affected);
-  if (!releases.empty()) {
+  if (issue.contains("bisect") && issue["bisect"].is_string()) {  // the range as kvfuzz bisect computed it
+    o << "; bisected over the releases on the package index: `" << issue["bisect"].get<std::string>() << "`";
+  } else if (!releases.empty()) {
     o << "; of the releases checked (";
     const auto& all = run_releases().at(package);
     for (size_t i = 0; i < all.size(); ++i) o << (i ? ", " : "") << all[i];

@@ -201,7 +201,7 @@ class Setup:
             kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
-            max_num_reqs=self.req_to_token.shape[0])
+            max_num_reqs=self.req_to_token.shape[0], ps=sg.parallel_state)
         if sg.runtime is not None:
             self._runner_0_5_23(spec)
 
@@ -213,7 +213,10 @@ class Setup:
         sg, runner = self.sg, self.runner
         runner.spec_algorithm = sg.SpeculativeAlgorithm.from_string(sg.runtime.get_spec().speculative_algorithm)
         runner.draft_attention_backend = None
-        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = sg.runtime.attention_backends()
+        # the published pair (0.5.19 on: runtime_context.attention_backends); 0.5.17 and 0.5.18 have no
+        # accessor (the runner resolves it, model_runner.py:897-898): the one backend this case runs
+        resolved = getattr(sg.runtime, "attention_backends", lambda: (self.attention_backend,) * 2)
+        runner.prefill_attention_backend_str, runner.decode_attention_backend_str = resolved()
         resolve = importlib.import_module("sglang.srt.speculative.spec_utils").resolve_num_tokens_per_req
 
         def decode_num_tokens_per_req(*, num_draft_tokens=None):  # ModelRunner's, without DSpark and dLLM

@@ -3,9 +3,9 @@
 kvfuzz finds a bug in the release that shipped it; applying the upstream fix must make the finding
 go away, while every other case stays clean (one entry, 26512, is an upstream change that was
 reverted: kvfuzz finds the bug it introduces). Each fix below is written from the pull request's
-description (cited), as the smallest change to the release's own functions (three, fa-extend-local,
-fa-draft-swa-cascade and triton-draft-swa-short, are fixes kvfuzz proposes in report drafts, with no
-upstream PR yet); where a later release with the fix is installable, run that release instead.
+description (cited), as the smallest change to the release's own functions (five, fa-extend-local,
+fa-draft-swa-cascade, fa-verify-local, fa-draft-local and triton-draft-swa-short, are fixes kvfuzz
+proposes in report drafts, with no upstream PR yet); where a later release with the fix is installable, run that release instead.
 """
 import contextlib
 import functools
@@ -179,7 +179,7 @@ def fix_fa_extend_local(sg):
     fa = _fa()
     cls = fa.FlashAttentionBackend
     original = cls.init_forward_metadata
-    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.13
+    takes_batch = "forwardbatch" in inspect.signature(cls._maybe_init_local_attn_metadata).parameters  # up to 0.5.21
 
     @functools.wraps(original)
     def patched(self, forward_batch):
@@ -233,6 +233,117 @@ def fix_fa_draft_swa_cascade(sg):
             return original(self, q, k, v, layer, forward_batch, *args, **kwargs)
 
     cls.forward_decode = patched
+
+
+
+def _per_query_rows(kernel, kw, expand, per, chunk):
+    """One kernel row per query of the cascade's prefix call: the request's committed keys (the
+    call's page table, as token slots), then the query's own tail from the expand metadata (its tree
+    ancestors in verify, its draft chain in draft decode; position order, the query last), so that key
+    k of a row sits at position k; causal, with FA3's attention_chunk = chunk. Shapes follow the
+    tables' widths, not the data (a CUDA graph can capture it)."""
+    import torch
+
+    k_cache, v_cache, table, lens = kw["k_cache"], kw["v_cache"], kw["page_table"], kw["cache_seqlens"]
+    ps = int(k_cache.shape[1])
+    cols = torch.arange(table.shape[1] * ps, device=table.device)
+    prefix = (table[:, cols // ps] * ps + cols % ps).repeat_interleave(per, dim=0)  # [rows, keys]: token slots
+    lens = lens.repeat_interleave(per)
+    tails, tail_lens = expand.page_table, expand.cache_seqlens_int32
+    n, width = prefix.shape[0], prefix.shape[1] + tails.shape[1]
+    at = torch.arange(width, device=table.device).expand(n, width)
+    from_prefix = prefix.gather(1, at.clamp(max=prefix.shape[1] - 1))
+    from_tail = tails.to(prefix.dtype).gather(1, (at - lens[:, None]).clamp(0, tails.shape[1] - 1))
+    kw.update(k_cache=k_cache.reshape(-1, 1, *k_cache.shape[2:]), v_cache=v_cache.reshape(-1, 1, *v_cache.shape[2:]),
+              page_table=torch.where(at < lens[:, None], from_prefix, from_tail).to(torch.int32),
+              cache_seqlens=(lens + tail_lens).to(torch.int32), cu_seqlens_k_new=None,
+              cu_seqlens_q=torch.arange(n + 1, dtype=torch.int32, device=table.device), max_seqlen_q=1,
+              causal=True, window_size=(-1, -1), attention_chunk=chunk)
+    return kernel(**kw)
+
+
+def _fix_chunked_spec(sg, forward_name, applies, rows_per_request):
+    """The chunked-attention fix of one speculative path: forward_name (forward_extend for target
+    verify, forward_decode for draft decode) on the batches `applies(backend, forward_batch)` names.
+    Their metadata builds no local virtual batches (_maybe_init_local_attn_metadata leaves
+    local_attn_metadata None), and a chunked layer's forward takes the release's non-local path with
+    FA3's native attention_chunk = C: topk = 1, on the plain call (a row's queries bottom-right over
+    the prefix and the drafts, so each query's chunk is its own); topk > 1, the cascade's prefix call
+    becomes one row per query over its committed keys and its own tail (_per_query_rows), and the
+    expand call and the LSE merge are not made (the row holds the tail)."""
+    fa = _fa()
+    cls = fa.FlashAttentionBackend
+    init, forward = cls.init_forward_metadata, getattr(cls, forward_name)
+
+    def no_local(self, *args):  # ([forward_batch,] metadata, device): forward_batch dropped in 0.5.22
+        args[-2].local_attn_metadata = None
+
+    def has_local(backend):  # the local builder (0.5.22 on), has_local_attention before
+        return getattr(backend, "local_attn_builder", None) is not None or getattr(backend, "has_local_attention", False)
+
+    @functools.wraps(init)
+    def patched_init(self, forward_batch):
+        if not has_local(self) or not applies(self, forward_batch):
+            return init(self, forward_batch)
+        with _swapped(cls, "_maybe_init_local_attn_metadata", no_local):
+            return init(self, forward_batch)
+
+    def keep_prefix(o, s, *unused):  # merge_state_v2(o, s, o_expand, s_expand): the row's own result
+        return o, s
+
+    @functools.wraps(forward)
+    def patched_forward(self, q, k, v, layer, forward_batch, *args, **kwargs):
+        if not has_local(self) or not getattr(layer, "use_irope", False) \
+                or not applies(self, forward_batch):
+            return forward(self, q, k, v, layer, forward_batch, *args, **kwargs)
+        kernel, expand = fa.flash_attn_with_kvcache, self.forward_metadata_spec_decode_expand
+        chunk, per = self.attention_chunk_size, rows_per_request(self)
+
+        def chunked(*a, **kw):
+            if self.topk <= 1:
+                return kernel(*a, **kw, attention_chunk=chunk)
+            if kw.get("page_table") is not expand.page_table:  # the prefix call
+                chunked.rows = _per_query_rows(kernel, kw, expand, per, chunk)
+            return chunked.rows  # the expand call: its keys are already in the rows
+
+        metadata = self.forward_metadata
+        local, metadata.local_attn_metadata = metadata.local_attn_metadata, None
+        merges = [name for name in ("merge_state_v2", "merge_state_v2_wrapper") if hasattr(fa, name)]
+        try:
+            with contextlib.ExitStack() as stack:
+                stack.enter_context(_swapped(fa, "flash_attn_with_kvcache", chunked))
+                if hasattr(self, "flash_attn_with_kvcache"):  # 0.5.10.post1: forward_extend calls the instance's (line 620)
+                    stack.enter_context(_swapped(self, "flash_attn_with_kvcache", chunked))
+                for name in merges:
+                    stack.enter_context(_swapped(fa, name, keep_prefix))
+                return forward(self, q, k, v, layer, forward_batch, *args, **kwargs)
+        finally:
+            metadata.local_attn_metadata = local
+
+    cls.init_forward_metadata = patched_init
+    setattr(cls, forward_name, patched_forward)
+
+
+def fix_fa_verify_local(sg):
+    """kvfuzz's proposed fix for kvfuzz-fa-verify-local (no upstream PR; adapters/repro/reports.json):
+    FA3 target verify builds Llama-4's local metadata only eagerly with topk = 1, so chunked layers
+    read the whole context with topk > 1 and in every CUDA graph. The fix (_fix_chunked_spec) runs
+    a chunked layer's verify with FA3's native attention_chunk instead of virtual batches: topk = 1
+    on the plain verify call; topk > 1 one row per draft over the prefix and its tree ancestors (the
+    expand metadata's sorted ancestors, positions seq_len .. seq_len + depth), outside the cascade."""
+    _fix_chunked_spec(sg, "forward_extend", lambda backend, fb: fb.forward_mode.is_target_verify(),
+                      lambda backend: backend.speculative_num_draft_tokens)
+
+
+def fix_fa_draft_local(sg):
+    """kvfuzz's proposed fix for kvfuzz-fa-draft-local (no upstream PR; adapters/repro/reports.json):
+    FA3 draft decode with topk > 1 builds the local virtual batches from topk queries per row (wrong
+    chunks, or an IndexError on a 1-token context) and its local path drops the draft chain. The fix
+    (_fix_chunked_spec) builds no virtual batches for it and runs a chunked layer with FA3's native
+    attention_chunk on one row per branch: the committed keys, then the branch's chain (the expand
+    metadata's step + 1 tokens), the draft last at position seq_len + step."""
+    _fix_chunked_spec(sg, "forward_decode", lambda backend, fb: fb.forward_mode.is_decode()
+                      and fb.spec_info is not None and backend.topk > 1, lambda backend: backend.topk)
 
 
 def fix_triton_draft_swa_short(sg):
@@ -334,7 +445,8 @@ def _swapped(module, name, value):
 
 FIXES = {"24617": fix_24617, "26512": fix_26512, "31501": fix_31501, "32087": fix_32087, "32902": fix_32902,
          "39287": fix_39287, "fa-extend-local": fix_fa_extend_local, "triton-draft-swa-short": fix_triton_draft_swa_short,
-         "fa-draft-swa-cascade": fix_fa_draft_swa_cascade}
+         "fa-draft-swa-cascade": fix_fa_draft_swa_cascade, "fa-verify-local": fix_fa_verify_local,
+         "fa-draft-local": fix_fa_draft_local}
 
 
 def apply(sg, number):

@@ -23,7 +23,8 @@ class Sglang:
     """The release's modules kvfuzz calls, and the metadata entry points across releases."""
 
     def __init__(self, site):
-        sglang_import.install_finder(os.path.abspath(site))
+        self.site = os.path.abspath(site)
+        sglang_import.install_finder(self.site)
         self.version = release_of(site, "sglang")
         fb = importlib.import_module("sglang.srt.model_executor.forward_batch_info")
         self.ForwardMode, self.ForwardBatch = fb.ForwardMode, fb.ForwardBatch
@@ -36,11 +37,14 @@ class Sglang:
         self.AttentionType = importlib.import_module("sglang.srt.layers.radix_attention").AttentionType
         server_args = importlib.import_module("sglang.srt.server_args")
         self._server_args = server_args
-        # 0.5.23 on: the backends read the server's configuration through sglang.srt.runtime_context,
-        # published from a real ServerArgs (publish); before, from server_args' module global.
+        # 0.5.17 on: the backends read the server's configuration through sglang.srt.runtime_context,
+        # published from a real ServerArgs (publish); before, from server_args' module global (0.5.14
+        # to 0.5.16 have a runtime_context too, a read-through of the parallel state only, no publish).
         self.runtime = None
         if os.path.exists(os.path.join(site, "sglang", "srt", "runtime_context.py")):
-            self.runtime = importlib.import_module("sglang.srt.runtime_context")
+            runtime = importlib.import_module("sglang.srt.runtime_context")
+            self.runtime = runtime if hasattr(runtime, "publish") else None
+        if self.runtime is not None:
             self._namespace = importlib.import_module("sglang.srt.arg_groups.arg_utils").namespace_of(
                 server_args.ServerArgs)
             self.KVIndexTranslator = None  # 0.5.19 on: the runner's KVIndexTranslator
@@ -48,17 +52,28 @@ class Sglang:
                 translator = importlib.import_module("sglang.srt.mem_cache.kv_index_translator")
                 self.KVIndexTranslator = translator.KVIndexTranslator
             self.SpeculativeAlgorithm = importlib.import_module("sglang.srt.speculative.spec_info").SpeculativeAlgorithm
-        else:
-            # One process, tensor-parallel size 1: the attention TP group the backends ask for.
-            parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
-            parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        # One process, tensor- and context-parallel size 1: the attention TP and CP groups the backends
+        # ask for (0.5.14 to 0.5.18 through runtime_context.get_parallel, which reads these groups;
+        # 0.5.19 on it reads the widths server_args stamps, and these stay unread).
+        parallel = importlib.import_module("sglang.srt.distributed.parallel_state")
+        parallel._ATTN_TP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        parallel._ATTN_CP = types.SimpleNamespace(world_size=1, rank_in_group=0, rank=0)
+        # 0.5.16 to 0.5.20: the model runner carries a ParallelState (model_runner.ps; FA reads its tp and
+        # attn_cp sizes): the release's own one-rank one
+        self.parallel_state = None
+        if os.path.exists(os.path.join(site, "sglang", "srt", "distributed", "parallel_state_wrapper.py")):
+            trivial = getattr(importlib.import_module("sglang.srt.distributed.parallel_state_wrapper").ParallelState,
+                              "trivial", None)  # 0.5.14 and 0.5.15 have the class, unread by the backends
+            self.parallel_state = trivial() if trivial else None
 
     def unquantized_kv_cache_method(self):
-        """The quant method an unquantized KV pool carries (0.5.23 on; FlashInfer asks it how to read K/V)."""
-        if self.runtime is None:
+        """The quant method an unquantized KV pool carries (FlashInfer asks it how to read K/V)."""
+        # 0.5.16 on (FlashInfer's __init__ asks it); 0.5.14 and 0.5.15's module has no such class
+        if not os.path.exists(os.path.join(self.site, "sglang", "srt", "layers", "quantization",
+                                           "fp4_kv_cache_quant_method.py")):
             return None
-        return importlib.import_module(
-            "sglang.srt.layers.quantization.fp4_kv_cache_quant_method").UnquantizedKVCacheMethod()
+        module = importlib.import_module("sglang.srt.layers.quantization.fp4_kv_cache_quant_method")
+        return module.UnquantizedKVCacheMethod() if hasattr(module, "UnquantizedKVCacheMethod") else None
 
     def server_args(self, fields):
         """The server's arguments for one case. 0.5.23 on: a real ServerArgs of the fields the release
@@ -71,7 +86,10 @@ class Sglang:
                     defaults[f.name] = f.default
                 elif f.default_factory is not dataclasses.MISSING:
                     defaults[f.name] = f.default_factory()
-            return types.SimpleNamespace(**{**defaults, **fields})
+            args = types.SimpleNamespace(**{**defaults, **fields})
+            if hasattr(self._server_args.ServerArgs, "get_attention_backends"):  # FlashInfer asks it (0.5.16)
+                args.get_attention_backends = types.MethodType(self._server_args.ServerArgs.get_attention_backends, args)
+            return args
         known = {k: v for k, v in fields.items() if k in self._namespace}
         args = self._server_args.ServerArgs(model_path="dummy", **known)
         if hasattr(self.runtime, "SpawnRanks"):  # 0.5.21 on
@@ -143,7 +161,8 @@ class Sglang:
             view.positions, view.num_padding = fb.positions, n - setup.bs
             for name in ("out_cache_loc_virtual", "kv_loc_plan", "kv_loc_cols", "max_seq_len_host",
                          "max_seq_len_override", "lora_ids", "can_run_decode_cuda_graph"):
-                setattr(view, name, getattr(fb, name))
+                if hasattr(fb, name):  # those the release's ForwardBatch has (kv_loc_plan: 0.5.22 on)
+                    setattr(view, name, getattr(fb, name))
             view.origin_out_cache_loc = view.out_cache_loc_dsv4 = view.mamba_track_indices = None
         backend.init_forward_metadata_out_graph(view)
         backend.init_forward_metadata_in_graph(capture)

@@ -7,6 +7,7 @@
 # --issue uses the issue's match clauses whatever its affected range; bad input exits 2. About 5 s.
 # Usage: bisect_test.sh KVFUZZ WORK_DIR
 set -uo pipefail
+# (grep -q <<<"$out", not echo | grep -q: under pipefail, grep -q quitting early SIGPIPEs the echo, a flaky failure)
 KVFUZZ=$1 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK"
 failures=0
@@ -47,50 +48,50 @@ issue() { bisect --issue fake-window --issues "$WORK/issues.json" "$@" 2>"$WORK/
 for fixed in $(seq 1 16); do
   rm -f "$FAKE_LOG"
   out=$(FAKE_FIXED=$fixed issue) || fail "fix at ${span[$fixed]}: exit $?: $(cat "$WORK/err")"
-  echo "$out" | grep -qx "  first with: 0.5.10.post1 (the lower bound: maybe earlier); first without: ${span[$fixed]}" ||
+  grep -qx "  first with: 0.5.10.post1 (the lower bound: maybe earlier); first without: ${span[$fixed]}" <<<"$out" ||
     fail "fix at ${span[$fixed]}: $(echo "$out" | grep 'first with')"
   [ "$(wc -l <"$FAKE_LOG")" -le 8 ] || fail "fix at ${span[$fixed]}: $(wc -l <"$FAKE_LOG") releases run, more than log2(17) + 3"
 done
 # never fixed: every release with, three runs (the bounds and the minimal case agree)
 rm -f "$FAKE_LOG"
 out=$(FAKE_FIXED=99 issue)
-echo "$out" | grep -q "first without: none" || fail "never fixed: $(echo "$out" | grep 'first with')"
+grep -q "first without: none" <<<"$out" || fail "never fixed: $(echo "$out" | grep 'first with')"
 [ "$(wc -l <"$FAKE_LOG")" -eq 3 ] || fail "never fixed: $(wc -l <"$FAKE_LOG") runs, expected the two bounds and the minimal case's release"
 
 # 2. Introduced after the span's start and fixed later: both boundaries (0.5.13 .. 0.5.20), and the
 # release outside the issue's affected range still counts as "with" (no triage range applied).
 out=$(FAKE_FIRST=4 FAKE_FIXED=14 issue --method sweep)
-echo "$out" | grep -q "first with: 0.5.13; first without: 0.5.21" || fail "two boundaries: $(echo "$out" | grep 'first with')"
-echo "$out" | grep -q "runs: 0.5.10.post1..0.5.12.post1 without; 0.5.13..0.5.20 with; 0.5.21..0.5.23 without" ||
+grep -q "first with: 0.5.13; first without: 0.5.21" <<<"$out" || fail "two boundaries: $(echo "$out" | grep 'first with')"
+grep -q "runs: 0.5.10.post1..0.5.12.post1 without; 0.5.13..0.5.20 with; 0.5.21..0.5.23 without" <<<"$out" ||
   fail "two boundaries' runs: $(echo "$out" | grep 'runs:')"
-echo "$out" | grep -q "^  0.5.21  *without  *SGLANG_VERSION=0.5.21 bash $WORK/engine.sh fingerprint corpus/sglang/flashinfer_swa_full_prefix.json flashinfer   # other findings: plan-run" ||
+grep -q "^  0.5.21  *without  *SGLANG_VERSION=0.5.21 bash $WORK/engine.sh fingerprint corpus/sglang/flashinfer_swa_full_prefix.json flashinfer   # other findings: plan-run" <<<"$out" ||
   fail "no command beside the verdict: $(echo "$out" | grep '0.5.21 ')"
 
 # ... and by bisection: the minimal case's release (0.5.13) is tested, so a mechanism absent at
 # both bounds is still found.
 out=$(FAKE_FIRST=3 FAKE_FIXED=14 issue)
-echo "$out" | grep -q "first with: 0.5.12.post1; first without: 0.5.21" || fail "bisect, absent at both bounds: $(echo "$out" | grep 'first with')"
+grep -q "first with: 0.5.12.post1; first without: 0.5.21" <<<"$out" || fail "bisect, absent at both bounds: $(echo "$out" | grep 'first with')"
 
 # 3. Honest verdicts: unsupported, crash and error are never "without".
 out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED=0.5.15.post1 FAKE_CRASH=0.5.15 FAKE_ERROR=0.5.11 issue --method sweep)
-echo "$out" | grep -q "^  0.5.15.post1  *unsupported " || fail "unsupported: $(echo "$out" | grep '0.5.15.post1 ')"
-echo "$out" | grep -q "^  0.5.15  *crash .*# crash/.*AttributeError" || fail "crash: $(echo "$out" | grep '0.5.15 ')"
-echo "$out" | grep -q "^  0.5.11  *error .*no wheel for 0.5.11" || fail "error: $(echo "$out" | grep '0.5.11 ')"
-echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" ||
+grep -q "^  0.5.15.post1  *unsupported " <<<"$out" || fail "unsupported: $(echo "$out" | grep '0.5.15.post1 ')"
+grep -q "^  0.5.15  *crash .*# crash/.*AttributeError" <<<"$out" || fail "crash: $(echo "$out" | grep '0.5.15 ')"
+grep -q "^  0.5.11  *error .*no wheel for 0.5.11" <<<"$out" || fail "error: $(echo "$out" | grep '0.5.11 ')"
+grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" <<<"$out" ||
   fail "first without past a crash and an unsupported release: $(echo "$out" | grep 'first with')"
 # bisection: the unsupported release at the fix's place is not taken for the fix
 out=$(FAKE_FIRST=6 FAKE_FIXED=9 FAKE_UNSUPPORTED="0.5.13.post1 0.5.15.post1" issue --method sweep)
-echo "$out" | grep -q "first with: 0.5.14 (or one of 0.5.13.post1, not judged); first without: 0.5.16 (or one of 0.5.15.post1, not judged)$" ||
+grep -q "first with: 0.5.14 (or one of 0.5.13.post1, not judged); first without: 0.5.16 (or one of 0.5.15.post1, not judged)$" <<<"$out" ||
   fail "gaps before the first with and the first without: $(echo "$out" | grep 'first with')"
 out=$(FAKE_FIXED=9 FAKE_UNSUPPORTED="0.5.15.post1" issue)
-echo "$out" | grep -q "first without: 0.5.16" || fail "bisect past unsupported: $(echo "$out" | grep 'first with')"
+grep -q "first without: 0.5.16" <<<"$out" || fail "bisect past unsupported: $(echo "$out" | grep 'first with')"
 
 # --skip: releases not run are reported so, and the fix may be among them.
 rm -f "$FAKE_LOG"
 out=$(FAKE_FIXED=9 issue --skip 0.5.15,0.5.15.post1)
-echo "$out" | grep -q "^  0.5.15  *skipped  *--skip" || fail "skipped: $(echo "$out" | grep '0.5.15 ')"
+grep -q "^  0.5.15  *skipped  *--skip" <<<"$out" || fail "skipped: $(echo "$out" | grep '0.5.15 ')"
 grep -qx "0.5.15" "$FAKE_LOG" && fail "a skipped release was run"
-echo "$out" | grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" ||
+grep -q "first without: 0.5.16 (or one of 0.5.15..0.5.15.post1, not judged)$" <<<"$out" ||
   fail "skip: $(echo "$out" | grep 'first with')"
 
 # 4. A saved finding: its record's key, its replay line's backend and planner flags.
@@ -101,8 +102,8 @@ cat >"$WORK/findings/f.finding.json" <<JSON
  "fingerprints": [{"key": "cache-extent/sglang_flashinfer/extend/sliding_window: extra-before"}]}
 JSON
 out=$(FAKE_FIXED=12 bisect "$WORK/findings/f.json" 2>"$WORK/err")
-echo "$out" | grep -q "first without: 0.5.19" || fail "saved finding: $(echo "$out" | grep 'first with') $(cat "$WORK/err")"
-echo "$out" | grep -q "fingerprint [^ ]*findings/f.json flashinfer --deterministic" || fail "saved finding's flags: $(echo "$out" | head -3)"
+grep -q "first without: 0.5.19" <<<"$out" || fail "saved finding: $(echo "$out" | grep 'first with') $(cat "$WORK/err")"
+grep -q "fingerprint [^ ]*findings/f.json flashinfer --deterministic" <<<"$out" || fail "saved finding's flags: $(echo "$out" | head -3)"
 
 # 5. Bad input: exit 2 with the reason.
 bisect --issue no-such --issues "$WORK/issues.json" >/dev/null 2>"$WORK/err"

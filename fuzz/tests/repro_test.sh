@@ -118,13 +118,17 @@ printf 'line one\nBUG: it\nRESULT {"exit": 1}' >"$WORK/out.txt"
 grep -A4 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^BUG: it" || fail "--run-output is not quoted in the report"
 grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | grep -q "^RESULT" && fail "the RESULT line (for machines) is quoted"
 grep -A5 "^CPU run: exit 1:" "$WORK/quoted.md" | sed -n 6p | grep -qx '```' || fail "the quote is not closed after the output"
-# an sglang issue: the affected releases of the matrix
+# an issue without a bisect field: the releases kvfuzz ran, cut at its range
+grep -q "of the releases checked (0.7.2.post1), affected: 0.7.2.post1\.$" "$WORK/fi.md" || fail "no affected releases"
+# an sglang issue: the range its entry's bisect field holds, with the command
 "$K" repro "$SRC/corpus/sglang/fa_mixed_local.json" --backend sglang_fa_0_5_23:fa --report -o "$WORK/fa.md" ||
   fail "--report of an sglang issue exited $?"
-grep -q "affected: 0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23" "$WORK/fa.md" || fail "no affected releases"
+grep -q "0.5.10.post1 up to the latest release checked (no fix known); bisected over the releases on the package index: \`kvfuzz bisect --issue kvfuzz-fa-mixed-local: " \
+  "$WORK/fa.md" || fail "the bisection is not quoted"
 "$K" repro "$SRC/corpus/regressions/fa__fa_local_token_table.json" --backend sglang_fa_0_5_13:fa --report \
   --issue 'sglang#32902' -o "$WORK/f2.md" || fail "--report --issue exited $?"
-grep -q "affected: 0.5.10.post1 0.5.11 0.5.12.post1 0.5.13\.$" "$WORK/f2.md" || fail "a fixed issue's range is not cut at its fix"
+grep -q "0.5.10.post1 up to before 0.5.20; bisected .*--issue sglang#32902: .* 0.5.20..0.5.23 without" "$WORK/f2.md" ||
+  fail "a fixed issue's range is not cut at its fix"
 
 # 4. Bad input: exit 2 and a message naming it.
 bad() {  # bad PATTERN ARGS...
