@@ -7,7 +7,8 @@ ci/repro.sh's run folders), the first through fa3_standin, the second with KVFUZ
 of STANDIN_OUT: the reproducer, its known issue and release (ci/gpu_pair_table.py's), the device, then
 per kernel the exit status and the largest |actual - expected|, and whether they agree: the same exit
 status, and max errors within 0.02 of each other (bf16 rounding of the kernels' different summation
-orders; a wrong query is off by far more, docs/repro.md). Exit 2 when a folder holds no run; exit 1
+orders; a wrong query is off by far more, docs/repro.md); the same exit where one kernel raised and
+the other gave wrong values is shown as such and agrees. Exit 2 when a folder holds no run; exit 1
 when a run disagrees (or is missing from REAL_OUT), so a GPU job can gate on it.
 """
 import pathlib
@@ -50,9 +51,14 @@ def table(standin, real):
         a, b = cells(o), cells(twin)
         same = a[0] == b[0] and b[0] is not None and \
             (a[1] is None) == (b[1] is None) and (a[1] is None or abs(a[1] - b[1]) <= TOLERANCE)
-        disagree += not same
+        # One kernel raised where the other gave wrong values, with the same exit: the same verdict in
+        # another form (the stand-in raises on a page id outside the cache in a tile FA3 loads, which
+        # FA3 reads out of bounds: docs/gpu.md, "Real FA3"); said so, not counted as a disagreement.
+        form = not same and a[0] == b[0] and b[0] is not None and (a[2] == "") != (b[2] == "")
+        disagree += not (same or form)
         device = (pairs.row(twin, issues)[3] if twin.is_file() else "") or base[3]
-        lines.append("| " + " | ".join([*base[:3], device, *shown(*a), *shown(*b), "yes" if same else "**NO**"]) + " |")
+        verdict = "yes" if same else f"same exit; {'the stand-in' if a[2] else 'FA3'} raised" if form else "**NO**"
+        lines.append("| " + " | ".join([*base[:3], device, *shown(*a), *shown(*b), verdict]) + " |")
     return "\n".join(lines) + "\n", len(outs), disagree
 
 

@@ -97,7 +97,9 @@ kvfuzz_fa_mixed_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
 kvfuzz_fa_draft_extend_local|0.5.23|1||
 kvfuzz_fa_draft_extend_local|0.5.23|0| with fix fa-extend-local|--fix fa-extend-local
 kvfuzz_fa_verify_local|0.5.23|1||
+kvfuzz_fa_verify_local|0.5.23|0| with fix fa-verify-local|--fix fa-verify-local
 kvfuzz_fa_draft_local|0.5.23|1||
+kvfuzz_fa_draft_local|0.5.23|0| with fix fa-draft-local|--fix fa-draft-local
 kvfuzz_fa_draft_swa_cascade|0.5.23|1||
 kvfuzz_fa_draft_swa_cascade|0.5.23|0| with fix fa-draft-swa-cascade|--fix fa-draft-swa-cascade
 sglang_32902_fa_local_token_table|0.5.13|1||

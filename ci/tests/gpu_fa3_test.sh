@@ -66,6 +66,16 @@ run "$WORK/t/fa3" 2 1 0.004  # the same max error, another exit status
 table "$WORK/t/fa" "$WORK/t/fa3"
 rc=$?
 [ $rc = 1 ] && grep -q "| 0 | 0.004 | 1 | 0.004 | \*\*NO\*\* |" "$WORK/table" || fail "exits apart: exit $rc: $(cat "$WORK/table")"
+# The stand-in raised where FA3 gave wrong values, the same exit: shown as such, not a disagreement;
+# the stand-in raising where FA3 is right (exit 0) is one.
+echo 'RESULT {"exit": 1, "device": "NVIDIA H100", "release": "0.5.23", "fixes": [], "queries": 0, "raised": "IndexError: page 9", "max_error": null, "worst": null}' >"$WORK/t/fa/kvfuzz_fa_mixed_local.2.out"
+echo "label: exit 1" >"$WORK/t/fa/kvfuzz_fa_mixed_local.2.label"
+run "$WORK/t/fa3" 2 1 0.9
+table "$WORK/t/fa" "$WORK/t/fa3" || fail "a raise beside wrong values, the same exit: exit $?: $(cat "$WORK/table")"
+grep -q "| 1 raised IndexError |  | 1 | 0.9 | same exit; the stand-in raised |" "$WORK/table" || fail "no raised row: $(cat "$WORK/table")"
+run "$WORK/t/fa3" 2 0 0.004
+table "$WORK/t/fa" "$WORK/t/fa3"
+[ $? = 1 ] && grep -q "| 1 raised IndexError |  | 0 | 0.004 | \*\*NO\*\* |" "$WORK/table" || fail "a false raise agrees: $(cat "$WORK/table")"
 table "$WORK/t/fa" "$WORK/t/none"
 [ $? = 2 ] || fail "a missing folder does not exit 2: $(cat "$WORK/table")"
 
