@@ -127,13 +127,38 @@ triaged_at() {
 # some): its fingerprints must triage as that issue (and nothing as NEW or a regression).
 #   known_table adapters/vllm/known_issues.json
 known_table() {
-  local issues=$1 work id backend case release det flags labels verdict failed=0
+  local issues=$1 work id backend case release det flags labels verdict failed=0 key rows n=0
+  local -A cases lines
   work=$(mktemp -d)
+  rows=$(python3 -c '
+import json, sys
+for i in json.load(open(sys.argv[1]))["issues"]:
+    m = i["minimal_case"]
+    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False), *m.get("adapter_flags", []))' "$issues")
+  # The minimal cases of each (backend, release, mode, flags) are fingerprinted by one adapter process
+  # (kvfuzz fingerprint CASE...: each line names its case file), then split by case.
+  while IFS=' ' read -r id backend case release det flags; do
+    key="$backend $release $det $flags"
+    [[ " ${cases[$key]-} " == *" $case "* ]] || cases[$key]+=" $case"
+  done <<<"$rows"
+  for key in "${!cases[@]}"; do
+    read -r backend release det flags <<<"$key"
+    install "$release"
+    n=$((n + 1)) lines[$key]=$work/group$n.jsonl
+    # shellcheck disable=SC2086  # the case files are words
+    "$KVFUZZ" fingerprint ${cases[$key]} --backend "$(backend_name "$backend" "$release" "$det"):$(family_executor "$backend")" \
+      --adapter "$(adapter_at "$backend" "$release" "$det")${flags:+ $flags}" >"${lines[$key]}" 2>"$work/group$n.err" || true
+  done
   printf '%-34s %-14s %-44s %s\n' issue release "labels (fingerprints)" verdict
   while IFS=' ' read -r id backend case release det flags; do
-    install "$release"
-    "$KVFUZZ" fingerprint "$case" --backend "$(backend_name "$backend" "$release" "$det"):$(family_executor "$backend")" \
-      --adapter "$(adapter_at "$backend" "$release" "$det")${flags:+ $flags}" >"$work/$id.jsonl" 2>"$work/$id.err" || true
+    python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        if json.loads(line).get("file") == sys.argv[2]:
+            print(line, end="")
+    except ValueError:
+        pass' "${lines["$backend $release $det $flags"]}" "$case" >"$work/$id.jsonl"
     python3 adapters/triage.py "$work/$id.jsonl" --issues "$issues" --json-out "$work/$id.json" \
       >/dev/null 2>&1 || true  # its labels are read below
     labels=$(python3 -c 'import json, sys; g = json.load(open(sys.argv[1]))["groups"]; print(" ".join(sorted({(x["issue"] or x["label"]) + ("" if x["label"] == "known" else ":" + x["label"]) for x in g})) or "clean")' "$work/$id.json" 2>/dev/null || echo unreadable)
@@ -142,11 +167,7 @@ known_table() {
     case "$labels" in *NEW*|*regression*|unreadable) verdict="${verdict/ok/}; NEW, regression or unreadable" ;; esac
     [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
     printf '%-34s %-14s %-44s %s\n' "$id" "$release" "$labels ($(wc -l <"$work/$id.jsonl"))" "$verdict"
-  done < <(python3 -c '
-import json, sys
-for i in json.load(open(sys.argv[1]))["issues"]:
-    m = i["minimal_case"]
-    print(i["id"], m["backend"], m["case"], m["release"], m.get("deterministic", False), *m.get("adapter_flags", []))' "$issues")
+  done <<<"$rows"
   rm -rf "$work"
   return $failed
 }
