@@ -36,6 +36,11 @@ def planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_ty
     return fixed
 
 
+def seq_lens(indptr, last_page_len, page_size):
+    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
+    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
+
+
 def check_run(agree, fixed, ran, layer, where):
     """Each argument of the run step (ran: {name: value}, the names of `planned`) against the plan's
     (engine/plan_run.py PlanRun `agree`). A causal run over a non-causal plan reads within what was

@@ -279,9 +279,7 @@ class Recorder:
         _no_cache_write()
 
 
-def _seq_lens(indptr, last_page_len, page_size):
-    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
-    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
+_seq_lens = paged_csr_plan.seq_lens  # FlashInfer's get_seq_lens
 
 
 class _Unexpected:
