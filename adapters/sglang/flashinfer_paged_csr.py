@@ -13,11 +13,11 @@ whole tiles before the window (the finding stands, its key set is an upper bound
 CUDA graphs (decode and idle batches): sglang creates CUDA-graph decode wrappers over slices of its
 persistent kv_indptr / kv_indices / kv_last_page_len buffers, plans them once with begin_forward
 (FlashInfer's plan(): copies into those buffers) and then swaps begin_forward for
-partial(fast_decode_plan, wrapper) (0.5.10.post1 flashinfer_backend.py:594-597, 0.5.13:535-538,
+partial(fast_decode_plan, wrapper) (0.5.10.post1 flashinfer_backend.py:594-597, 0.5.13:534-538,
 0.5.23:842-846). A replay's updater writes the step's CSR into the same buffers in place
 (call_begin_forward: kv_indptr[1:bs+1] = cumsum, kv_indices = wrapper._paged_kv_indices_buf;
-0.5.23:1795-1806) and calls fast_decode_plan with global_override_indptr_cpu (the host cumsum of
-seq_lens_cpu, 0.5.23:1824-1859), which copies nothing and schedules the batch from that host indptr.
+0.5.23:1790-1806) and calls fast_decode_plan with global_override_indptr_cpu (the host cumsum of
+seq_lens_cpu, 0.5.23:1823-1856), which copies nothing and schedules the batch from that host indptr.
 The captured kernel reads the buffers its wrapper was made over: each decode call records them as
 they stand after the replay (sglang_release.init_metadata runs capture, replay, then the layers), and
 the replay's schedule against the lengths they give the kernel (plan-run:seq_lens). CUDA-graph
@@ -81,22 +81,6 @@ class _Wrapper:
                                 "CUDA-graph replay: fast_decode_plan's schedule against the captured buffers")
         return arrays
 
-    def _fill_buffers(self, indptr, indices, last_page_len):
-        """FlashInfer's plan() on a CUDA-graph wrapper: the batch size is fixed, the arrays are copied
-        into the persistent buffers (a no-op where sglang handed the buffers themselves)."""
-        self._check_fixed(indices, last_page_len)
-        self._paged_kv_indptr_buf.copy_(indptr)
-        self._paged_kv_last_page_len_buf.copy_(last_page_len)
-        self._paged_kv_indices_buf[: int(indices.shape[0])].copy_(indices)
-
-    def _check_fixed(self, indices, last_page_len):
-        batch = int(last_page_len.shape[0])
-        if batch != self._fixed_batch_size:
-            raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
-                             f"mismatches the batch size set during initialization {self._fixed_batch_size}")
-        if int(indices.shape[0]) > int(self._paged_kv_indices_buf.shape[0]):
-            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
-
     def _agree(self, role, causal, window_left, logits_soft_cap, q, k):
         """The run's arguments against the plan's. forward() (FlashInfer's deprecated entry point) stores
         its window_left and logits_soft_cap over the planned ones, but the kernel stays the one plan()
@@ -123,8 +107,8 @@ class _Decode(_Wrapper):
         self._fix(head_dim, page_size, window_left, logits_soft_cap, False, q_data_type, kv_data_type or data_type)
         self.scheduled = paged_csr_plan.seq_lens(self.plan["kv_indptr"].to(torch.int64),
                                                  self.plan["kv_last_page_len"].to(torch.int64), int(page_size))
-        if self.is_cuda_graph_enabled:
-            self._fill_buffers(indptr, indices, last_page_len)
+        if self.is_cuda_graph_enabled:  # FlashInfer's plan() copies (a no-op: sglang hands the buffers)
+            paged_csr_plan.fill_graph_buffers(self, indptr, indices, last_page_len)
 
     def forward(self, q, kv_buffer, pos_encoding_mode="NONE", window_left=-1, logits_soft_cap=None, sm_scale=None,
                 **unused):
@@ -138,10 +122,11 @@ def fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv_
     """flashinfer.fast_decode_plan, which sglang binds to its CUDA-graph decode wrappers after their
     first plan: on a CUDA-graph wrapper it checks the batch against the fixed one and copies nothing
     (sglang wrote the buffers); the schedule comes from the host indptr (global_override_indptr_cpu,
-    else indptr.cpu()) and, at page size 1, last-page lengths of 1. The kernel module stays the one
-    the capture's plan picked: this plan's arguments are checked against it."""
+    else indptr.cpu()) and, at page size 1, last-page lengths of 1 (FlashInfer 0.7.2.post1
+    decode.py:4956-5012, read). The kernel module stays the one the capture's plan picked: this
+    plan's arguments are checked against it."""
     if self.is_cuda_graph_enabled:
-        self._check_fixed(indices, last_page_len)
+        paged_csr_plan.check_graph_batch(self, indices, last_page_len)
     else:  # never so in sglang (its wrappers made without use_cuda_graph keep plan())
         raise NotImplementedError("fast_decode_plan on a wrapper without CUDA graphs is not modelled")
     indptr_host = host(global_override_indptr_cpu if global_override_indptr_cpu is not None else indptr, "indptr")
