@@ -108,7 +108,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
 
 # Mutants of the FlashInfer decode graph replay (the clean seed flashinfer_graph_decode_swa), each in a
 # copy: NAME : where (adapters: a copy of adapters/; release: of the release's flashinfer_backend.py) :
-# the finding kind that must be reported. Planted by mutant() below.
+# the finding kind that must be reported. Planted by mutant() below. The two add about 10 s to `seeds`
+# (measured on 2 cores under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
 #   replay-capture-seq-lens  the adapter replays with the capture batch's seq_lens (the fill value 1):
 #                            sglang_release.init_metadata, both the <= 0.5.12 and the >= 0.5.13 path
 #   swa-schedule-unclamped   the release's window wrapper scheduled (global_override_indptr_cpu) from
