@@ -86,6 +86,8 @@ adapter_at() { echo "$PY adapters/sglang/sglang_planner.py --site $ROOT/$2 --dev
 #   fix=N     found in the release, gone with upstream fix N re-applied (adapters/sglang/fixes.py)
 #   change=N  clean in the release, found with upstream change N applied (one later reverted)
 #   -         found in the release, no upstream fix: adapters/sglang/known_issues.json triages it
+#   clean     clean in the release (a path the adapter drives, e.g. a CUDA-graph replay); its mutants
+#             below must be caught
 # mode "det": the planner serves as --enable-deterministic-inference does
 seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:change=26512
@@ -101,7 +103,51 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_verify_swa.json:-
        flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
-       flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det"
+       flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
+       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean"
+
+# Mutants of the FlashInfer decode graph replay (the clean seed flashinfer_graph_decode_swa), each in a
+# copy: NAME : where (adapters: a copy of adapters/; release: of the release's flashinfer_backend.py) :
+# the finding kind that must be reported. Planted by mutant() below. The two add about 10 s to `seeds`
+# (measured on 2 cores under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
+#   replay-capture-seq-lens  the adapter replays with the capture batch's seq_lens (the fill value 1):
+#                            sglang_release.init_metadata, both the <= 0.5.12 and the >= 0.5.13 path
+#   swa-schedule-unclamped   the release's window wrapper scheduled (global_override_indptr_cpu) from
+#                            the unclamped seq_lens_cpu: only fast_decode_plan reads it (plan-run)
+mutants="replay-capture-seq-lens:adapters:plan-run
+         swa-schedule-unclamped:release:plan-run"
+GRAPH_SEED=corpus/sglang/flashinfer_graph_decode_swa.json
+
+# mutant NAME DIR: plants NAME in a copy under DIR; prints the adapter command that runs it
+mutant() {
+  local name=$1 dir=$2 adapters=adapters site=$SITE
+  case $name in
+    replay-capture-seq-lens)
+      cp -r adapters "$dir/adapters" && adapters=$dir/adapters
+      ln -s "$(realpath "$ROOT")" "$dir/.sglang"  # the planner's msgspec (.sglang/pyextra, 0.5.23)
+      plant "$adapters/sglang/sglang_release.py" "replay(n, fb.req_pool_indices, fb.seq_lens, " \
+        "replay(n, fb.req_pool_indices, seq_lens, " &&
+        plant "$adapters/sglang/sglang_release.py" $'\n        seq_lens.copy_(fb.seq_lens)\n' $'\n' || return 1 ;;
+    swa-schedule-unclamped)
+      site=$dir/site && cp -rs "$(realpath "$SITE")" "$site"
+      local fi_py=sglang/srt/layers/attention/flashinfer_backend.py
+      rm "$site/$fi_py" && cp "$SITE/$fi_py" "$site/$fi_py"
+      plant "$site/$fi_py" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
+        return 1 ;;
+  esac
+  echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend flashinfer"
+}
+# plant FILE OLD NEW: OLD (exactly once in FILE) replaced by NEW
+plant() {
+  python3 - "$@" <<'PY'
+import sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+if text.count(old) != 1:
+    sys.exit(f"ci/sglang.sh: the mutation no longer applies: {old!r} is in {path} {text.count(old)} times")
+open(path, "w").write(text.replace(old, new))
+PY
+}
 
 case "$1" in
   seeds)
@@ -131,14 +177,28 @@ case "$1" in
                   [ -z "$after" ] || verdict="$verdict; NOT GONE with the fix" ;;
         change=*) [ -z "$before" ] || verdict="FOUND in the release"
                   is_finding "$after" || verdict="$verdict; NOT FOUND with the change" ;;
+        clean)    [ -z "$before" ] || verdict="NOT CLEAN in the release" ;;
         *)        is_finding "$before" || verdict="NOT FOUND in the release" ;;
       esac
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
-      [ "$effect" != - ] && upstream="${effect%%=*} #${effect#*=}"
+      case $effect in fix=*|change=*) upstream="${effect%%=*} #${effect#*=}" ;; esac
       printf '%-10s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
         "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
     done
+    work=$(mktemp -d)
+    for entry in $mutants; do
+      IFS=: read -r name where kind <<<"$entry"
+      mkdir -p "$work/$name"
+      got=unreadable verdict="NOT CAUGHT"
+      if command=$(mutant "$name" "$work/$name"); then
+        got=$(check_kinds "sglang_flashinfer_$RELEASE:flashinfer_paged" "$command" "$GRAPH_SEED" | cut -f2)
+        [[ " $got" == *" $kind "* ]] && verdict=ok
+      fi
+      [ "$verdict" = ok ] || failed=1
+      printf '%-10s %-34s %-13s %-44s %-13s %s\n' flashinfer "mutant $name" "($where)" "${got:-clean}" - "$verdict"
+    done
+    rm -rf "$work"
     exit $failed ;;
   releases)
     # Seed bugs in the releases that shipped them and gone in the release that fixed them, unpatched:

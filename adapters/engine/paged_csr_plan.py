@@ -36,6 +36,32 @@ def planned(head_dim, page_size, window_left, logits_soft_cap, causal, q_data_ty
     return fixed
 
 
+def seq_lens(indptr, last_page_len, page_size):
+    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
+    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
+
+
+def check_graph_batch(wrapper, indices, last_page_len):
+    """What FlashInfer's plan() and fast_decode_plan check on a CUDA-graph wrapper (0.7.2.post1
+    decode.py:4956-4966): the batch is the one its persistent buffers fix, the indices fit its
+    indices buffer. The wrapper keeps FlashInfer's attribute names (_fixed_batch_size, _paged_kv_*_buf)."""
+    batch = int(last_page_len.shape[0])
+    if batch != wrapper._fixed_batch_size:
+        raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
+                         f"mismatches the batch size set during initialization {wrapper._fixed_batch_size}")
+    if int(indices.shape[0]) > int(wrapper._paged_kv_indices_buf.shape[0]):
+        raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+
+
+def fill_graph_buffers(wrapper, indptr, indices, last_page_len):
+    """FlashInfer's plan() on a CUDA-graph wrapper: checked as above, the arrays copied into the
+    persistent buffers the captured kernel reads."""
+    check_graph_batch(wrapper, indices, last_page_len)
+    wrapper._paged_kv_indptr_buf.copy_(indptr)
+    wrapper._paged_kv_last_page_len_buf.copy_(last_page_len)
+    wrapper._paged_kv_indices_buf[: int(indices.shape[0])].copy_(indices)
+
+
 def check_run(agree, fixed, ran, layer, where):
     """Each argument of the run step (ran: {name: value}, the names of `planned`) against the plan's
     (engine/plan_run.py PlanRun `agree`). A causal run over a non-causal plan reads within what was

@@ -73,7 +73,7 @@ class _Wrapper:
                                             kv_data_type, sm_scale=sm_scale)
         self.fixed.update(num_qo_heads=int(num_qo_heads), num_kv_heads=int(num_kv_heads))
         if self.is_cuda_graph_enabled:  # FlashInfer's plan() copies into the persistent buffers
-            self._fill_buffers(kv_indptr, kv_indices, last_page_len)
+            paged_csr_plan.fill_graph_buffers(self, kv_indptr, kv_indices, last_page_len)
         csr = _seq_lens(self.planned["kv_indptr"], self.planned["kv_last_page_len"], int(page_size))
         self.scheduled = csr
         if seq_lens is not None:  # what FlashInfer schedules (kv_lens) against what its CSR gives the kernel
@@ -83,19 +83,6 @@ class _Wrapper:
                                     f"{type(self).__name__.strip('_')} plan: seq_lens against the CSR's lengths")
         self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
         self._sm_scale, self._causal = sm_scale, bool(causal)
-
-    def _fill_buffers(self, indptr, indices, last_page_len):
-        """FlashInfer's plan() on a CUDA-graph wrapper: the batch size is fixed, the host arrays are
-        copied into the persistent buffers the captured kernel reads."""
-        batch = int(last_page_len.shape[0])
-        if batch != self._fixed_batch_size:
-            raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
-                             f"mismatches the batch size set during initialization {self._fixed_batch_size}")
-        if int(indices.shape[0]) > int(self._paged_kv_indices_buf.shape[0]):
-            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
-        self._paged_kv_indptr_buf.copy_(indptr)
-        self._paged_kv_last_page_len_buf.copy_(last_page_len)
-        self._paged_kv_indices_buf[: int(indices.shape[0])].copy_(indices)
 
     def run(self, q, paged_kv_cache, *args, out=None, window_left=None, **others):
         _only_inert(f"{type(self).__name__}.run", others, _RUN_INERT)
@@ -191,13 +178,8 @@ def _fast_decode_plan(self, indptr, indices, last_page_len, num_qo_heads, num_kv
     replay): no copy into the persistent buffers (vLLM wrote them), the batch size checked against the
     wrapper's fixed one, the schedule made from the host indptr and last_page_len."""
     _only_inert("fast_decode_plan", dict(others, pos_encoding_mode=pos_encoding_mode), _PLAN_INERT)
-    batch = int(last_page_len.shape[0])
     if self.is_cuda_graph_enabled:
-        if batch != self._fixed_batch_size:
-            raise ValueError(f"The batch size should be fixed in cudagraph mode, the runtime batch size {batch} "
-                             f"mismatches the batch size set during initialization {self._fixed_batch_size}")
-        if int(indices.shape[0]) > int(self._paged_kv_indices_buf.shape[0]):
-            raise ValueError("The size of indices should be less than or equal to the allocated buffer")
+        paged_csr_plan.check_graph_batch(self, indices, last_page_len)
     else:
         self._paged_kv_indptr_buf, self._paged_kv_indices_buf, self._paged_kv_last_page_len_buf = (
             indptr, indices, last_page_len)
@@ -279,9 +261,7 @@ class Recorder:
         _no_cache_write()
 
 
-def _seq_lens(indptr, last_page_len, page_size):
-    """FlashInfer's get_seq_lens: (pages - 1) * page_size + last_page_len, 0 for a row without pages."""
-    return torch.where(indptr[1:] > indptr[:-1], (indptr[1:] - indptr[:-1] - 1) * page_size + last_page_len, 0)
+_seq_lens = paged_csr_plan.seq_lens  # FlashInfer's get_seq_lens
 
 
 class _Unexpected:
