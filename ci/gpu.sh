@@ -12,8 +12,8 @@
 #                         executor servers per visible GPU, shared by every job (every GPU of the host is
 #                         used; each kernel variant loads once per server, not per job; docs/gpu.md
 #                         "Executor servers"); "gpus": one per GPU (one CUDA context a GPU); N: N servers
-#                         taking the GPUs in turn; 0 (default, until the servers' last race fix has run
-#                         on a GPU): one worker process per job (each its own context).
+#                         taking the GPUs in turn (default gpus:4); 0: one worker process per job (each
+#                         its own context).
 #                         The memcheck campaign always runs per-job workers
 #   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
 #                         kernel call to an executor that declared "batch": true (cuda_page_table;
@@ -35,6 +35,9 @@
 #                         cuda_page_table: KVFUZZ_GPU_CUDA_REUSE_SHAPES (default 0 with per-job
 #                         workers: it compiles nothing per shape; with servers the same as the others,
 #                         so that its cases of one shape batch)
+#   KVFUZZ_GPU_SHAPE_RUN  runs of this many consecutive cases share one shape (kvfuzz run --shape-run), so
+#                         cases of one shape wait for a server together and batch (default 64 with servers
+#                         and batching, else 1: each case picks its own among the shapes)
 #   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new
 #                         campaign draws new cases on the shapes whose kernels the caches hold
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
@@ -121,20 +124,24 @@ profiles_of() {
   [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
   for p in $list; do printf -- '--profile %s ' "$p"; done
 }
-servers=${KVFUZZ_GPU_SERVERS:-0}
+servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
+shape_run=1
+[ "$servers" != 0 ] && [ "${KVFUZZ_GPU_BATCH:-1}" = 1 ] && shape_run=64
+shape_run=${KVFUZZ_GPU_SHAPE_RUN:-$shape_run}
 mkdir -p "$out"
 campaign() {
-  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
+  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100} t0=$SECONDS
   # compiled ahead: no variant to wait for, but with servers its cases of one shape batch
   [ "$name" = cuda_page_table ] && { [ "$servers" = 0 ] && reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-0} ||
     reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-$reuse}; }
   # shellcheck disable=SC2046  # profiles_of prints whole words
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
-    --reuse-shapes "$reuse" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
+    --reuse-shapes "$reuse" --shape-run "$shape_run" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --adapter-servers "$servers" $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
     --backend "$name" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
+  echo $((SECONDS - t0)) >"$out/$name.wall"  # the whole campaign, shrinking included, against --seconds
 }
 for name in "${names[@]}"; do
   adapter_command "$name" >/dev/null
@@ -182,7 +189,7 @@ KVFUZZ_GPU_VERSIONS="sglang=$sglang_release $(PYTHONPATH=$site python3 -c '
 import importlib.metadata as m
 for dist, name in (("flashinfer-python", "flashinfer"), ("torch", "torch"), ("triton", "triton")):
     try: print(name + "=" + m.version(dist).split("+")[0], end=" ")
-    except m.PackageNotFoundError: pass')" python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
+    except m.PackageNotFoundError: pass')" KVFUZZ_GPU_SECONDS=$seconds python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
 if [ -n "$memcheck_line" ]; then
   echo "$memcheck_line"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1

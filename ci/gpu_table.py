@@ -58,6 +58,10 @@ BREAKDOWN_WIDTHS = [len(c) + 2 for c in BREAKDOWN_COLUMNS]
 
 def row(name, log, groups):
     text = open(log).read()
+    wall_file = log[:-len(".log")] + ".wall"  # ci/gpu.sh: the campaign's whole time, shrinking included
+    ran = f"{int(open(wall_file).read())} s" if os.path.exists(wall_file) else "-"
+    b = re.search(r"batches: (\d+) requests carried (\d+) cases", text)
+    per_batch = f"{int(b.group(2)) / int(b.group(1)):.1f}" if b and int(b.group(1)) else "-"
     j = re.search(r"(\d+) job\(s\)", text)
     jobs = int(j.group(1)) if j else 1
     m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
@@ -86,7 +90,8 @@ def row(name, log, groups):
     left = f"{left.group(1)}%" if left else "0%"
     shapes = re.search(r"^shapes: (\d+)", text, re.M)
     shapes = shapes.group(1) if shapes else "-"
-    return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {left:>9} {shapes:>7} {share:>10} {saved:>12}"
+    return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {ran:>7} {per_batch:>9} {left:>9} {shapes:>7}"
+            f" {share:>10} {saved:>12}"
             f"  {findings}",
             breakdown(name, text, wall, jobs))
 
@@ -97,7 +102,9 @@ def main():
         return 2
     out, names = sys.argv[1], sys.argv[2:]
     status = 0
-    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'checked/s':>9} {'first 100':>9} {'undeclared':>9}"
+    budget = os.environ.get("KVFUZZ_GPU_SECONDS", "?")
+    print(f"{'backend':<22} {'checked':>9} {'unsupported':>12} {'checked/s':>9} {'first 100':>9} {'ran':>7}"
+          f" {'per batch':>9} {'undeclared':>9}"
           f" {'shapes':>7} {'in kernel':>10} {'fingerprints':>12}  cases with findings, by property")
     times = []
     for name in names:
@@ -118,7 +125,8 @@ def main():
         print(line)
         times.append(time_line or f"{name:<22} (no time breakdown in {log})")
     print('("checked/s": cases checked per second of wall time, unsupported ones apart; "first 100": when the')
-    print(' 100th checked case finished; "undeclared": the generator\'s draws outside the executor\'s declared')
+    print(f' 100th checked case finished; "ran": the whole campaign, shrinking included, for --seconds {budget};')
+    print(' "per batch": cases a server request carried (batching); "undeclared": the generator\'s draws outside the executor\'s declared')
     print(' support, drawn again and never run; "shapes": page size, model and dtype combinations the cases ran on;')
     print(' "in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
     print(' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')

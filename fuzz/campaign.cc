@@ -1,6 +1,7 @@
 #include "fuzz/campaign.h"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <iomanip>
@@ -10,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/external/adapter.h"
 #include "fuzz/campaign_record.h"
 #include "fuzz/case_check.h"
 #include "fuzz/finding_index.h"
@@ -172,13 +174,16 @@ const Backend* backend_named(const CampaignOptions& o, const std::string& name) 
 bool run_case(Shared& sh, int64_t index) {
   const CampaignOptions& o = sh.options;
   const Profile profile = o.profiles[static_cast<size_t>(index) % o.profiles.size()];
-  const CaseDraw draw = draw_case(sh.shapes, index, profile, o.reuse_shapes);
+  const CaseDraw draw = draw_case(sh.shapes, index, profile, o.reuse_shapes, o.shape_run);
   const Scenario& s = draw.scenario;
   const uint64_t seed = draw.seed;
   const std::string gen = gen_command(draw, profile);
   const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
   CaseReport report;
   double check_seconds = 0;
+  // A request refused because the campaign's time was up (set_adapter_time_up) drops the case.
+  const int64_t refused = adapter_requests_refused_on_this_thread();
+  const auto cut_short = [&] { return stopping(o) || adapter_requests_refused_on_this_thread() != refused; };
   try {
     const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
@@ -186,7 +191,7 @@ bool run_case(Shared& sh, int64_t index) {
     sh.checks.fetch_add(1);
     sh.check_nanoseconds.fetch_add(static_cast<int64_t>(check_seconds * 1e9));
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
-    if (stopping(o)) return false;
+    if (cut_short()) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
     const std::string replay = replay_command({base + ".json", "all", o.faults, seed, {}});
     write_file_atomic(base + ".json", to_json(s));
@@ -213,7 +218,7 @@ bool run_case(Shared& sh, int64_t index) {
     if (sh.summary.harness_errors++ == 0) sh.summary.first_harness_error = e.what() + (", case " + base + ".json");
     return true;
   }
-  if (stopping(o)) return false;
+  if (cut_short()) return false;
   // Group the case's findings by fingerprint key (in a fixed order: the report's).
   std::vector<KeyGroup> groups;
   for (const Finding& f : report.findings) {
@@ -292,6 +297,23 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     if (o.seconds > 0 && elapsed() + mean_check >= o.seconds) return true;
     return false;
   };
+  // --seconds bounds the checks in flight too: at the deadline external adapters refuse every
+  // further request, so each case in flight ends at its next one (and is dropped), and shrinking,
+  // whose budget ends there, stops.
+  std::atomic<bool> time_up{false};
+  std::mutex deadline_mu;
+  std::condition_variable deadline_cv;
+  bool workers_joined = false;
+  std::thread deadline;
+  if (o.seconds > 0) {
+    set_adapter_time_up(&time_up);
+    deadline = std::thread([&] {
+      std::unique_lock<std::mutex> lock(deadline_mu);
+      if (!deadline_cv.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds)),
+                                  [&] { return workers_joined; }))
+        time_up.store(true);
+    });
+  }
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {
@@ -335,6 +357,15 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     }
   });
   for (std::thread& w : workers) w.join();
+  if (deadline.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(deadline_mu);
+      workers_joined = true;
+    }
+    deadline_cv.notify_all();
+    deadline.join();
+    set_adapter_time_up(nullptr);
+  }
   sh.workers_done.store(true);
   reporter.join();
   if (o.live_progress) progress << "\n";

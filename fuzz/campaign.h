@@ -56,6 +56,9 @@ struct CampaignOptions {
   // Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about
   // this many cases, a new one every reuse_shapes cases (case_draw.h); 0: every case its own.
   int reuse_shapes = 0;
+  // With reuse_shapes: runs of this many consecutive cases share a shape (per profile), so an
+  // executor server's batches fill (case_draw.h); 1: each case draws its own among the shapes.
+  int shape_run = 1;
   // Seed of the shapes (default: `seed`). Kept fixed while `seed` changes, a campaign draws new
   // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
   std::optional<uint64_t> shape_seed;

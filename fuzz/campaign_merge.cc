@@ -29,7 +29,7 @@ using json = nlohmann::ordered_json;
 
 // The settings that name the cases of a campaign: shards that differ in one ran another campaign.
 const char* const kCampaignSettings[] = {
-    "seed", "cases", "profiles", "backends", "faults", "metamorphic_every", "reuse_shapes", "shape_seed"};
+    "seed", "cases", "profiles", "backends", "faults", "metamorphic_every", "reuse_shapes", "shape_run", "shape_seed"};
 
 struct Shard {
   std::string dir;

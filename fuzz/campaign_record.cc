@@ -45,6 +45,7 @@ std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary
                    {"shrink_seconds", o.shrink_seconds},
                    {"max_saved_per_kind", o.max_saved_per_kind},
                    {"reuse_shapes", o.reuse_shapes},
+                   {"shape_run", o.shape_run},
                    {"shape_seed", o.shape_seed.value_or(o.seed)},
                    {"shard", std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count)}};
   json per_backend = json::object();

@@ -58,7 +58,7 @@ std::optional<std::pair<uint64_t, CaseShape>> ShapePool::shape(Profile profile, 
   return shapes_.emplace(key, found).first->second;
 }
 
-CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_shapes) {
+CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_shapes, int shape_run) {
   CaseDraw d;
   d.unsupported.assign(pool.backends().size(), 0);
   const uint64_t seed = pool.seed();
@@ -77,12 +77,15 @@ CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_sh
     // A narrow declaration: a shape within it first (its own, case `index`'s), then workloads on it.
     shape = pool.find(profile, hash_words(static_cast<uint64_t>(index), kDrawTag));
   } else {
-    // Shapes introduced so far: one per reuse_shapes cases; a new one on each multiple.
-    const int64_t known = index / reuse_shapes + 1;
-    const int64_t v = index % reuse_shapes == 0
-                          ? known - 1
-                          : static_cast<int64_t>(hash_words(seed, static_cast<uint64_t>(index), kShapeTag) %
-                                                 static_cast<uint64_t>(known));
+    // Shapes introduced so far: one per reuse_shapes cases; a new one on each multiple. The run of
+    // cases [first, last] (one case when shape_run is 1) takes the shape a multiple in it
+    // introduces, else one drawn for the run among those its last case knows.
+    const int64_t run = std::max(1, shape_run), first = index / run * run, last = first + run - 1;
+    const int64_t newest = last / reuse_shapes;
+    const int64_t v = newest * reuse_shapes >= first
+                          ? newest
+                          : static_cast<int64_t>(hash_words(seed, static_cast<uint64_t>(first / run), kShapeTag) %
+                                                 static_cast<uint64_t>(newest + 1));
     shape = pool.shape(profile, v);
   }
   for (int32_t k = 1; shape && k <= kMaxDraws; ++k) {

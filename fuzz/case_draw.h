@@ -12,6 +12,9 @@
 //   model, dtype: CaseShape); case i takes a new shape when i % N == 0, else one of the shapes
 //   already drawn for its profile, so JIT compiles grow by one shape per N cases, not per case.
 //   A shape is itself drawn within support (some case on it must be supported).
+//   With `shape_run` R > 1 the pick is made once per run of R consecutive cases (all of a profile's
+//   cases in the run share one shape), so cases of one shape are in flight at once and an executor
+//   server can batch them (docs/gpu.md "Batching"); R = 1 is the draw as it always was.
 //
 //   ShapePool shapes(seed, /*shape_seed=*/seed, backends);
 //   CaseDraw d = draw_case(shapes, i, Profile::small, /*reuse_shapes=*/64);
@@ -68,8 +71,8 @@ class ShapePool {
   std::map<std::pair<int, int64_t>, std::optional<std::pair<uint64_t, CaseShape>>> shapes_;
 };
 
-// Case `index` of the campaign (reuse_shapes 0: each case its own shape).
-CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_shapes);
+// Case `index` of the campaign (reuse_shapes 0: each case its own shape; shape_run: above).
+CaseDraw draw_case(ShapePool& pool, int64_t index, Profile profile, int reuse_shapes, int shape_run = 1);
 
 // The command that prints the drawn case: "kvfuzz gen --seed S [--shape T] --profile P".
 std::string gen_command(const CaseDraw& d, Profile profile);

@@ -23,7 +23,21 @@ void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std
     to += static_cast<int64_t>(answer[a][b].get<double>() * 1e9) * times;
 }
 
+const std::atomic<bool>* g_time_up = nullptr;
+thread_local int64_t t_refused = 0;
+
+// Throws BackendFailure "stopped" once the campaign's time is up (set_adapter_time_up).
+void refuse_when_time_is_up() {
+  if (g_time_up == nullptr || !g_time_up->load()) return;
+  ++t_refused;
+  throw BackendFailure("stopped", "the campaign's time is up: the request was not sent");
+}
+
 }  // namespace
+
+void set_adapter_time_up(const std::atomic<bool>* time_up) { g_time_up = time_up; }
+
+int64_t adapter_requests_refused_on_this_thread() { return t_refused; }
 
 std::unique_ptr<AdapterProcess> Adapter::launch(nlohmann::json* hello) {
   auto p = std::make_unique<AdapterProcess>(command_, make_exchange_dir("adapter"));
@@ -57,6 +71,7 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
 }
 
 Adapter::~Adapter() {
+  for (const auto& s : servers_) s->ask_exit();  // all at once: torch's teardown takes seconds a process
   servers_.clear();
   if (!requests_dir_.empty()) remove_tree(requests_dir_);
 }
@@ -137,6 +152,7 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
       }
     }
     if (!reply) {
+      refuse_when_time_is_up();  // no re-run alone past the campaign's time: the case is dropped
       ++stats_.reruns;
       try {
         reply = server->request(message, variant, true);
@@ -167,6 +183,7 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
 
 BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write,
                                          const BatchRead& read, const std::string& variant) {
+  refuse_when_time_is_up();
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(batch_mu_);
   me.joined = Clock::now();
@@ -223,6 +240,7 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
 void Adapter::call(const std::string& op, const std::function<void(const std::string&)>& write,
                    const std::function<void(const std::string&, const nlohmann::json&)>& read,
                    const std::string& variant, bool alone) {
+  refuse_when_time_is_up();
   if (!servers_.empty()) {
     call_server(op, write, read, variant, alone ? Attempt::alone : Attempt::shared_then_alone);
     return;

@@ -31,6 +31,14 @@
 
 namespace kvfuzz {
 
+// A campaign's time is up (kvfuzz run --seconds) once *time_up is true: from then on every request
+// is refused before it is sent (BackendFailure "stopped"), so the checks in flight end at their
+// next request, not after every request they would still make. The campaign drops the cases that
+// had a request refused: adapter_requests_refused_on_this_thread() counts them per thread.
+// nullptr (the default): never refused.
+void set_adapter_time_up(const std::atomic<bool>* time_up);
+int64_t adapter_requests_refused_on_this_thread();
+
 // The command line's default --adapter-timeout, in seconds.
 struct AdapterOptionsDefaults {
   static constexpr double kTimeout = 120;

@@ -13,11 +13,17 @@ using Clock = std::chrono::steady_clock;
 AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, double timeout)
     : command_(std::move(command)), env_(std::move(env)), timeout_(timeout) {}
 
+void AdapterServer::ask_exit() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (process_ && !dead_ && !asked_exit_) process_->try_send({{"op", "exit"}});
+  asked_exit_ = true;
+}
+
 AdapterServer::~AdapterServer() {
+  ask_exit();
   std::unique_lock<std::mutex> lock(mu_);
   if (process_ && !dead_) {
-    // Ask politely (compute-sanitizer and the adapter's own log flush at exit), then make sure.
-    process_->try_send({{"op", "exit"}});
+    // Asked politely (compute-sanitizer and the adapter's own log flush at exit), then make sure.
     cv_.wait_for(lock, std::chrono::seconds(5), [&] { return dead_; });
     if (!dead_) process_->signal_kill();
   }

@@ -67,6 +67,10 @@ class AdapterServer {
   // The process's declaration: starts it when none has run yet (Adapter::start reads it).
   nlohmann::json hello();
 
+  // Asks the running process to exit (after the requests it holds); the destructor waits for it.
+  // Asking every server first, then destroying them, lets them end at once, not one after another.
+  void ask_exit();
+
   // Requests waiting or in flight: the least loaded server takes the next job's request.
   int load() const;
   int64_t restarts() const { return restarts_; }
@@ -108,6 +112,7 @@ class AdapterServer {
   int shared_ = 0, exclusive_waiting_ = 0, waiting_ = 0;
   bool exclusive_ = false;
   int64_t restarts_ = 0;
+  bool asked_exit_ = false;
 };
 
 // The GPUs a server each can take: CUDA_VISIBLE_DEVICES's entries when it is set, else one entry

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci/gpu_table.py: a campaign's row (checked, unsupported, checked/s, when the first 100 checked cases
-# were done, the draws outside the declaration, shapes, share in the kernel from the log's own job
+# were done, the campaign's whole time (OUT/NAME.wall), cases per batch, the draws outside the declaration, shapes, share in the kernel from the log's own job
 # count, cases with findings by property), every finding of its index triaged by
 # fingerprint: known only -> exit 0; a NEW one -> exit 1; a saved finding without its fingerprint
 # record (triage exit 3) -> exit 1, never "clean"; a campaign kvfuzz failed -> exit 1 with its last line.
@@ -20,8 +20,10 @@ drawn within support: 3000 draws for 1531 cases; outside each backend's declared
 first 100 checked cases: 41.3 s after the start
 shapes: 16 (page size, model, dtype), each reused by 95.7 cases on average
 adapter sglang_triton: 1677 requests, 0 crashes; 400.0 s inside the adapter's function
+adapter sglang_triton batches: 40 requests carried 84 cases, 0 failed
 LOG
 echo 1 >"$WORK/sglang_triton.rc"
+echo 213 >"$WORK/sglang_triton.wall"
 finding() {  # finding PROPERTY WINDOW MECHANISM CASE: one line of the campaign's index
   python3 - "$WORK/sglang_triton/index.jsonl" "$@" <<'PY'
 import json, sys
@@ -43,7 +45,7 @@ finding cache-extent 0 extra-before 11
 KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/known.out" 2>&1
 rc=$?
 [ $rc -eq 0 ] || fail "known findings only: exit $rc"
-grep -Eq "^sglang_triton +512 +1019 +2.6 +41 s +49% +16 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
+grep -Eq "^sglang_triton +512 +1019 +2.6 +41 s +213 s +2.1 +49% +16 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
   fail "row: $(grep '^sglang_triton' "$WORK/known.out")"
 
 # The same window-0 configuration, another mechanism (the window's oldest key missing): NEW.

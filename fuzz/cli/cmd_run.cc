@@ -70,7 +70,7 @@ void add_run(CLI::App& app, int& exit_code) {
   static double shrink_seconds = 30;
   static bool no_shrink = false;
   static int max_saved = 3;
-  static int reuse_shapes = 0;
+  static int reuse_shapes = 0, shape_run = 1;
   static std::optional<uint64_t> shape_seed;
   static std::string shard;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
@@ -97,6 +97,11 @@ void add_run(CLI::App& app, int& exit_code) {
          "Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about N cases, "
          "a new one every N cases, so JIT compiles stay few (0: every case its own shape)")
       ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  cmd->add_option("--shape-run", shape_run,
+                  "With --reuse-shapes: runs of N consecutive cases share one shape, so cases of a shape are checked at "
+                  "once and an executor server batches them (1: each case picks its own)")
+      ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
   cmd->add_option("--shape-seed", shape_seed,
                   "Seed of the shapes --reuse-shapes draws (default: --seed); keep it while --seed changes to draw new "
@@ -132,6 +137,7 @@ void add_run(CLI::App& app, int& exit_code) {
     o.shrink_seconds = shrink_seconds;
     o.max_saved_per_kind = max_saved;
     o.reuse_shapes = reuse_shapes;
+    o.shape_run = shape_run;
     o.shape_seed = shape_seed;
     o.live_progress = isatty(STDERR_FILENO) != 0;
     o.shard_index = part->first;

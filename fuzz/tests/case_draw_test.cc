@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "fuzz/case_draw.h"
@@ -114,6 +115,33 @@ TEST(CaseDraw, ReusedShapesGrowOnePerNCases) {
     if (std::find(models.begin(), models.end(), d.scenario.model) == models.end()) models.push_back(d.scenario.model);
   }
   EXPECT_GT(models.size(), 30u);
+}
+
+// --shape-run R: a profile's cases in one run of R consecutive cases share a shape (so an executor
+// server can batch them), and runs pick among the shapes known as before.
+TEST(CaseDraw, ARunOfCasesSharesOneShapePerProfile) {
+  const testing::Toy toy(testing::ToyBug::none);
+  ShapePool pool(11, 11, {&toy});
+  constexpr int kReuse = 24, kRun = 8;
+  std::map<std::pair<int64_t, int>, std::set<uint64_t>> per_run;  // (run, profile) -> shape seeds
+  std::set<uint64_t> all;
+  for (int64_t i = 0; i < 480; ++i) {
+    const Profile p = profile_of(i);
+    const CaseDraw d = draw_case(pool, i, p, kReuse, kRun);
+    ASSERT_TRUE(d.supported && d.shape_seed.has_value());
+    EXPECT_EQ(to_json(regenerate(d, p)), to_json(d.scenario)) << gen_command(d, p);
+    per_run[{i / kRun, static_cast<int>(p)}].insert(*d.shape_seed);
+    if (p == Profile::tiny) all.insert(*d.shape_seed);
+  }
+  for (const auto& [run, seeds] : per_run) EXPECT_EQ(seeds.size(), 1u) << "run " << run.first;
+  // 480 / 24 = 20 shapes introduced; runs revisit the older ones.
+  EXPECT_GE(all.size(), 10u);
+  EXPECT_LE(all.size(), 20u);
+  int revisits = 0;  // runs that took an older shape than the newest known
+  for (int64_t run = 3; run < 60; ++run)
+    revisits += draw_case(pool, run * kRun + 2, Profile::tiny, kReuse, kRun).shape_seed !=
+                draw_case(pool, (run * kRun + kRun - 1) / kReuse * kReuse, Profile::tiny, kReuse, 1).shape_seed;
+  EXPECT_GT(revisits, 10);
 }
 
 // A CI that keeps its compile caches keeps the shape seed and changes the campaign seed: new

@@ -11,8 +11,8 @@
 // buffers with sentinel guard zones (device_buffer.h; their memory, allocated by the first requests
 // and reused by the next: device_pool.h), runs one kernel per part (one block per
 // (batch token, q head), fp32 online softmax over tiles of keys, merged by LSE into the layer's
-// result on the device), then reads back every guard, the kernels' key errors, out and lse after a
-// single synchronization (readback.h: with several worker processes on one GPU each blocking call
+// result on the device), every layer queued before any waits, then reads back every guard, the
+// kernels' key errors, out and lse of every layer after a single synchronization a request (readback.h: with several worker processes on one GPU each blocking call
 // waits for the others' work too), and checks them. A guard that
 // changed, a key outside its row's pages or the pool, and every CUDA API error are a failed run
 // naming the array or the call. KVFUZZ_EXAMPLE_BREAK (adapters/examples/cpp/example_break.h)
@@ -29,6 +29,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -241,7 +242,19 @@ void throw_key_error(const int64_t* error, const std::string& prefix, int64_t wi
                   std::to_string(error[3]) + ", outside the pool of " + std::to_string(slots) + " slots");
 }
 
-void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int layer) {
+// What a queued layer left to read back and check: its buffers are keep[first_buffer, end_buffer).
+struct QueuedLayer {
+  std::string group;
+  const json* parts;
+  int64_t slots, o_layer, lse_layer;
+  float* out;
+  float* lse;
+  int64_t* error;
+  size_t first_buffer, end_buffer;
+};
+
+// Queues layer `layer`'s copies and kernels on the device; nothing waits.
+QueuedLayer queue_layer(const kvfuzz_call* call, const Model& m, const json& plan, int layer, std::deque<DeviceBuffer>& keep) {
   const auto name = plan.at("layer_group").at(static_cast<size_t>(layer)).get<std::string>();
   const json& group = name.rfind("local.", 0) == 0 ? plan.at("local").at(std::stoul(name.substr(6))) : plan.at(name);
   const auto window_left = plan.at("window_left").at(static_cast<size_t>(layer)).get<int64_t>();
@@ -257,9 +270,7 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
     throw Failure("layer " + l + ": the pool or q is smaller than the model says");
 
   // The buffers of this layer: every one guarded, every guard checked before the result is read.
-  // They reuse the blocks of the previous layer's (and request's), all synchronized and read back.
-  kvfuzz_cuda::DevicePool::process().restart();
-  std::deque<DeviceBuffer> keep;  // a deque: references to its buffers stay valid as parts add theirs
+  QueuedLayer queued{name, &group.at("parts"), slots, o_layer, m.tokens * m.q_heads, nullptr, nullptr, nullptr, keep.size(), 0};
   PartArgs a{};
   keep.emplace_back("q", static_cast<const float*>(call->q.data) + layer * q_layer, static_cast<size_t>(q_layer) * 4);
   a.q = keep.back().as<float>();
@@ -274,16 +285,16 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
     a.v = keep.back().as<float>();
   }
   keep.emplace_back("out", nullptr, static_cast<size_t>(o_layer) * 4);
-  a.out = keep.back().as<float>();
-  keep.emplace_back("lse", nullptr, static_cast<size_t>(m.tokens * m.q_heads) * 4);
-  a.lse = keep.back().as<float>();
-  const json& parts = group.at("parts");
+  a.out = queued.out = keep.back().as<float>();
+  keep.emplace_back("lse", nullptr, static_cast<size_t>(queued.lse_layer) * 4);
+  a.lse = queued.lse = keep.back().as<float>();
+  const json& parts = *queued.parts;
   const size_t error_bytes = parts.size() * 4 * sizeof(int64_t);  // a key error per part
   keep.emplace_back("key error", nullptr, error_bytes);
-  a.error = keep.back().as<int64_t>();
+  a.error = queued.error = keep.back().as<int64_t>();
   kvfuzz_cuda::check(cudaMemsetAsync(a.error, 0, error_bytes), "cudaMemsetAsync of the key errors");
   kvfuzz_cuda::check(cudaMemsetAsync(a.out, 0, static_cast<size_t>(o_layer) * 4), "cudaMemsetAsync of out");
-  fill_kernel<<<grid_for(m.tokens * m.q_heads), 256>>>(a.lse, m.tokens * m.q_heads, -std::numeric_limits<float>::infinity());
+  fill_kernel<<<grid_for(queued.lse_layer), 256>>>(a.lse, queued.lse_layer, -std::numeric_limits<float>::infinity());
   kvfuzz_cuda::check(cudaGetLastError(), "fill_kernel launch (lse)");
   a.slots = slots, a.tokens = m.tokens, a.q_heads = m.q_heads, a.kv_heads = m.kv_heads;
   a.head_dim = m.head_dim, a.v_head_dim = m.v_head_dim, a.mla = m.mla;
@@ -296,33 +307,63 @@ void run_layer(const kvfuzz_call* call, const Model& m, const json& plan, int la
     run_part(call, m, parts[p], name + ".parts." + std::to_string(p) + ".", window_left, part, keep);
   }
   if (broken() == Break::lse_base2) {
-    scale_kernel<<<grid_for(m.tokens * m.q_heads), 256>>>(a.lse, m.tokens * m.q_heads, static_cast<float>(1.0 / std::log(2.0)));
+    scale_kernel<<<grid_for(queued.lse_layer), 256>>>(a.lse, queued.lse_layer, static_cast<float>(1.0 / std::log(2.0)));
     kvfuzz_cuda::check(cudaGetLastError(), "scale_kernel launch (lse_base2)");
   }
-  // Everything read back after one synchronization: the key errors, every guard, out and lse.
-  kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::process();
-  const size_t out_bytes = static_cast<size_t>(o_layer) * 4, lse_bytes = static_cast<size_t>(m.tokens * m.q_heads) * 4;
-  kvfuzz_cuda::check(r.begin(keep.size() * DeviceBuffer::kGuardRoom + kvfuzz_cuda::Readback::room(error_bytes) +
-                             kvfuzz_cuda::Readback::room(out_bytes) + kvfuzz_cuda::Readback::room(lse_bytes)),
-                     "cudaMallocHost of the read-back buffer");
-  std::vector<size_t> guards;
-  for (const DeviceBuffer& buffer : keep) guards.push_back(buffer.queue_guards(r));
-  const size_t errors_at = r.queue(a.error, error_bytes), out_at = r.queue(a.out, out_bytes),
-               lse_at = r.queue(a.lse, lse_bytes);
-  kvfuzz_cuda::check(r.wait(), "cudaDeviceSynchronize after layer " + l);
-  for (size_t p = 0; p < parts.size(); ++p)  // the first part's error first, as the parts ran
-    throw_key_error(reinterpret_cast<const int64_t*>(r.at(errors_at)) + 4 * p,
-                    name + ".parts." + std::to_string(p) + ".", parts[p].at("width").get<int64_t>(), slots);
-  for (size_t b = 0; b < keep.size(); ++b) keep[b].check_guards(r.at(guards[b]));
-  std::memcpy(call->out + layer * o_layer, r.at(out_at), out_bytes);
-  std::memcpy(call->lse + layer * m.tokens * m.q_heads, r.at(lse_at), lse_bytes);
+  queued.end_buffer = keep.size();
+  return queued;
 }
 
+// Every layer queued, then everything read back after one synchronization and checked layer by
+// layer, as the layers ran: a layer's key errors (its first part's first), its buffers' guards,
+// then its out and lse. A layer the host refused (its arrays do not fit) fails after the layers
+// queued before it are checked, as when each layer waited for its own results.
 int run_page_table(const kvfuzz_call* call, const json& manifest) {
   const Model m = Model::of(manifest, call);
   const json& plan = manifest.at("plan");
   try {
-    for (int layer = 0; layer < call->num_layers; ++layer) run_layer(call, m, plan, layer);
+    // The buffers of the request: blocks of the last request's, which its synchronization freed.
+    kvfuzz_cuda::DevicePool::process().restart();
+    std::deque<DeviceBuffer> keep;  // a deque: references to its buffers stay valid as layers add theirs
+    std::vector<QueuedLayer> layers;
+    std::optional<Failure> refused;
+    for (int layer = 0; layer < call->num_layers && !refused; ++layer) {
+      try {
+        layers.push_back(queue_layer(call, m, plan, layer, keep));
+      } catch (const Failure& f) {
+        refused = f;
+      }
+    }
+    kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::process();
+    size_t room = keep.size() * DeviceBuffer::kGuardRoom;
+    for (const QueuedLayer& q : layers)
+      room += kvfuzz_cuda::Readback::room(q.parts->size() * 4 * sizeof(int64_t)) +
+              kvfuzz_cuda::Readback::room(static_cast<size_t>(q.o_layer) * 4) +
+              kvfuzz_cuda::Readback::room(static_cast<size_t>(q.lse_layer) * 4);
+    kvfuzz_cuda::check(r.begin(room), "cudaMallocHost of the read-back buffer");
+    std::vector<size_t> guards;
+    for (const DeviceBuffer& buffer : keep) guards.push_back(buffer.queue_guards(r));
+    struct At {
+      size_t errors, out, lse;
+    };
+    std::vector<At> at;
+    for (const QueuedLayer& q : layers)
+      at.push_back({r.queue(q.error, q.parts->size() * 4 * sizeof(int64_t)), r.queue(q.out, static_cast<size_t>(q.o_layer) * 4),
+                    r.queue(q.lse, static_cast<size_t>(q.lse_layer) * 4)});
+    // An API error of a refused layer (a launch that failed) is sticky: the refusal names it.
+    if (const cudaError_t e = r.wait(); e != cudaSuccess && refused) throw *refused;
+    else kvfuzz_cuda::check(e, "cudaDeviceSynchronize after " + std::to_string(layers.size()) + " layers");
+    for (size_t layer = 0; layer < layers.size(); ++layer) {
+      const QueuedLayer& q = layers[layer];
+      const json& parts = *q.parts;
+      for (size_t p = 0; p < parts.size(); ++p)  // the first part's error first, as the parts ran
+        throw_key_error(reinterpret_cast<const int64_t*>(r.at(at[layer].errors)) + 4 * p,
+                        q.group + ".parts." + std::to_string(p) + ".", parts[p].at("width").get<int64_t>(), q.slots);
+      for (size_t b = q.first_buffer; b < q.end_buffer; ++b) keep[b].check_guards(r.at(guards[b]));
+      std::memcpy(call->out + layer * q.o_layer, r.at(at[layer].out), static_cast<size_t>(q.o_layer) * 4);
+      std::memcpy(call->lse + layer * q.lse_layer, r.at(at[layer].lse), static_cast<size_t>(q.lse_layer) * 4);
+    }
+    if (refused) throw *refused;
   } catch (const Failure& f) {
     return kvfuzz_fail(call, "%s", f.what());
   }
