@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backends/external/adapter.h"
+#include "backends/registry.h"
 #include "fuzz/campaign_record.h"
 #include "fuzz/case_check.h"
 #include "fuzz/finding_index.h"
@@ -48,10 +49,13 @@ struct Shared {
   FindingIndex index;                    // every finding, never capped
   ShapePool shapes;                      // the campaign's shapes (case_draw.h)
   std::set<uint64_t> shapes_used;
-  Clock::time_point start = Clock::now();  // the campaign's start (run_campaign reads it too)
+  Clock::time_point start;  // the campaign's start (run_campaign reads it too)
 
   explicit Shared(const CampaignOptions& o)
-      : options(o), index(o.out_dir), shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends) {}
+      : options(o),
+        index(o.out_dir),
+        shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends),
+        start(o.start.value_or(Clock::now())) {}
 };
 
 // Short and stable (FNV-1a, the same on every machine and compiler): tells apart the saved
@@ -298,8 +302,9 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     return false;
   };
   // --seconds bounds the checks in flight too: at the deadline external adapters refuse every
-  // further request, so each case in flight ends at its next one (and is dropped), and shrinking,
-  // whose budget ends there, stops.
+  // further request and their servers' processes are killed, so each case in flight ends at its
+  // next request, or at once on a server (and is dropped), and shrinking, whose budget ends
+  // there, stops.
   std::atomic<bool> time_up{false};
   std::mutex deadline_mu;
   std::condition_variable deadline_cv;
@@ -310,8 +315,10 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     deadline = std::thread([&] {
       std::unique_lock<std::mutex> lock(deadline_mu);
       if (!deadline_cv.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds)),
-                                  [&] { return workers_joined; }))
+                                  [&] { return workers_joined; })) {
         time_up.store(true);
+        for (const auto& a : registered_adapters()) a->stop_servers();
+      }
     });
   }
   std::vector<std::thread> workers;

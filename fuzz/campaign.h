@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
@@ -56,6 +57,10 @@ struct CampaignOptions {
   // Each shape (page size, model, dtype: what a real kernel compiles a variant for) serves about
   // this many cases, a new one every reuse_shapes cases (case_draw.h); 0: every case its own.
   int reuse_shapes = 0;
+  // When the campaign's time began (--seconds counts from it): kvfuzz run's own start, so that
+  // starting the adapters (a GPU executor imports torch, its first server declares itself) is
+  // inside the budget; unset: when run_campaign starts.
+  std::optional<std::chrono::steady_clock::time_point> start;
   // With reuse_shapes: runs of this many consecutive cases share a shape (per profile), so an
   // executor server's batches fill (case_draw.h); 1: each case draws its own among the shapes.
   int shape_run = 1;

@@ -76,6 +76,10 @@ Adapter::~Adapter() {
   if (!requests_dir_.empty()) remove_tree(requests_dir_);
 }
 
+void Adapter::stop_servers() {
+  for (const auto& s : servers_) s->stop();
+}
+
 int64_t Adapter::server_restarts() const {
   int64_t n = 0;
   for (const auto& s : servers_) n += s->restarts();
@@ -157,6 +161,7 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
       try {
         reply = server->request(message, variant, true);
       } catch (const BackendFailure& e) {
+        if (e.property() == "stopped") throw;  // the campaign's time was up: counted below
         ++stats_.reruns_failed;
         if (e.property() == "hang") ++stats_.hangs;
         else if (e.property() == "crash") ++stats_.crashes;
@@ -171,6 +176,10 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
     remove_tree(dir);
     if (attempt == Attempt::shared_only) return false;  // a batch's malformed answer: each case alone
     throw BackendFailure("contract", spec_.name + ": " + e.what());
+  } catch (const BackendFailure& e) {
+    remove_tree(dir);
+    if (e.property() == "stopped") ++t_refused;  // the campaign's time was up: the case is dropped
+    throw;
   } catch (...) {
     remove_tree(dir);
     throw;

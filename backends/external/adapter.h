@@ -104,6 +104,10 @@ class Adapter {
   const AdapterLayout& layout() const { return layout_; }
   // Processes restarted so far (workers replaced, or servers restarted).
   int64_t server_restarts() const;
+  // The campaign's time is up: the servers' processes are killed, their requests in flight dropped
+  // (a case with one is cut short: adapter_requests_refused_on_this_thread counts it), and none
+  // starts again. Per-job workers finish the request they run.
+  void stop_servers();
 
   // One request: `write(dir)` fills a fresh request folder, the adapter answers, `read(dir, answer)`
   // takes the results. `variant` names the kernel variant the request needs (its function time

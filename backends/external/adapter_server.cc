@@ -15,8 +15,21 @@ AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, 
 
 void AdapterServer::ask_exit() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (process_ && !dead_ && !asked_exit_) process_->try_send({{"op", "exit"}});
-  asked_exit_ = true;
+  if (exit_by_) return;
+  if (process_ && !dead_) process_->try_send({{"op", "exit"}});
+  exit_by_ = Clock::now() + std::chrono::seconds(5);
+}
+
+void AdapterServer::stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopped_ = true;
+  if (process_ && !dead_) {
+    process_->signal_kill();
+    dead_ = true;  // its reader ends once the kill lands; requests in flight give up
+    death_ = "the campaign's time was up: adapter '" + command_ + "' was stopped";
+    death_property_ = "stopped";
+  }
+  cv_.notify_all();
 }
 
 AdapterServer::~AdapterServer() {
@@ -24,7 +37,7 @@ AdapterServer::~AdapterServer() {
   std::unique_lock<std::mutex> lock(mu_);
   if (process_ && !dead_) {
     // Asked politely (compute-sanitizer and the adapter's own log flush at exit), then make sure.
-    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return dead_; });
+    cv_.wait_until(lock, *exit_by_, [&] { return dead_; });
     if (!dead_) process_->signal_kill();
   }
   lock.unlock();
@@ -43,6 +56,7 @@ int AdapterServer::load() const {
 }
 
 uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
+  if (stopped_) throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
   while (true) {
     if (process_ && !dead_) return generation_;
     if (!starting_) break;

@@ -67,9 +67,13 @@ class AdapterServer {
   // The process's declaration: starts it when none has run yet (Adapter::start reads it).
   nlohmann::json hello();
 
-  // Asks the running process to exit (after the requests it holds); the destructor waits for it.
-  // Asking every server first, then destroying them, lets them end at once, not one after another.
+  // Asks the running process to exit (after the requests it holds); the destructor waits for it
+  // until 5 s after the ask. Asking every server first, then destroying them, lets them end at
+  // once, not one after another.
   void ask_exit();
+  // The campaign's time is up: kills the running process and starts none again. Requests in
+  // flight become ServerLost (shared) or BackendFailure "stopped" (alone), as every later one.
+  void stop();
 
   // Requests waiting or in flight: the least loaded server takes the next job's request.
   int load() const;
@@ -112,7 +116,8 @@ class AdapterServer {
   int shared_ = 0, exclusive_waiting_ = 0, waiting_ = 0;
   bool exclusive_ = false;
   int64_t restarts_ = 0;
-  bool asked_exit_ = false;
+  std::optional<std::chrono::steady_clock::time_point> exit_by_;  // ask_exit: the destructor's wait
+  bool stopped_ = false;
 };
 
 // The GPUs a server each can take: CUDA_VISIBLE_DEVICES's entries when it is set, else one entry

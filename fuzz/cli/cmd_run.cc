@@ -114,11 +114,13 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Run only part I of N of the campaign (0 <= I < N): the cases i with i mod N == I, the same on any "
                   "machine; `kvfuzz merge` joins the N parts' folders");
   cmd->callback([&exit_code] {
+    const auto started = std::chrono::steady_clock::now();  // --seconds counts the adapters' start too
     const auto part = shard.empty() ? std::optional<std::pair<int, int>>({0, 1}) : parse_shard(shard);
     if (!part)
       throw InvalidCase("--shard " + shard + ": expected I/N with whole numbers 0 <= I < N (e.g. 0/4 ... 3/4)");
     if (seconds <= 0 && cases <= 0) seconds = 60;
     CampaignOptions o;
+    o.start = started;
     o.seconds = seconds;
     o.cases = cases;
     register_adapters(adapters);
