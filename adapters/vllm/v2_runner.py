@@ -47,7 +47,10 @@ RUNNERS = ("v1", "v2", "auto")
 
 def available(vl):
     """Whether the release ships Model Runner V2's block tables (vllm/v1/worker/gpu/block_table.py)."""
-    return importlib.util.find_spec("vllm.v1.worker.gpu.block_table") is not None
+    try:
+        return importlib.util.find_spec("vllm.v1.worker.gpu.block_table") is not None
+    except ModuleNotFoundError:  # no vllm/v1/worker/gpu/ at all
+        return False
 
 
 def chooses_v2(vl, config):
@@ -93,14 +96,38 @@ def check_supported(setup):
         raise UnsupportedCase(f"Model Runner V2 with {setup.backend.__name__}: modelled on FlashAttention and Triton")
 
 
+def _host_buffers(device):
+    """V2's host-staged buffers where the device is the host (the CPU, Triton's interpreter). The runner
+    stages inputs in pinned host memory that the GPU reads in place (UVA: UvaBuffer). 0.33 falls back to
+    device copies without pinned memory (NonUvaBuffer, on current_platform.device_type, which is then
+    the host's); 0.27.1 and 0.28.0 have no fallback and need UVA, so there a UvaBuffer is its host
+    tensor, the device's view of it being the same memory (what UVA gives a GPU)."""
+    if device.type != "cpu":
+        return
+    importlib.import_module("vllm.platforms").current_platform.device_type = "cpu"
+    buffer_utils = importlib.import_module("vllm.v1.worker.gpu.buffer_utils")
+    if hasattr(buffer_utils, "NonUvaBuffer"):
+        return
+
+    class HostUvaBuffer:
+        def __init__(self, size, dtype):
+            self.cpu = torch.zeros(size, dtype=dtype, device="cpu")
+            self.np = self.cpu.numpy()
+            self.uva = self.cpu
+
+    buffer_utils.UvaBuffer = HostUvaBuffer
+
+
 class V2Inputs:
     """One step's inputs as Model Runner V2 prepares them, over setup's KV-cache groups and block rows."""
 
     def __init__(self, vl, setup):
         check_supported(setup)
         self.vl, self.setup = vl, setup
-        # the runner's buffers live on its device; without a GPU that is the host (NonUvaBuffer's copies)
-        importlib.import_module("vllm.platforms").current_platform.device_type = setup.device.type
+        # attn_utils imports the model loader (0.2x: through model_states and the encoder runner) for
+        # helpers the metadata path never calls
+        vl.stub_packages("vllm.model_executor.models", "vllm.model_executor.model_loader")
+        _host_buffers(setup.device)
         self.block_table_module = importlib.import_module("vllm.v1.worker.gpu.block_table")
         self.input_batch = importlib.import_module("vllm.v1.worker.gpu.input_batch")
         self.attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
@@ -194,14 +221,20 @@ class V2Inputs:
 
 
 class _Keep:
-    """An attention group for build_attn_metadata that keeps the CommonAttentionMetadata it is handed
-    (attention_run.py runs the release's builders on it)."""
+    """An attention group (and its builder) for build_attn_metadata that keeps the CommonAttentionMetadata
+    it is handed: attention_run.py runs the release's builders on it. 0.33 asks the group to build
+    (build_metadata), 0.27.1 and 0.28.0 its builder (build(common_prefix_len=0, ...): V2 has no cascade)."""
     layer_names = ()
     kv_cache_spec = None
+    supports_update_block_table = False
     common = None
 
     def get_metadata_builder(self, ubatch_idx=0):
-        return types.SimpleNamespace(supports_update_block_table=False)
+        return self
 
     def build_metadata(self, common, ubatch_idx=0, **kwargs):
         self.common = common
+
+    def build(self, common_prefix_len, common_attn_metadata, **kwargs):
+        assert common_prefix_len == 0
+        self.common = common_attn_metadata
