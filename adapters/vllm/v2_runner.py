@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
+from kv_cache_manager import lowest_visible
 
 RUNNERS = ("v1", "v2", "auto")
 
@@ -177,6 +178,37 @@ class V2Inputs:
             self._common = self._build()
         return self._common[self.kv_groups.index(g.kv_gid)]
 
+    def _outside(self, block_tables):
+        """The entries V2's gather nulled that no query of the attention group's layers reads (wholly below
+        every window): kvfuzz's page there in the plan (to_kvfuzz_pages). V2 nulls them per KV-cache
+        group, that is per window size, and the page_table family has one table for all sliding layers;
+        no kernel reads them either way. A nulled entry a query does read stays null (a finding)."""
+        s = self.setup
+        self.outside, self.gid_of_layer = {}, {}
+        for g in s.groups:
+            self.gid_of_layer.update({l: g.gid for l in g.layer_ids})
+            if g.kind != "attention" or s.allocation is not None:  # chunked rows are virtual batches; vLLM's
+                continue                                          # allocation maps its own (kv_cache_manager.py)
+            table = block_tables[self.kv_groups.index(g.kv_gid)].cpu().numpy()
+            lowest = lowest_visible(s, g)
+            for i, row in enumerate(g.table_rows):
+                for lb, page in enumerate(row):
+                    if (lb + 1) * s.page_size <= lowest[i] and page != 0 and table[i, lb] == 0:
+                        self.outside.setdefault(g.gid, []).append((i, lb, page))
+
+    def to_kvfuzz_pages(self, calls):
+        """Recorded page-table calls {layer: [call]} in place: the entries _outside() names hold kvfuzz's page."""
+        for layer, layer_calls in calls.items():
+            restore = self.outside.get(self.gid_of_layer.get(layer), ())
+            for c in layer_calls:
+                if not restore or c["page_table"].dim() != 2:
+                    continue
+                table = c["page_table"].clone()
+                for row, lb, page in restore:
+                    if row < table.shape[0] and lb < table.shape[1]:
+                        table[row, lb] = page
+                c["page_table"] = table
+
     def _build(self):
         s = self.setup
         self.tables = self._block_tables()
@@ -200,6 +232,7 @@ class V2Inputs:
         if "num_computed_tokens" in inspect.signature(self.tables.gather_block_tables).parameters:
             kwargs["num_computed_tokens"] = computed
         block_tables = self.tables.gather_block_tables(idx_mapping, num_reqs_padded=n, **kwargs)
+        self._outside(block_tables)
         slot_mappings = self.tables.compute_slot_mappings(idx_mapping, qsl, buffers.positions[: self.max_tokens],
                                                           num_tokens_padded=s.num_tokens)
         for g in s.groups:
