@@ -13,6 +13,7 @@ gpu_model_runner.py builds it each step:
   batch order, and computes the slot mapping of the step's tokens, checked against kvfuzz's writes.
 - CommonAttentionMetadata: query_start_loc, seq_lens, block table and slot mapping per group;
   padded CUDA-graph rows as _build_attention_metadata pads them (null block, seq_len 0, no tokens).
+  Under Model Runner V2 (setup.v2, v2_runner.py) V2's own code makes it from the same groups and rows.
 - The layers: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1 (the impl passes
   window_size (W, 0)); chunked layers are ChunkedLocalAttention of the case's chunk.
 - Spec-decode verify (target_verify) as vLLM's runner schedules it with num_speculative_tokens

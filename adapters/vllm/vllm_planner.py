@@ -1,6 +1,7 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
     python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
+        [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
