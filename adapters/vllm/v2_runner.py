@@ -125,6 +125,7 @@ class V2Inputs:
     def __init__(self, vl, setup):
         check_supported(setup)
         self.vl, self.setup = vl, setup
+        setup.vllm_config.use_v2_model_runner = True  # what the builders ask (0.33 backend.py max_decode_query_len)
         # attn_utils imports the model loader (0.2x: through model_states and the encoder runner) for
         # helpers the metadata path never calls
         vl.stub_packages("vllm.model_executor.models", "vllm.model_executor.model_loader")
