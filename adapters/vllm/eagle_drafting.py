@@ -178,12 +178,8 @@ def record(vl, setup, module):
 def _eagle_module(vl):
     """vllm.v1.spec_decode.eagle (and llm_base_proposer), its model-loading imports stubbed: the
     proposer's metadata code is what runs, the draft model is _DraftModel."""
-    from engine import stub_import
-
-    finder = next(f for f in sys.meta_path if isinstance(f, stub_import._Finder))
-    extra = ("vllm.model_executor.models", "vllm.model_executor.model_loader", "vllm.model_executor.layers.fused_moe",
-             "vllm.v1.sample", "vllm.distributed.eplb", "vllm.v1.worker.gpu_input_batch")
-    finder.stubbed = tuple(dict.fromkeys(finder.stubbed + extra))
+    vl.stub_packages("vllm.model_executor.models", "vllm.model_executor.model_loader", "vllm.model_executor.layers.fused_moe",
+                     "vllm.v1.sample", "vllm.distributed.eplb", "vllm.v1.worker.gpu_input_batch")
     eagle = importlib.import_module("vllm.v1.spec_decode.eagle")
     vl._no_pinned_memory()
     return eagle

@@ -13,6 +13,7 @@ gpu_model_runner.py builds it each step:
   batch order, and computes the slot mapping of the step's tokens, checked against kvfuzz's writes.
 - CommonAttentionMetadata: query_start_loc, seq_lens, block table and slot mapping per group;
   padded CUDA-graph rows as _build_attention_metadata pads them (null block, seq_len 0, no tokens).
+  Under Model Runner V2 (setup.v2, v2_runner.py) V2's own code makes it from the same groups and rows.
 - The layers: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1 (the impl passes
   window_size (W, 0)); chunked layers are ChunkedLocalAttention of the case's chunk.
 - Spec-decode verify (target_verify) as vLLM's runner schedules it with num_speculative_tokens
@@ -102,6 +103,7 @@ class Setup:
         self.draft_steps, self.draft_step = int(b.get("draft_steps") or 0), int(b.get("draft_step") or 0)
         self.cascade = "heuristic"  # cascade attention over shared prefix blocks (cascade.py MODES)
         self.allocation = None  # vLLM's KVCacheManager's blocks mapped onto kvfuzz's pages (kv_cache_manager.py)
+        self.v2 = None  # Model Runner V2's inputs (v2_runner.V2Inputs) where it runs the step, else the V1 runner's
         self.page_size = int(case.page_size)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
@@ -339,6 +341,8 @@ class Setup:
         block, seq_len 0, no tokens). capture: the dummy batch a FULL graph is captured with
         (_dummy_run(uniform_decode=True): uniform_decode_query_len tokens and seq_len as many per row
         (1 for decode, 1 + k for verify), max_seq_len = max_model_len)."""
+        if self.v2 is not None:
+            return self.v2.common_metadata(g)
         n = self.bs
         npad = self.padded_rows
         query_lens = np.full(npad, self.uniform_query_len, np.int64) if capture else self.query_lens

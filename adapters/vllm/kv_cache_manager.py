@@ -252,7 +252,7 @@ def _isomorphism(setup, alloc, ids):
         g.table_rows = []
         page_of = alloc.page_of[g.kv_gid]
         seen = np.zeros(page_of.shape[0], bool)
-        lowest = _lowest_visible(setup, g)
+        lowest = lowest_visible(setup, g)
         for i, row in enumerate(kvfuzz_rows):
             blocks = list(ids[i][g.kv_gid])
             if len(blocks) < len(row):
@@ -274,7 +274,7 @@ def _isomorphism(setup, alloc, ids):
                     seen[v], page_of[v] = True, k
 
 
-def _lowest_visible(setup, g):
+def lowest_visible(setup, g):
     """Per batch row, the lowest key position any query of the group's layers reads: a block wholly
     below it is outside every window (vLLM may have freed it, kvfuzz may have evicted it)."""
     first_q = setup.seq_lens - setup.query_lens

@@ -15,6 +15,8 @@ def to_plan(setup, rec, full_graph):
     calls = rec.as_plan_calls()
     if setup.allocation is not None:  # vLLM's KVCacheManager allocated: its block ids as kvfuzz's pages
         setup.allocation.to_kvfuzz_pages(calls)
+    elif setup.v2 is not None:  # Model Runner V2 nulls blocks below each window size's reach (v2_runner.py)
+        setup.v2.to_kvfuzz_pages(calls)
     if setup.graph:
         for layer_calls in calls.values():
             for c in layer_calls:

@@ -1,6 +1,7 @@
 """vLLM v1's real attention-metadata builders as kvfuzz planners, at a pinned release.
 
     python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
+        [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
@@ -44,6 +45,10 @@ def parse_args():
                    help="which steps run under CUDA graphs: the case's CUDA-graph batches only, or every step, "
                         "its size captured as vLLM captures every size up to its largest (the release's own "
                         "dispatcher picks FULL, PIECEWISE or none; cudagraph_dispatch.py)")
+    p.add_argument("--runner", choices=["v1", "v2", "auto"], default="v1",
+                   help="which model runner prepares the step: V1 (gpu_model_runner.py), Model Runner V2 "
+                        "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager, no drafting: v2_runner.py), or the "
+                        "one the release's VllmConfig.use_v2_model_runner picks for the case")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -54,6 +59,10 @@ def parse_args():
         p.error(f"--mla-workspace {args.mla_workspace}: only the MLA backends (mla_*) gather context into a workspace")
     if args.allocator == "vllm" and args.backend not in ("fa", "triton"):
         p.error(f"--allocator vllm: the page_table backends (fa, triton) map vLLM's blocks back, not --backend {args.backend}")
+    if args.runner != "v1" and args.backend not in ("fa", "triton"):
+        p.error(f"--runner {args.runner}: Model Runner V2 is modelled on --backend fa and triton, not {args.backend}")
+    if args.runner == "v2" and args.cascade == "always":
+        p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
 
 
@@ -75,6 +84,7 @@ import flashinfer_paged_csr  # noqa: E402
 import mla_latent  # noqa: E402
 import tree_attn_paged_csr  # noqa: E402
 import triton_page_table  # noqa: E402
+import v2_runner  # noqa: E402
 from mla_backends import MlaBackend  # noqa: E402
 
 SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2"], "layer_kinds": "all",
@@ -97,6 +107,13 @@ if ATTN is not None:  # MLA models of full layers, eager and under CUDA graphs (
 FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
 if ARGS.allocator == "vllm":  # drafting's lookahead slots are not replayed (plan() says so)
     SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
+HAS_V2 = v2_runner.available(VL)
+if ARGS.runner == "v2" and not HAS_V2:
+    print(f"vllm_planner.py: --runner v2: vLLM {VL.version} has no Model Runner V2 "
+          "(vllm/v1/worker/gpu/block_table.py; the releases installed here from 0.27.1 on ship it)", file=sys.stderr)
+    sys.exit(2)
+if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2):  # eager steps, no drafting (v2_runner.py)
+    SUPPORTED = dict(SUPPORTED, cuda_graph=False, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
           "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
@@ -117,6 +134,9 @@ def plan(case):
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")
         setup.cascade = ARGS.cascade
+        if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2 and v2_runner.chooses_v2(VL, setup.vllm_config)):
+            setup.cascade = "never"  # V2's runner computes no common prefix (vllm/v1/worker/gpu/ has no cascade)
+            setup.v2 = v2_runner.V2Inputs(VL, setup)
         if ARGS.allocator == "vllm":
             setup.allocation = kv_cache_manager.replay(VL, setup)
         return PLAN(VL, setup)

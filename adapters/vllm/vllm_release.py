@@ -101,6 +101,16 @@ class Vllm:
             self.flashinfer = importlib.import_module("vllm.v1.attention.backends.flashinfer")
             self._no_pinned_memory()
 
+    def stub_packages(self, *names):
+        """Stub these packages too (imports after this call): code that imports the model loader,
+        model classes or the sampler for types and helpers the metadata path never calls."""
+        import sys
+
+        from engine import stub_import
+
+        finder = next(f for f in sys.meta_path if isinstance(f, stub_import._Finder))
+        finder.stubbed = tuple(dict.fromkeys(finder.stubbed + names))
+
     @property
     def backend_cls(self):
         """The attention backend class the adapter's layers run (attention_backend(backend))."""
