@@ -26,7 +26,7 @@ using testing::swa_evict;
 
 Scenario make_case(int32_t ps, std::vector<Layer> layers, CacheConfig cache, std::vector<Op> history, Batch batch) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, std::move(layers)};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, std::move(layers), {}};
   s.cache = cache;
   s.cache.page_size = ps;
   s.history = std::move(history);

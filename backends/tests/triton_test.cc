@@ -36,7 +36,7 @@ void expect_passes(const CaseContext& ctx) { testing::expect_passes(ctx, triton_
 // Two requests (9 and 5 committed tokens), page size 4, a full and a window (W = 2) layer.
 Scenario two_request_case(Mode mode) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}, {}};
   s.cache = {4, 16, 0, 4, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}},
                {OpKind::extend, 0, 9, {}, {}},
@@ -162,7 +162,7 @@ TEST(TritonPlan, ExtendCsrCoversThePrefixOnly) {
 
 TEST(TritonPlan, VerifyTreeMaskAndPrefixCsrByHand) {
   Scenario s;
-  s.model = {2, 2, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.model = {2, 2, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}, {}};
   s.cache = {1, 32, 0, 2, 16, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 5, {}, {}}};
   s.batch = testing::tree_verify_batch(2, {-1, 0, 0});  // a root with two children
@@ -187,7 +187,7 @@ TEST(TritonPlan, VerifyTreeMaskAndPrefixCsrByHand) {
 
 TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
   Scenario s;
-  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}};
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}, {}};
   s.cache = {4, 16, 0, 2, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 6, {}, {}}};
   s.batch = testing::draft_decode_batch(2, 3, 1);
@@ -215,7 +215,7 @@ TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
 
 TEST(TritonPlan, HybridWindowSlotsAreTranslatedToTheSwaPool) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}, {}};
   s.cache = {1, 16, 8, 3, 16, false};
   // Request 5 takes full/SWA slots 1..4 and frees them; request 0 then gets full slots 5..10 and
   // SWA slots 5..8, 1, 2 (FIFO reuse): the mapping is no longer the identity.

@@ -29,7 +29,7 @@ TEST(ScenarioJson, RoundTripsEveryModeAndOp) {
   // Hand-made so that every optional field is present at least once.
   Scenario s;
   s.model = {4, 2, 8, 6, false, 0.35355339059327373, 30.0,
-             {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 5, 0}, {LayerKind::chunked, 0, 8}}};
+             {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 5, 0}, {LayerKind::chunked, 0, 8}}, {}};
   s.cache = {4, 64, 32, 4, 128, true};
   s.history = {{OpKind::admit, 0, 0, {}, {}},         {OpKind::extend, 0, 9, {}, {}},
                {OpKind::decode, 0, 0, {}, {}},        {OpKind::draft, 0, 0, {-1, 0, 0, 1}, {}},

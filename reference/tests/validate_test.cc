@@ -15,7 +15,7 @@ namespace {
 // A small valid case to break one field at a time: two requests, a hybrid SWA pool.
 Scenario base_case() {
   Scenario s;
-  s.model = {4, 2, 8, 8, false, 0.25, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}};
+  s.model = {4, 2, 8, 8, false, 0.25, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}, {}};
   s.cache = {4, 32, 16, 4, 64, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 10, {}, {}},
                {OpKind::admit, 1, 0, {}, {}}, {OpKind::extend, 1, 5, {}, {}}};
