@@ -45,6 +45,11 @@ TEST(ScenarioJson, RoundTripsEveryModeAndOp) {
   s.values = {18446744073709551615ULL, DType::fp8_e4m3, Fill::signature, false};
   validate(s);
   EXPECT_EQ(scenario_from_json(to_json(s)), s);
+  EXPECT_EQ(to_json(s).find("sinks"), std::string::npos);  // a model without sinks: no field
+  s.model.sinks = {0.125, -2.5, 6.0, 0.1};  // any finite logit round-trips exactly
+  validate(s);
+  EXPECT_EQ(scenario_from_json(to_json(s)), s);
+  s.model.sinks.clear();
 
   s.batch = {};
   s.batch.mode = Mode::draft_decode;
@@ -97,6 +102,10 @@ TEST(ScenarioJson, RejectsMalformedFilesNamingTheField) {
       {"nan", replace(ok, "\"softcap\": ", "\"softcap\": NaN, \"x\": "), "not valid JSON"},
       // Found by the case_parser fuzzer: a number too large for a double escaped as an exception.
       {"number overflow", replace(ok, "\"softcap\": ", "\"softcap\": 0.4e35954999579, \"x\": "), "number overflow"},
+      {"sinks not a list", replace(ok, "\"mla\": ", "\"sinks\": 1.5, \"mla\": "), "model.sinks: expected an array"},
+      {"sink not a number", replace(ok, "\"mla\": ", "\"sinks\": [0.5, \"x\"], \"mla\": "),
+       "model.sinks[1]: expected a finite number"},
+      {"empty sinks", replace(ok, "\"mla\": ", "\"sinks\": [], \"mla\": "), "model.sinks: empty"},
       {"deep nesting", std::string(10000, '[') + std::string(10000, ']'), "nested deeper than"},
   };
   for (const BadJson& c : cases) {
