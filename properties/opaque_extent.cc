@@ -12,7 +12,8 @@ namespace kvfuzz {
 namespace {
 
 constexpr int32_t kMaxUndecodable = 4;
-constexpr double kMaxDecodableSink = 8.0;  // e^8 = 2981 beside the reads; fp32 e^lse keeps them whole  // findings of read sets that do not decode, per run
+constexpr double kMaxDecodableSink = 8.0;  // e^8 = 2981 beside the reads; fp32 e^lse keeps them whole  // findings of
+                                           // read sets that do not decode, per run
 
 // How the probes code owners and columns into channels.
 //   owners: base-B digits of the owner id, B = C (one channel per digit), or B = 2 with one

@@ -64,8 +64,8 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
   double sink_max = 0.0;
   for (const double x : m.sinks) sink_max = std::max(sink_max, std::abs(x));
   const double keys = static_cast<double>(std::max<int64_t>(n, 1)) + (sinks ? 1.0 : 0.0);
-  const double merges = std::max(pm.max_merges, 0) + (sinks ? 1.0 : 0.0) +
-                        (pm.split_keys > 0 ? std::ceil(keys / pm.split_keys) : 0.0);
+  const double merges =
+      std::max(pm.max_merges, 0) + (sinks ? 1.0 : 0.0) + (pm.split_keys > 0 ? std::ceil(keys / pm.split_keys) : 0.0);
   const double u_p = pm.p_dtype == DType::fp32 ? 0.0 : unit_roundoff(pm.p_dtype);
   const double u_out = unit_roundoff(pm.out_dtype);
 

@@ -13,7 +13,8 @@ std::string_view to_string(Profile p) {
     case Profile::medium: return "medium";
     case Profile::large: return "large";
     case Profile::long_: return "long";
-    case Profile::gpt_oss: return "gpt-oss";
+    case Profile::gpt_oss:
+      return "gpt-oss";
   }
   return "?";
 }
@@ -32,7 +33,8 @@ ProfileBounds bounds(Profile p) {
     case Profile::medium: return {16, 64, 4, 64, 2048, 16, 96, 512, 12, 24};
     case Profile::large: return {16, 128, 4, 256, 4096, 16, 160, 1024, 8, 64};
     case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
-    case Profile::gpt_oss: return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};   // generate_gpt_oss_model
+    case Profile::gpt_oss:
+      return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};  // generate_gpt_oss_model
   }
   return bounds(Profile::small);
 }

@@ -123,7 +123,8 @@ Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size)
   // Sinks around the logits' own scale (|q.k| sm_scale is a few units here), now and then one
   // that dominates (+6) or vanishes (-6).
   for (int32_t h = 0; h < m.q_heads; ++h)
-    m.sinks.push_back(rng.chance(1, 8) ? (rng.chance(1, 2) ? 6.0 : -6.0) : static_cast<double>(rng.range(-24, 24)) / 8.0);
+    m.sinks.push_back(rng.chance(1, 8) ? (rng.chance(1, 2) ? 6.0 : -6.0)
+                                       : static_cast<double>(rng.range(-24, 24)) / 8.0);
   return m;
 }
 

@@ -139,8 +139,9 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
     const double* oa = w.oa.data() + static_cast<size_t>(i) * sh.dvp;
     double sum = w.sum[static_cast<size_t>(i)], max = w.max[static_cast<size_t>(i)];
     const double keys_seen = sum;
-    if (sh.sinks != nullptr) fold_sink(sh.sinks[head], max, sum, w.o.data() + static_cast<size_t>(i) * sh.dvp,
-                                       w.oa.data() + static_cast<size_t>(i) * sh.dvp, sh.dvp);
+    if (sh.sinks != nullptr)
+      fold_sink(sh.sinks[head], max, sum, w.o.data() + static_cast<size_t>(i) * sh.dvp,
+                w.oa.data() + static_cast<size_t>(i) * sh.dvp, sh.dvp);
     for (int c = 0; c < sh.v_head_dim; ++c) out[c] = sum > 0.0 ? o[c] / sum : 0.0;
     for (int c = 0; c < sh.v_head_dim; ++c) abs_out[c] = sum > 0.0 ? oa[c] / sum : 0.0;
     out_layer.lse[query * sh.q_heads + head] = sum > 0.0 ? max + std::log(sum) : kNegInf;

@@ -326,8 +326,8 @@ TEST(Oracle, AddsEachHeadsSinkToTheDenominatorOnlyOnEveryIsa) {
   s.values.fill = Fill::signature;
   // Row of 3 queries: query 0 sees nothing (hand-made), query 1 columns 0..1, query 2 columns 0..2.
   LogicalBatch lb;
-  lb.rows.push_back(LogicalRow{1, 0, 3, {0, 1, 2},
-                               {LogicalQuery{0, 0, {}}, LogicalQuery{1, 1, {{0, 2}}}, LogicalQuery{2, 2, {{0, 3}}}}});
+  lb.rows.push_back(LogicalRow{
+      1, 0, 3, {0, 1, 2}, {LogicalQuery{0, 0, {}}, LogicalQuery{1, 1, {{0, 2}}}, LogicalQuery{2, 2, {{0, 3}}}}});
   lb.q_indptr = {0, 3};
   const ValueSource values(s);
   std::vector<std::vector<float>> v(3, std::vector<float>(8));
