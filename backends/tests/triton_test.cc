@@ -266,6 +266,33 @@ TEST(TritonPlan, TheSplitCountDoesNotChangeTheOutput) {
   }
 }
 
+// Attention sinks join each row once, after stage 2 merged the splits: the oracle agrees and the
+// output does not change with the split count (a sink folded into every split would change both).
+TEST(TritonPlan, SinksJoinOnceWhateverTheSplits) {
+  Scenario s = two_request_case(Mode::decode);
+  s.history[1].len = 100;  // 101 keys: up to four splits of 32
+  s.cache.full_pages = 40;
+  s.cache.max_context_len = 128;
+  s.model.sinks = {2.5, -1.0};
+  for (int32_t splits : {1, 4}) {
+    s.batch.kv_splits = splits;
+    const CaseContext ctx(s);
+    EXPECT_EQ(plan_of(ctx)->sinks, s.model.sinks);
+    expect_passes(ctx);
+    const BackendRun base = run_backend(ctx, triton_backend());
+    for (const Finding& f : check_metamorphic(ctx, base, triton_backend(), {}, 1))
+      ADD_FAILURE() << splits << " splits: " << f.property << ": " << f.message;
+  }
+}
+
+TEST(TritonGenerated, PassesGptOssCasesWithSinks) {
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(100)); ++seed) {
+    const CheckResult r = check_case(CaseContext(generate(seed, Profile::gpt_oss)), triton_backend());
+    ASSERT_TRUE(r.support.ok) << r.support.why;
+    for (const Finding& f : r.findings) ADD_FAILURE() << "gpt-oss seed " << seed << ": " << f.property << ": " << f.message;
+  }
+}
+
 // -------------------------------------------------------------------------- generated cases --
 
 TEST(TritonGenerated, EveryCasePasses) {
