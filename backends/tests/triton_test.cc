@@ -289,7 +289,8 @@ TEST(TritonGenerated, PassesGptOssCasesWithSinks) {
   for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(100)); ++seed) {
     const CheckResult r = check_case(CaseContext(generate(seed, Profile::gpt_oss)), triton_backend());
     ASSERT_TRUE(r.support.ok) << r.support.why;
-    for (const Finding& f : r.findings) ADD_FAILURE() << "gpt-oss seed " << seed << ": " << f.property << ": " << f.message;
+    for (const Finding& f : r.findings)
+      ADD_FAILURE() << "gpt-oss seed " << seed << ": " << f.property << ": " << f.message;
   }
 }
 
