@@ -64,7 +64,7 @@ ProfileBounds bounds(Profile p);
 // Parts of generation, each drawing from its own stream (generate_model.cc, generate_history.cc).
 Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size);
 // A gpt-oss-shaped model (the `gpt-oss` profile): GQA with 8 q heads per KV head, head_dim up to
-// 64, sm_scale 1/sqrt(head_dim), no softcap, sliding-window layers (even) and full ones (odd),
+// 64, sm_scale 1/sqrt(head_dim), no softcap, sliding-window layers (even, one window) and full ones (odd),
 // and one sink logit per q head, a multiple of 1/8 (exact in bf16, gpt-oss's parameter dtype).
 Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size);
 int32_t generate_page_size(Rng& rng, const ProfileBounds& b);

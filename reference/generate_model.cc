@@ -108,15 +108,16 @@ Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size)
   while (m.head_dim > b.max_head_dim);
   m.v_head_dim = m.head_dim;
   m.sm_scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));
-  // gpt-oss alternates banded (sliding_window 128: W = 127) and full layers; windows here are the
-  // generator's corners at this page size.
+  // gpt-oss alternates banded (sliding_window 128: W = 127) and full layers, one window for every
+  // banded layer; here one of the generator's corners at this page size.
+  const int32_t corners[] = {1, page_size - 1, page_size, page_size + 1, 2 * page_size + 1, 127};
+  const int32_t window = std::clamp(corners[rng.below(6)], 0, b.max_context_len);
   const auto layers = static_cast<int32_t>(rng.range(2, std::max(2, b.max_layers)));
   for (int32_t i = 0; i < layers; ++i) {
     Layer l;
     if (i % 2 == 0) {
       l.kind = LayerKind::sliding_window;
-      const int32_t corners[] = {1, page_size - 1, page_size, page_size + 1, 2 * page_size + 1, 127};
-      l.window = std::clamp(corners[rng.below(6)], 0, b.max_context_len);
+      l.window = window;
     }
     m.layers.push_back(l);
   }

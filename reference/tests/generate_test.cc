@@ -49,6 +49,11 @@ TEST(Generate, GptOssProfileDrawsSinksPerQHead) {
     EXPECT_EQ(s.model.q_heads, 8 * s.model.kv_heads) << seed;
     EXPECT_EQ(s.model.layers[0].kind, LayerKind::sliding_window) << seed;
     EXPECT_EQ(s.model.layers[1].kind, LayerKind::full) << seed;
+    for (const Layer& l : s.model.layers) {  // one window for every banded layer, as gpt-oss has
+      if (l.kind == LayerKind::sliding_window) {
+        EXPECT_EQ(l.window, s.model.layers[0].window) << seed;
+      }
+    }
     EXPECT_TRUE(generate(seed, Profile::small).model.sinks.empty()) << seed;
   }
   EXPECT_EQ(parse_profile("gpt-oss"), Profile::gpt_oss);
