@@ -49,8 +49,8 @@ inline std::vector<FaultInfo> fault_list() {
        "ps) as older FlashAttention backends did; only correct at page size 1"},
       {std::string(kFaultSinkEveryPart),
        "attention sinks handed to every call of a cascade (main and expand), so the LSE merge counts the sink "
-       "twice; sglang 0.5.23's topk>1 verify passes its **kwargs, sinks included, to both calls "
-       "(flashattention_backend.py:1597 and :1838-1863)"},
+       "twice; sglang 0.5.23's topk>1 verify passes its **kwargs, sinks included, to both calls (read, not run: "
+       "flashattention_backend.py:1597-1598, :1839-1863, merged at :1864)"},
   };
 }
 
