@@ -19,7 +19,7 @@ same call.
 import torch
 
 from engine.plan_run import PlanRun
-from engine.tensors import host
+from engine.tensors import host, sinks as _sinks
 
 # Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
 # values that keep the modelled behaviour.
@@ -31,12 +31,6 @@ _INERT = {"alibi_slopes": None, "mask_mod": None, "aux_tensors": None, "dynamic_
 _TRITON_INERT = {"alibi_slopes": None, "mm_prefix_range": None,
                  "rswa_prefix_lens": None, "rswa_window": None, "k_scale_cache": None, "v_scale_cache": None,
                  "output_scale": None, "q_descale": None}
-
-
-def _sinks(t, name):
-    """The attention sinks a kernel call was handed, as the logits its softmax adds (a list of floats, one per
-    q head), or None. Read when called: a captured graph's kernels read the parameter, which no build rewrites."""
-    return None if t is None else [float(x) for x in host(t, name).float().flatten().tolist()]
 
 
 class Recorder:
