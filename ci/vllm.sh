@@ -104,7 +104,10 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        mla_triton:corpus/vllm/mla_mixed_context.json:clean
        mla_flashmla:corpus/vllm/mla_graph_decode.json:clean
        mla_flashmla:corpus/vllm/mla_verify_chain.json:clean
-       mla_flashattn:corpus/vllm/mla_verify_chain.json:clean"
+       mla_flashattn:corpus/vllm/mla_verify_chain.json:clean
+       fa:corpus/vllm/gpt_oss_sinks_graph_decode.json:clean
+       triton:corpus/vllm/gpt_oss_sinks_graph_decode.json:clean
+       fa:corpus/vllm/fa_sinks_cascade_heuristic.json:clean"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without

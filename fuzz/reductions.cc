@@ -156,15 +156,26 @@ void model_reductions(const Scenario& s, std::vector<Scenario>& out) {
     c.model.layers.erase(c.model.layers.begin() + static_cast<ptrdiff_t>(i));
     out.push_back(std::move(c));
   }
+  // Fewer q heads keep the first heads' sinks (one per q head).
+  auto trim_sinks = [](Scenario& c) {
+    if (!c.model.sinks.empty()) c.model.sinks.resize(static_cast<size_t>(c.model.q_heads));
+  };
   if (m.q_heads > m.kv_heads) {
     Scenario c = s;
     c.model.q_heads = m.kv_heads;
+    trim_sinks(c);
     out.push_back(std::move(c));
   }
   if (m.kv_heads > 1) {
     Scenario c = s;
     c.model.q_heads = m.q_heads / m.kv_heads;
     c.model.kv_heads = 1;
+    trim_sinks(c);
+    out.push_back(std::move(c));
+  }
+  if (!m.sinks.empty()) {  // a finding that holds without attention sinks
+    Scenario c = s;
+    c.model.sinks.clear();
     out.push_back(std::move(c));
   }
   for (int32_t d : smaller(m.v_head_dim)) {

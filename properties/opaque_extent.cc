@@ -11,7 +11,9 @@
 namespace kvfuzz {
 namespace {
 
-constexpr int32_t kMaxUndecodable = 4;  // findings of read sets that do not decode, per run
+constexpr int32_t kMaxUndecodable = 4;
+constexpr double kMaxDecodableSink = 8.0;  // e^8 = 2981 beside the reads; fp32 e^lse keeps them whole  // findings of
+                                           // read sets that do not decode, per run
 
 // How the probes code owners and columns into channels.
 //   owners: base-B digits of the owner id, B = C (one channel per digit), or B = 2 with one
@@ -103,18 +105,30 @@ struct Counts {
   std::string problem;          // why the output does not decode
 };
 
+// e^sink of q head h (Model::sinks), the term a sink adds to the probes' row sums (every logit 0);
+// 0 without sinks.
+double sink_weight(const std::vector<double>& sinks, int32_t head) {
+  return sinks.empty() ? 0.0 : std::exp(sinks[static_cast<size_t>(head)]);
+}
+
 // `source[j]`: the q head whose output shows kv head j's channels (j * group unless the head
 // probe found the kernel maps q heads to other kv heads).
 Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t token, bool packed,
-              const std::vector<int32_t>& source) {
+              const std::vector<int32_t>& source, const std::vector<double>& sinks) {
   Counts k;
   const double lse = out.lse_at(layer, token, source[0]);
   if (std::isinf(lse) && lse < 0) {
     k.channel.assign(static_cast<size_t>(c.channels), 0);
     return k;
   }
-  const double mf = std::exp(lse);
-  if (!std::isfinite(mf) || std::abs(mf - std::round(mf)) > 0.02 + 1e-4 * mf) {
+  // Every logit is 0: e^lse is the reads plus the head's sink term (sink_weight).
+  const double denominator = std::exp(lse);
+  const double mf = denominator - sink_weight(sinks, source[0]);
+  if (!sinks.empty() && std::abs(mf) <= 0.02 + 1e-4 * denominator) {  // the sink alone: no read
+    k.channel.assign(static_cast<size_t>(c.channels), 0);
+    return k;
+  }
+  if (!std::isfinite(mf) || std::abs(mf - std::round(mf)) > 0.02 + 1e-4 * denominator) {
     std::ostringstream os;
     os << "probe LSE " << lse << " is not the log of a whole number of reads (exp = " << mf << ")";
     k.problem = os.str();
@@ -127,8 +141,9 @@ Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t toke
   k.total = std::llround(mf);
   k.channel.assign(static_cast<size_t>(c.channels), 0);
   for (int32_t ch = 0; ch < c.channels; ++ch) {
-    const double x = static_cast<double>(out.out_at(layer, token, source[static_cast<size_t>(ch / c.vd)])[ch % c.vd]) *
-                     static_cast<double>(k.total);
+    const int32_t head = source[static_cast<size_t>(ch / c.vd)];
+    const double x = static_cast<double>(out.out_at(layer, token, head)[ch % c.vd]) *
+                     (static_cast<double>(k.total) + sink_weight(sinks, head));
     if (!std::isfinite(x) || x < -0.25 || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + 0.25 || std::abs(x - std::round(x)) > 0.25) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
@@ -175,7 +190,14 @@ std::vector<int32_t> heads_read(const Model& m, const RunOutput& out, int32_t la
   for (int32_t h = 0; h < m.q_heads; ++h) {
     const double lse = out.lse_at(layer, token, h);
     if (std::isinf(lse) && lse < 0) continue;
-    const double x = out.out_at(layer, token, h)[0] - 1.0;
+    // With a sink the output is (j + 1) n / (n + e^sink) for n reads: scaled back by e^lse / n.
+    double scale = 1.0;
+    if (!m.sinks.empty()) {
+      const double denominator = std::exp(lse), n = denominator - sink_weight(m.sinks, h);
+      if (n < 0.5) continue;  // the sink alone: no read
+      scale = denominator / n;
+    }
+    const double x = out.out_at(layer, token, h)[0] * scale - 1.0;
     if (!std::isfinite(x) || std::isnan(lse)) {
       read[static_cast<size_t>(h)] = kReadUnknown;
       continue;
@@ -236,6 +258,15 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   const ForwardBatch& fb = p.batch;
   Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype.value_or(s.values.dtype)));
   OpaqueReads result;
+  // A sink's e^sink beside a few reads: past kMaxDecodableSink the probes' whole counts drown in
+  // the fp32 rounding of e^lse.
+  for (const double sink : m.sinks)
+    if (sink > kMaxDecodableSink) {
+      result.extent_skipped = "extent not checked: an attention sink of " + std::to_string(sink) +
+                              " leaves the probes' read counts below the precision of e^lse (decodable up to " +
+                              std::to_string(kMaxDecodableSink) + ")";
+      return result;
+    }
   const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
   if (values > kMaxProbeValues) {
     result.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
@@ -345,7 +376,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       int64_t foreign_reads = 0, uncoded = 0;
       bool decodable = true;
       for (int32_t o = 0; o < c.owner_probes && decodable; ++o) {
-        const Counts k = decode(c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false, source);
+        const Counts k = decode(c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false, source, m.sinks);
         if (!k.problem.empty()) {
           undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;
@@ -382,7 +413,7 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       int64_t own_total = 0;
       bool overflow = false;
       for (int32_t q = 0; q < c.column_probes; ++q) {
-        const Counts k = decode(c, outputs[first_column + static_cast<size_t>(q)], layer, token, true, source);
+        const Counts k = decode(c, outputs[first_column + static_cast<size_t>(q)], layer, token, true, source, m.sinks);
         if (!k.problem.empty()) {
           undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;

@@ -17,6 +17,7 @@ constexpr double kMinScaleChange = 0.01;
 struct QueryKeys {
   std::vector<double> qk;  // [n]
   std::vector<double> v;   // [n][v_head_dim]
+  double sink = -HUGE_VAL;  // the head's sink logit (Model::sinks): in the denominator only
 };
 
 QueryKeys query_keys(const CaseContext& ctx, int32_t layer, int64_t token, int32_t head) {
@@ -27,6 +28,7 @@ QueryKeys query_keys(const CaseContext& ctx, int32_t layer, int64_t token, int32
   std::vector<float> q(static_cast<size_t>(m.head_dim)), k(q.size()), v(static_cast<size_t>(m.v_head_dim));
   ctx.values().fill(layer, Tensor::q, lrow.request, column, head, q);
   QueryKeys out;
+  if (!m.sinks.empty()) out.sink = m.sinks[static_cast<size_t>(head)];
   for (const int64_t c : expected_columns(ctx, layer, token)) {
     ctx.values().fill(layer, Tensor::k, lrow.request, static_cast<int32_t>(c), kv_head, k);
     ctx.values().fill(layer, Tensor::v, lrow.request, static_cast<int32_t>(c), kv_head, v);
@@ -56,8 +58,8 @@ Attention attend_at(const QueryKeys& keys, double alpha, double softcap, int32_t
   std::vector<double> s(keys.qk.size());
   for (size_t i = 0; i < s.size(); ++i)
     s[i] = softcap > 0 ? softcap * std::tanh(alpha * keys.qk[i] / softcap) : alpha * keys.qk[i];
-  const double mx = *std::max_element(s.begin(), s.end());
-  double total = 0;
+  const double mx = std::max(*std::max_element(s.begin(), s.end()), keys.sink);
+  double total = std::exp(keys.sink - mx);
   for (size_t i = 0; i < s.size(); ++i) {
     const double w = std::exp(s[i] - mx);
     total += w;

@@ -58,15 +58,21 @@ double Tolerance::out(double s, double o) const { return s_coef * s + o_coef * s
 Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, double qk_norm, double oracle_lse) {
   const Model& m = s.model;
   const double cap = m.softcap;
-  const double keys = static_cast<double>(std::max<int64_t>(n, 1));
+  // Attention sinks (Model::sinks): one more term of the row sum, with V = 0 and an exact logit
+  // of magnitude at most the largest |sink|, folded in by one more merge.
+  const bool sinks = !m.sinks.empty();
+  double sink_max = 0.0;
+  for (const double x : m.sinks) sink_max = std::max(sink_max, std::abs(x));
+  const double keys = static_cast<double>(std::max<int64_t>(n, 1)) + (sinks ? 1.0 : 0.0);
   const double merges =
-      std::max(pm.max_merges, 0) + (pm.split_keys > 0 ? std::ceil(keys / pm.split_keys) : 0.0);
+      std::max(pm.max_merges, 0) + (sinks ? 1.0 : 0.0) + (pm.split_keys > 0 ? std::ceil(keys / pm.split_keys) : 0.0);
   const double u_p = pm.p_dtype == DType::fp32 ? 0.0 : unit_roundoff(pm.p_dtype);
   const double u_out = unit_roundoff(pm.out_dtype);
 
   // Logits: magnitude, error and range.
   double a = m.sm_scale * qk_norm;
   if (cap > 0) a = std::min(a, cap);
+  a = std::max(a, sink_max);
   // Products rounded to the cache dtype first (sglang's Triton MHA decode): sum |q_i k_i| <= N, each off
   // by at most u relative.
   const double u_qk = pm.qk_products_rounded ? unit_roundoff(s.values.dtype) : 0.0;

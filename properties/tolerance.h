@@ -48,6 +48,9 @@
 //   finish     + gamma(3 M + 2) (S_d + err) (divisions, merge products and sums)
 //              + u_out (|o_d| + err) (output rounding) + 1e-12 (S_d + 1) (the oracle's own error)
 //   LSE        eps_lse + M kappa + 1e-12 (1 + |lse|)
+//   sinks      a model's sink logit (Model::sinks) is one more term of the row sum with V = 0 and
+//              an exact logit: n + 1 keys, A at least max |sink|, and one merge more (executors fold
+//              it in as a merge with the state (0, sink))
 // Every step is a worst-case bound, in exact exponential form (no first-order truncation), so
 // an executor following the model cannot exceed it: no false alarm. It is tight where it matters:
 // at head_dim 128, sm_scale 1/sqrt(128), 256 keys (S_d about 1, |o_d| about 0.125) it is about

@@ -13,6 +13,8 @@ std::string_view to_string(Profile p) {
     case Profile::medium: return "medium";
     case Profile::large: return "large";
     case Profile::long_: return "long";
+    case Profile::gpt_oss:
+      return "gpt-oss";
   }
   return "?";
 }
@@ -31,6 +33,8 @@ ProfileBounds bounds(Profile p) {
     case Profile::medium: return {16, 64, 4, 64, 2048, 16, 96, 512, 12, 24};
     case Profile::large: return {16, 128, 4, 256, 4096, 16, 160, 1024, 8, 64};
     case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
+    case Profile::gpt_oss:
+      return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};  // generate_gpt_oss_model
   }
   return bounds(Profile::small);
 }
@@ -81,11 +85,12 @@ void tighten_context(Scenario& s) {
 }
 
 // The shape of attempt `rng`: drawn from the same streams as always, so a seed's case is unchanged.
-CaseShape draw_shape(const Rng& rng, const ProfileBounds& b) {
+CaseShape draw_shape(const Rng& rng, const ProfileBounds& b, Profile profile) {
   CaseShape shape;
   Rng ps_rng = rng.fork("page_size");
   shape.page_size = generate_page_size(ps_rng, b);
-  shape.model = generate_model(rng.fork("model"), b, shape.page_size);
+  shape.model = profile == Profile::gpt_oss ? generate_gpt_oss_model(rng.fork("model"), b, shape.page_size)
+                                            : generate_model(rng.fork("model"), b, shape.page_size);
   shape.dtype = generate_values(rng.fork("values")).dtype;
   return shape;
 }
@@ -108,7 +113,7 @@ std::optional<Scenario> draw_case(const Rng& rng, const ProfileBounds& b, const 
 }  // namespace
 
 CaseShape generate_shape(uint64_t seed, Profile profile) {
-  return draw_shape(Rng(seed).fork("shape"), bounds(profile == Profile::long_ ? Profile::large : profile));
+  return draw_shape(Rng(seed).fork("shape"), bounds(profile == Profile::long_ ? Profile::large : profile), profile);
 }
 
 std::optional<Scenario> generate(uint64_t seed, Profile profile, const CaseShape& shape) {
@@ -134,7 +139,12 @@ Scenario generate(uint64_t seed, Profile profile) {
   }
   for (uint64_t attempt = 0; attempt < 8; ++attempt) {
     const Rng rng = root.fork(attempt);
-    if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b))) return *s;
+    if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b, profile))) return *s;
+  }
+  if (profile == Profile::gpt_oss) {  // outside the size chain: the last resort, with a sink
+    Scenario s = fallback(seed);
+    s.model.sinks = {1.0};
+    return s;
   }
   // Draws that keep exceeding the limits (a large profile's oracle work, say): a smaller profile.
   if (profile != Profile::tiny) return generate(seed, static_cast<Profile>(static_cast<int>(profile) - 1));

@@ -24,8 +24,11 @@ namespace kvfuzz {
 // least 131072 keys in a pool of more than 2^31 elements per layer (generate_long.cc), to probe
 // real kernels' 32-bit index arithmetic. Its pools are sparse: a long case needs up to ~5 GB of
 // RAM in kvfuzz, ~11 GB in a Python adapter and ~4 GB of /dev/shm (README, "Size profiles").
-enum class Profile : uint8_t { tiny, small, medium, large, long_ };
-inline constexpr Profile kProfiles[] = {Profile::tiny, Profile::small, Profile::medium, Profile::large, Profile::long_};
+// `gpt-oss` draws small cases on gpt-oss-shaped models (generate_gpt_oss_model): eight q heads per
+// KV head, sliding-window and full layers alternating, and a learned attention sink per q head.
+enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss };
+inline constexpr Profile kProfiles[] = {Profile::tiny,  Profile::small, Profile::medium,
+                                        Profile::large, Profile::long_, Profile::gpt_oss};
 
 std::string_view to_string(Profile p);
 std::optional<Profile> parse_profile(std::string_view s);
@@ -60,6 +63,10 @@ ProfileBounds bounds(Profile p);
 
 // Parts of generation, each drawing from its own stream (generate_model.cc, generate_history.cc).
 Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size);
+// A gpt-oss-shaped model (the `gpt-oss` profile): GQA with 8 q heads per KV head, head_dim up to
+// 64, sm_scale 1/sqrt(head_dim), no softcap, sliding-window layers (even, one window) and full ones (odd),
+// and one sink logit per q head, a multiple of 1/8 (exact in bf16, gpt-oss's parameter dtype).
+Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size);
 int32_t generate_page_size(Rng& rng, const ProfileBounds& b);
 // A length in [1, max], often at a page boundary.
 int32_t corner_length(Rng& rng, int32_t page_size, int32_t max);

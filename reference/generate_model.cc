@@ -98,4 +98,35 @@ Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size) {
   return m;
 }
 
+Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size) {
+  Model m;
+  m.kv_heads = 1 << rng.below(2);
+  while (m.kv_heads * 8 > b.max_q_heads && m.kv_heads > 1) m.kv_heads /= 2;
+  m.q_heads = std::min(m.kv_heads * 8, b.max_q_heads);
+  static constexpr int32_t kDims[] = {8, 16, 32, 64};  // gpt-oss: 64
+  do m.head_dim = pick(rng, kDims);
+  while (m.head_dim > b.max_head_dim);
+  m.v_head_dim = m.head_dim;
+  m.sm_scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));
+  // gpt-oss alternates banded (sliding_window 128: W = 127) and full layers, one window for every
+  // banded layer; here one of the generator's corners at this page size.
+  const int32_t corners[] = {1, page_size - 1, page_size, page_size + 1, 2 * page_size + 1, 127};
+  const int32_t window = std::clamp(corners[rng.below(6)], 0, b.max_context_len);
+  const auto layers = static_cast<int32_t>(rng.range(2, std::max(2, b.max_layers)));
+  for (int32_t i = 0; i < layers; ++i) {
+    Layer l;
+    if (i % 2 == 0) {
+      l.kind = LayerKind::sliding_window;
+      l.window = window;
+    }
+    m.layers.push_back(l);
+  }
+  // Sinks around the logits' own scale (|q.k| sm_scale is a few units here), now and then one
+  // that dominates (+6) or vanishes (-6).
+  for (int32_t h = 0; h < m.q_heads; ++h)
+    m.sinks.push_back(rng.chance(1, 8) ? (rng.chance(1, 2) ? 6.0 : -6.0)
+                                       : static_cast<double>(rng.range(-24, 24)) / 8.0);
+  return m;
+}
+
 }  // namespace kvfuzz

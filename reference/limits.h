@@ -28,6 +28,7 @@ inline constexpr int32_t kMaxKvSplits = 64;
 inline constexpr int32_t kMaxDeviceSms = 1024;
 inline constexpr double kMaxSmScale = 16.0;
 inline constexpr double kMaxSoftcap = 1e4;
+inline constexpr double kMaxSink = 1e4;  // |model.sinks[h]|: a logit, like the capped ones
 inline constexpr int32_t kMaxRequestId = 1 << 20;
 // K and V floats over all layers' pools, dense: 2^28 floats is 1 GiB, and slots per pool. The
 // generator's CPU profiles (tiny..large) size their pools under both.

@@ -9,7 +9,8 @@
 // into the thread's scratch, block by block) with an online softmax in double: S = Q K^T, scale,
 // softcap, mask to each query's visible ranges, P = e^(S - running max) with rescaling of the
 // running sum and output, O += P V (oracle_tiles.h); alongside, the same average of |V| and the
-// largest key norm (what properties/tolerance.h bounds errors with).
+// largest key norm (what properties/tolerance.h bounds errors with). A model's attention sinks
+// join each row's softmax once, at the end (fold_sink).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -75,6 +76,21 @@ void softmax_row(double* s, int nbp, int32_t kb, int nb, std::span<const ColumnR
     }
 }
 
+// The sink of a q head (Model::sinks) joins the row's softmax once, after its last key block: a
+// term e^(sink - max) in the denominator and none in the numerator. The running max, sum and
+// output move to max(max, sink); a row that saw no key gets sum 1 at max = sink (output 0,
+// LSE = sink).
+void fold_sink(double sink, double& max, double& sum, double* o, double* oa, int dvp) {
+  const double new_max = std::max(max, sink);
+  const double alpha = sum > 0.0 ? std::exp(max - new_max) : 0.0;
+  sum = sum * alpha + std::exp(sink - new_max);
+  max = new_max;
+  for (int c = 0; c < dvp; ++c) {
+    o[c] *= alpha;
+    oa[c] *= alpha;
+  }
+}
+
 void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materialised& m, int64_t query_base,
                  const LayerOut& out_layer, OracleScratch& w) {
   const OracleShape& sh = m.shape;
@@ -121,12 +137,16 @@ void attend_unit(const WorkUnit& u, const RowPlan& rp, size_t r, const Materiali
     double* abs_out = out_layer.abs_out + (query * sh.q_heads + head) * sh.v_head_dim;
     const double* o = w.o.data() + static_cast<size_t>(i) * sh.dvp;
     const double* oa = w.oa.data() + static_cast<size_t>(i) * sh.dvp;
-    const double sum = w.sum[static_cast<size_t>(i)];
+    double sum = w.sum[static_cast<size_t>(i)], max = w.max[static_cast<size_t>(i)];
+    const double keys_seen = sum;
+    if (sh.sinks != nullptr)
+      fold_sink(sh.sinks[head], max, sum, w.o.data() + static_cast<size_t>(i) * sh.dvp,
+                w.oa.data() + static_cast<size_t>(i) * sh.dvp, sh.dvp);
     for (int c = 0; c < sh.v_head_dim; ++c) out[c] = sum > 0.0 ? o[c] / sum : 0.0;
     for (int c = 0; c < sh.v_head_dim; ++c) abs_out[c] = sum > 0.0 ? oa[c] / sum : 0.0;
-    out_layer.lse[query * sh.q_heads + head] = sum > 0.0 ? w.max[static_cast<size_t>(i)] + std::log(sum) : kNegInf;
+    out_layer.lse[query * sh.q_heads + head] = sum > 0.0 ? max + std::log(sum) : kNegInf;
     out_layer.qk_norm[query * sh.q_heads + head] =
-        sum > 0.0 ? std::sqrt(tiles::max_norm2(w.rows[static_cast<size_t>(i)], 1, sh.dp) * k_norm2) : 0.0;
+        keys_seen > 0.0 ? std::sqrt(tiles::max_norm2(w.rows[static_cast<size_t>(i)], 1, sh.dp) * k_norm2) : 0.0;
   }
 }
 

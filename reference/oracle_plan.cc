@@ -28,6 +28,7 @@ OracleShape oracle_shape(const Model& m) {
   s.dvp = (m.v_head_dim + kOracleLanes - 1) / kOracleLanes * kOracleLanes;
   s.sm_scale = m.sm_scale;
   s.softcap = m.softcap;
+  s.sinks = m.sinks.empty() ? nullptr : m.sinks.data();
   return s;
 }
 

@@ -35,6 +35,7 @@ struct OracleShape {
   int32_t dvp = 0;  // v_head_dim likewise
   double sm_scale = 1.0;
   double softcap = 0.0;
+  const double* sinks = nullptr;  // [q_heads]: the model's sink logits (Model::sinks), null without
 };
 
 OracleShape oracle_shape(const Model& m);

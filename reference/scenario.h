@@ -55,6 +55,10 @@ struct Model {
   double sm_scale = 0.0;  // softmax scale applied to q.k
   double softcap = 0.0;   // logits become softcap * tanh(logit / softcap); 0 = off
   std::vector<Layer> layers;
+  // Attention sinks (gpt-oss): one learned logit per q head, empty = none. Every layer's softmax
+  // takes e^(sinks[h]) into its denominator only, beside the (scaled, capped) logits of the keys:
+  // out = sum_j e^(s_j) v_j / (e^(sinks[h]) + sum_j e^(s_j)), lse = log(e^(sinks[h]) + sum_j e^(s_j)).
+  std::vector<double> sinks;  // [q_heads] or empty
 
   bool operator==(const Model&) const = default;
 };

@@ -64,7 +64,7 @@ json scenario_json(const Scenario& s) {
   for (const Layer& l : s.model.layers) layers.push_back(layer_json(l));
   json history = json::array();
   for (const Op& op : s.history) history.push_back(op_json(op));
-  return {
+  json j = {
       {"version", uses_share(s.history) ? kShareScenarioVersion : 2},
       {"model",
        {{"q_heads", s.model.q_heads},
@@ -90,6 +90,9 @@ json scenario_json(const Scenario& s) {
         {"fill", to_string(s.values.fill)},
         {"poison", s.values.poison}}},
   };
+  // Written only when there are sinks: a case without keeps its bytes.
+  if (!s.model.sinks.empty()) j["model"]["sinks"] = s.model.sinks;
+  return j;
 }
 
 // Pretty printing that keeps small things on one line: a container holding only scalars is
@@ -242,6 +245,15 @@ Model read_model(const json& j) {
   m.mla = f.boolean("mla");
   m.sm_scale = f.number("sm_scale");
   m.softcap = f.number("softcap");
+  if (f.has("sinks")) {
+    const json& sinks = array_at(f, "sinks");
+    for (size_t i = 0; i < sinks.size(); ++i) {
+      if (!sinks[i].is_number() || !std::isfinite(sinks[i].get<double>()))
+        Fields::fail(index_path("model.sinks", i), "expected a finite number (a q head's sink logit)");
+      m.sinks.push_back(sinks[i].get<double>());
+    }
+    if (m.sinks.empty()) Fields::fail("model.sinks", "empty: leave the field out for a model without sinks");
+  }
   const json& layers = array_at(f, "layers");
   for (size_t i = 0; i < layers.size(); ++i) {
     Fields lf(layers[i], index_path("model.layers", i));

@@ -46,6 +46,14 @@ void validate_model(const Model& m, const CacheConfig& c) {
     fail("model.sm_scale", "must be in (0, " + std::to_string(limits::kMaxSmScale) + "]");
   if (!(m.softcap >= 0.0 && m.softcap <= limits::kMaxSoftcap))
     fail("model.softcap", "must be 0 (off) or in (0, " + std::to_string(limits::kMaxSoftcap) + "]");
+  if (!m.sinks.empty()) {
+    if (m.sinks.size() != static_cast<size_t>(m.q_heads))
+      fail("model.sinks", "holds " + str(static_cast<int64_t>(m.sinks.size())) +
+                              " sink logits; the model has q_heads = " + str(m.q_heads) + " (one per q head)");
+    for (size_t h = 0; h < m.sinks.size(); ++h)
+      if (!(std::abs(m.sinks[h]) <= limits::kMaxSink))
+        fail(at("model.sinks", h), "must be finite and within +-" + std::to_string(limits::kMaxSink));
+  }
   check_range("model.layers (count)", static_cast<int64_t>(m.layers.size()), 1, limits::kMaxLayers);
   bool any_window = false;
   for (size_t i = 0; i < m.layers.size(); ++i) {

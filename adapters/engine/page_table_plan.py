@@ -17,6 +17,8 @@ def _same(a, b):
     keys = ("pool", "view_page_size", "max_seqlen_q", "causal")  # the window is per layer (plan layers)
     if any(a[k] != b[k] for k in keys) or a.get("common_prefix_len", 0) != b.get("common_prefix_len", 0):
         return False
+    if a.get("sinks") != b.get("sinks"):
+        return False
     return all(torch.equal(a[k], b[k]) for k in ("page_table", "cache_seqlens", "cu_seqlens_q"))
 
 
@@ -24,8 +26,8 @@ def to_plan(case, mode, calls_by_layer, engine):
     """The page_table plan of recorded flash_attn calls: calls_by_layer {layer: [call]}, each call
     {pool, view_page_size, page_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, causal, window_left,
     window_right} (torch tensors on the host), optionally max_seqlen_k (else the rows' maximum),
-    vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound and its cascade's
-    common_prefix_len (FAMILIES.md); engine names
+    vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound, its cascade's
+    common_prefix_len and the call's attention sinks (a list, one logit per q head: s_aux) (FAMILIES.md); engine names
     the parts ("sglang", "vllm")."""
     layers, groups, routes = [], {"full": None, "sliding": None}, []
     local = {}
@@ -77,6 +79,8 @@ def to_plan(case, mode, calls_by_layer, engine):
                           "max_seqlen_q": c["max_seqlen_q"], "max_seqlen_k": max_k,
                           "empty_padded_rows": bool(c.get("empty_padded_rows", False)),
                           "max_seqlen_k_upper_bound": bool(c.get("max_seqlen_k_upper_bound", False))})
+            if c.get("sinks") is not None:  # the attention sinks the call's softmax took in (s_aux)
+                parts[-1]["sinks"] = list(c["sinks"])
             for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
                            ("page_table", table)):
                 arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")

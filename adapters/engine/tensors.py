@@ -1,6 +1,7 @@
 """Recorded kernel arguments as the contract's arrays (recorders of every engine adapter use these).
 
     page_table = host(block_table, "block_table")          # a CPU copy, whatever device it was on
+    call["sinks"] = sinks(s_aux, "s_aux")                  # [q_heads] floats, or None
     arrays["full.parts.0.page_table"] = int32(page_table, "page_table")
 """
 import numpy as np
@@ -19,3 +20,9 @@ def host(t, name="tensor"):
     if t is None:
         raise TypeError(f"the backend handed the kernel {name}=None")
     return t.detach().to("cpu").contiguous().clone()
+
+
+def sinks(t, name="sinks"):
+    """The attention sinks a kernel call was handed (FlashAttention's s_aux, Triton's sinks) as the
+    logits its softmax adds, a list of floats (one per q head), or None when it was handed none."""
+    return None if t is None else [float(x) for x in host(t, name).float().flatten().tolist()]

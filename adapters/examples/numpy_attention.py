@@ -61,6 +61,14 @@ def merge(out_a, lse_a, out_b, lse_b):
     return np.where(np.isneginf(lse)[..., None], 0.0, out), lse
 
 
+def fold_sinks(out, lse, sinks):
+    """An attention sink per q head (sinks [Hq]) joins finished results out [n, Hq, Dv], lse [n, Hq]:
+    a merge with the state (0, sink), e^sink in the denominator only. Once per query: folded into
+    every part of a cascade it counts once per part."""
+    sink = np.broadcast_to(np.asarray(sinks, dtype=np.float64), lse.shape)
+    return merge(out, lse, np.zeros_like(out), sink)
+
+
 def merge_base2(acc, part, natural_exp=False):
     """Merges FlashInfer-style partial results (out, base-2 lse) in call order: exp2/log2 on the
     base-2 values (cascade.cuh MergeState, a true merge), or with natural_exp exp/log on the same

@@ -20,7 +20,9 @@ probes still decode: a precision error, not a wrong scale); and masked_tail, whi
 is not a bug: it loads the unwritten tail of each row's last page and masks it (weight exactly 0),
 as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a finding; and
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
-bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0).
+bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0); sink_every_part
+(the model's attention sinks folded into every call of a layer, so a cascade's merge counts them
+once per part, where the plan hands them to one call: its `sinks`).
 KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of
 one shape may come as one, on executor servers: docs/gpu.md "Batching").
 """
@@ -36,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
 from example_env import declared_modes, kernel_delay  # noqa: E402
-from numpy_attention import attend, merge  # noqa: E402
+from numpy_attention import attend, fold_sinks, merge  # noqa: E402
 
 BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
 
@@ -97,12 +99,17 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
             k, v = k[:, heads], v[:, heads]
         scale = 1.0 if BREAK == "no_scale" else case.sm_scale
         o, l = attend(q_all[q0:q1], k, v, visible, scale, case.softcap)
+        # the call's s_aux (the plan's sinks), folded in by this kernel call alone; the planted bug
+        # folds the model's into every call, so a cascade's merge counts them once per part
+        sinks = case.sinks if BREAK == "sink_every_part" else call.get("sinks")
+        if sinks:
+            o, l = fold_sinks(o, l, sinks)
         out[q0:q1], lse[q0:q1] = o, l
 
 
 @kv.executor(name="numpy_page_table", family="page_table", batch=True,
              supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
-                       "non_mla": True},
+                       "non_mla": True, "sinks": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy page_table executor (flash_attn_with_kvcache semantics)"""

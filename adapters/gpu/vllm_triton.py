@@ -17,7 +17,7 @@ The kernel returns no LSE: this adapter computes it in float64 from the same met
 page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
 suffix) are merged by that LSE.
-Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache with unit descales, an fp16 query), GQA, softcap, windows, chunked layers' virtual batches, any mode the
+Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache with unit descales, an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
 plan states. Unsupported: MLA, a V head dim other than K's (the kernel's cache has one head
 size), head dims below 32 (HEAD_DIMS), a view page size that is not a multiple of 16 (vLLM's Triton backend takes
 MultipleOf(16) block sizes: a token-slot table of sglang's planner is not what vLLM runs).
@@ -101,6 +101,8 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
     cu_q = case.array(prefix + "cu_seqlens_q")[: rows + 1].astype(np.int32)
     tokens = int(cu_q[rows]) if rows else 0
     out = torch.zeros((max(tokens, 1), q.shape[1], q.shape[2]), dtype=q.dtype, device=DEV)
+    # the call's attention sinks (the plan's; TritonAttentionImpl hands the kernel its fp32 parameter)
+    sinks = {"sinks": dev(np.asarray(call["sinks"], dtype=np.float32))} if call.get("sinks") else {}
     if tokens:
         table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
         unit = torch.ones((), dtype=torch.float32, device=DEV)
@@ -109,17 +111,20 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
             max_seqlen_q=int(call["max_seqlen_q"]), seqused_k=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
             max_seqlen_k=int(call["max_seqlen_k"]), softmax_scale=float(case.sm_scale), causal=bool(call["causal"]),
             window_size=(window_left, 0) if window_left >= 0 else (-1, -1), block_table=dev(table.astype(np.int32)),
-            softcap=float(case.softcap or 0.0), q_descale=None, k_descale=unit, v_descale=unit)
+            softcap=float(case.softcap or 0.0), q_descale=None, k_descale=unit, v_descale=unit, **sinks)
         sync()
     o = np.zeros((n_tokens, q.shape[1], case.model["v_head_dim"]))
     o[:tokens] = host(out[:tokens])
-    return o, call_lse(case, layer, call, prefix, window_left, attend)
+    lse = call_lse(case, layer, call, prefix, window_left, attend)
+    if sinks:  # the sink joins the re-derived LSE of the call's tokens as it joins the kernel's softmax
+        lse[:tokens] = np.logaddexp(lse[:tokens], np.asarray(call["sinks"], dtype=np.float64))
+    return o, lse
 
 
 @kv.executor(name="vllm_triton", family="page_table",
              supports={"modes": "all", "layer_kinds": "all", "dtypes": DTYPES,
                        "page_sizes": [16, 32, 64, 128, 256], "head_dims": HEAD_DIMS, "mla": False, "non_mla": True,
-                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
+                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 16})
 def run(case):
     """vLLM's unified_attention Triton kernel over the paged pool"""

@@ -36,6 +36,11 @@ class _Base:
     def softcap(self):
         return self.model["softcap"]
 
+    @property
+    def sinks(self):
+        """The model's attention sinks, one logit per q head, or None (Model::sinks)."""
+        return self.model.get("sinks")
+
 
 class Case(_Base):
     """An executor's case: metadata arrays, Q, the new K/V and the pools of one value set."""

@@ -7,7 +7,7 @@ recorded calls become kvfuzz's plan of the backend's family, run by kvfuzz's che
 """
 import torch
 
-from engine.tensors import host, int32  # noqa: F401 (the translators import them from here)
+from engine.tensors import host, int32, sinks  # noqa: F401 (the translators import them from here)
 
 
 # Arguments later releases added to the Triton kernels (0.5.23: page_size, MLA, lean attention, score_mod,
@@ -58,6 +58,7 @@ class Recorder:
             "causal": bool(causal),
             "window_left": int(window_size[0]),
             "window_right": int(window_size[1]),
+            "sinks": sinks(unused.get("sinks")),  # what its softmax takes in (FA3's sinks), or None
         })
         tokens = q.shape[0]
         heads = q.shape[1]
@@ -109,11 +110,14 @@ class Recorder:
         tokens = int(setup.fb.positions.shape[0])
         fb = setup.layer_batch()
         zeros = lambda *shape: torch.zeros(*shape, dtype=setup.dtype, device=setup.device)
+        # gpt-oss's attention sinks, as its layers hand them to forward (an fp32 parameter per q head)
+        extra = {} if m.get("sinks") is None else {
+            "sinks": torch.tensor(m["sinks"], dtype=torch.float32, device=setup.device)}
         for layer in setup.layers:
             self.layer = layer.layer_id
             q = zeros(tokens, m["q_heads"] * m["head_dim"])
             k, v = zeros(tokens, m["kv_heads"], m["head_dim"]), zeros(tokens, m["kv_heads"], m["v_head_dim"])
-            backend.forward(q, k, v, layer, fb, save_kv_cache=False)
+            backend.forward(q, k, v, layer, fb, save_kv_cache=False, **extra)
         return tokens
 
     def merge_state(self, o_a, lse_a, o_b, lse_b, *unused):

@@ -71,7 +71,8 @@ FAMILY, PLAN = BACKENDS[ARGS.backend]
 @kv.planner(name=NAME, family=FAMILY,
             supports={"modes": "all", "layer_kinds": "all", "page_sizes": [1, 2, 4, 8, 16, 32, 64, 128, 256],
                       "mla": False, "non_mla": True,  # sglang asserts power-of-two page sizes
-                      "hybrid_swa": True, "cuda_graph": True},
+                      "hybrid_swa": True, "cuda_graph": True,
+                      "sinks": ARGS.backend == "fa"},  # FlashAttention's sinks recorded (recorder.py)
             description=f"sglang {SG.version} {ARGS.backend} backend's own metadata code, kernels recorded")
 def plan(case):
     import torch

@@ -14,6 +14,8 @@
 #    about 30 s on 2 cores);
 #  - requests sharing prefix blocks (corpus/vllm/fa_cascade_shared_prefix.json): clean on the newest
 #    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
+#  - attention sinks (gpt-oss): a seed on FlashAttention and Triton, which catches impls built without
+#    them; FlashAttention's cascade drops them on 0.11.0 (a known issue) and keeps them on 0.28.0;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -92,4 +94,17 @@ mutant cascade-one-block-too-many cascade.py \
   '    prefix = (common_prefix_blocks(g.table_rows) + 1) * block_size' $seed "stride-divide" fa 0.11.0 "--cascade always"
 mutant cascade-prefix-unsaid attention_run.py \
   '            c["common_prefix_len"] = prefix' '            c["common_prefix_len"] = 0' $seed "metadata" fa 0.11.0 "--cascade always"
+# Attention sinks (gpt-oss): the impls are built with the case's sinks and every merged group must
+# carry them on one call (the seeds above, clean on FlashAttention and Triton, hold that); an
+# adapter that builds the impls without them is caught. FlashAttention's cascade seed is found on
+# 0.11.0 (ci/vllm.sh known: kvfuzz-vllm-cascade-sinks) and clean on 0.28.0, whose prefix call
+# carries the sinks (about 15 s on 2 cores).
+mutant sinks-not-built layer_inputs.py \
+  '        extra["sinks"] = torch.tensor(m["sinks"], dtype=torch.float32, device=setup.device)' '        pass' \
+  corpus/vllm/gpt_oss_sinks_graph_decode.json "attention sinks on 0 of its 1 merged calls"
+seed=corpus/vllm/fa_sinks_cascade_heuristic.json
+out=$("$K" check $seed --backend vllm_fa_0_28_0:fa \
+  --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/0.28.0 --backend fa" 2>&1)
+if grep -q "ok (every property)" <<<"$out"; then echo "ok: $(basename $seed) is clean on 0.28.0"
+else fail "$seed on 0.28.0"; echo "$out" | tail -3; fi
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }

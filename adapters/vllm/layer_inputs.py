@@ -9,19 +9,29 @@ Shared by the backends' planners (flash_attn_page_table.py, flashinfer_paged_csr
     layer, q, k, v, out = forward_inputs(setup, 0)
     impl.forward(layer, q, k, v, setup.kv_caches[0], metadata, out)
 """
+import inspect
 import types
 
 import torch
 
+from fake_runner import UnsupportedCase
+
 
 def make_impl(vl, setup, l, impl_cls):
-    """Layer l's impl: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1."""
+    """Layer l's impl: kvfuzz's sliding-window radius W is vLLM's sliding_window W + 1; the model's
+    attention sinks (gpt-oss: one learned logit per q head) as the parameter the impl is built with,
+    in fp32 (UnsupportedCase where the release's impl takes none)."""
     m, x = setup.model, setup.layers_spec[l]
     window = x["window"] + 1 if x["kind"] == "sliding_window" else None
+    extra = {}
+    if m.get("sinks") is not None:
+        if "sinks" not in inspect.signature(impl_cls.__init__).parameters:
+            raise UnsupportedCase(f"attention sinks: vLLM {vl.version}'s {impl_cls.__name__} takes none")
+        extra["sinks"] = torch.tensor(m["sinks"], dtype=torch.float32, device=setup.device)
     return impl_cls(
         num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
         alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
-        attn_type=vl.AttentionType.DECODER)
+        attn_type=vl.AttentionType.DECODER, **extra)
 
 
 def publish_layers(vl, setup, impl_cls, modules):

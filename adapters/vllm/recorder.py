@@ -19,15 +19,16 @@ same call.
 import torch
 
 from engine.plan_run import PlanRun
-from engine.tensors import host
+from engine.tensors import host, sinks as _sinks
 
 # Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
 # values that keep the modelled behaviour.
-_INERT = {"alibi_slopes": None, "s_aux": None, "mask_mod": None, "aux_tensors": None, "dynamic_causal": None,
+# Attention sinks (s_aux; Triton's sinks) are recorded: the call's `sinks`, what its softmax took in.
+_INERT = {"alibi_slopes": None, "mask_mod": None, "aux_tensors": None, "dynamic_causal": None,
           "q_v": None, "cu_seqlens_k": None, "rotary_cos": None}
-# unified_attention's: ALiBi, sinks, multimodal prefix ranges, R-SWA, chunk lookback, quantized
+# unified_attention's: ALiBi, multimodal prefix ranges, R-SWA, chunk lookback, quantized
 # KV-cache modes (kv_quant_mode is compared by name: NONE). The tree bias (qq_bias) is recorded.
-_TRITON_INERT = {"alibi_slopes": None, "sinks": None, "mm_prefix_range": None,
+_TRITON_INERT = {"alibi_slopes": None, "mm_prefix_range": None,
                  "rswa_prefix_lens": None, "rswa_window": None, "k_scale_cache": None, "v_scale_cache": None,
                  "output_scale": None, "q_descale": None}
 
@@ -73,11 +74,12 @@ class Recorder:
         if block_table is None or seqused_k is None:
             raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
         window = list(window_size) if window_size is not None else [-1, -1]
+        sinks = _sinks(others.get("s_aux"), "s_aux")
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
         self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
-                     causal, window, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
+                     causal, window, sinks=sinks, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
                      **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}))
         if not return_softmax_lse:
             return out
@@ -139,7 +141,7 @@ class Recorder:
         self._scalars("unified_attention", softmax_scale, softcap)
         window = list(window_size) if window_size is not None else [-1, -1]
         self._record("unified_attention", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal,
-                     window, qq_bias=None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))))
+                     window, sinks=_sinks(others.get("sinks"), "sinks"), qq_bias=None if qq_bias is None else (host(qq_bias, "qq_bias").float(), int(qq_bias.stride(0))))
         return out
 
     def _scalars(self, kernel, softmax_scale, softcap):

@@ -91,8 +91,9 @@ SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decod
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace) if ARGS.backend in MLA else None  # what MLA layers answer
-BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, SUPPORTS),
-            "triton": ("page_table", triton_page_table.plan, SUPPORTS),
+# FlashAttention and Triton take gpt-oss's attention sinks (the impl's `sinks`: s_aux / sinks, recorded)
+BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, dict(SUPPORTS, sinks=True)),
+            "triton": ("page_table", triton_page_table.plan, dict(SUPPORTS, sinks=True)),
             # spec-decode verify trees, full layers, eager (tree_attn_paged_csr.py)
             "tree": ("paged_csr", tree_attn_paged_csr.plan,
                      dict(SUPPORTS, modes=["target_verify"], layer_kinds=["full"], cuda_graph=False)),

@@ -87,4 +87,18 @@ void merge_states(const float* out_a, float lse_a, const float* out_b, float lse
   *lse = m + std::log(total);
 }
 
+void fold_sink(float* out, float* lse, float sink, int32_t v_head_dim) {
+  const float inf = std::numeric_limits<float>::infinity();
+  if (*lse == -inf) {
+    std::fill(out, out + v_head_dim, 0.0f);
+    *lse = sink;
+    return;
+  }
+  const float m = std::max(*lse, sink);
+  const float w = std::exp(*lse - m), ws = std::exp(sink - m);
+  const float total = w + ws;
+  for (int32_t d = 0; d < v_head_dim; ++d) out[d] = out[d] * w / total;
+  *lse = m + std::log(total);
+}
+
 }  // namespace kvfuzz

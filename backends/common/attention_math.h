@@ -12,6 +12,7 @@
 //   for (key in keys) acc.add(logit(q, k), v);
 //   acc.finish(out, &lse);             // out[v_head_dim], lse natural log; -inf when no key
 //   merge_states(o_a, lse_a, o_b, lse_b, v_head_dim, o, &lse);   // sglang merge_state
+//   fold_sink(o, &lse, sink, v_head_dim);   // an attention sink joins a finished result, once
 #pragma once
 
 #include <cstdint>
@@ -54,5 +55,10 @@ class SoftmaxAccumulator {
 // Either side may be empty (lse -inf). out may alias a.
 void merge_states(const float* out_a, float lse_a, const float* out_b, float lse_b, int32_t v_head_dim, float* out,
                   float* lse);
+
+// An attention sink (Model::sinks) joins a normalized result: a merge with the state (output 0,
+// LSE = sink), which puts e^sink into the denominator only. A result that saw no key becomes
+// (0, sink). Applied once per (query, head): applied per split or cascade part it counts twice.
+void fold_sink(float* out, float* lse, float sink, int32_t v_head_dim);
 
 }  // namespace kvfuzz

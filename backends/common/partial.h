@@ -39,6 +39,11 @@ class Partial {
     }
   }
 
+  // Token t's heads take the sinks in (fold_sink): sinks [heads], one logit per q head.
+  void fold_sinks(int64_t token, const std::vector<double>& sinks) {
+    for (int32_t h = 0; h < heads_; ++h) fold_sink(out(token, h), &lse(token, h), static_cast<float>(sinks[h]), vd_);
+  }
+
   int64_t tokens() const { return tokens_; }
   int32_t heads() const { return heads_; }
   int32_t v_head_dim() const { return vd_; }

@@ -116,6 +116,7 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   spec.cuda_graph = p.flag("cuda_graph", true);
   spec.softcap = p.flag("softcap", true);
   spec.gqa = p.flag("gqa", true);
+  spec.sinks = p.flag("sinks", false);
   const nlohmann::json& prec = hello.contains("precision") ? hello["precision"] : empty;
   const Parser q{prec, where + " precision"};
   spec.p_dtype = q.text("p_dtype", "cache");
@@ -156,6 +157,7 @@ Support AdapterSpec::supports(const Scenario& s, int32_t kernel_page_size) const
   if (s.batch.graph_bs > 0 && !cuda_graph) return no("CUDA-graph batches");
   if (m.softcap != 0 && !softcap) return no("softcap");
   if (m.q_heads != m.kv_heads && !gqa) return no("GQA");
+  if (!m.sinks.empty() && !sinks) return no("attention sinks (declare supports.sinks)");
   return {};
 }
 
@@ -178,7 +180,7 @@ std::string AdapterSpec::support_line() const {
      << (page_sizes ? join(*page_sizes) : "any") << "; head dims " << (head_dims ? join(*head_dims) : "any")
      << (mla ? "; MLA" : "") << (non_mla ? "" : "; MLA only") << (hybrid_swa ? "" : "; no hybrid SWA")
      << (cuda_graph ? "" : "; no CUDA graphs") << (softcap ? "" : "; no softcap") << (gqa ? "" : "; no GQA")
-     << "; precision P " << p_dtype << ", output " << out_dtype;
+     << (sinks ? "; sinks" : "") << "; precision P " << p_dtype << ", output " << out_dtype;
   return os.str();
 }
 

@@ -32,6 +32,8 @@ struct AdapterSpec {
   std::optional<std::set<std::string>> modes, layer_kinds, dtypes;
   std::optional<std::set<int32_t>> page_sizes, head_dims;
   bool mla = false, non_mla = true, hybrid_swa = true, cuda_graph = true, softcap = true, gqa = true;
+  bool sinks =
+      false;  // attention sinks (Model::sinks): off unless declared, as a kernel without them would ignore them
   // The kernel's precision: P rounded to `p_dtype` before P.V, the output rounded to `out_dtype`
   // ("cache" for either: the case's dtype; properties/tolerance.h).
   std::string p_dtype = "cache", out_dtype = "fp32";

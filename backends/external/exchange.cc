@@ -87,7 +87,7 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
                       {"chunk", layer.chunk},
                       {"pool", pool_of(s, l) == PoolKind::swa ? "swa" : "full"}});
   }
-  return {{"contract_version", kContractVersion},
+  nlohmann::json j = {{"contract_version", kContractVersion},
           {"model",
            {{"q_heads", m.q_heads},
             {"kv_heads", m.kv_heads},
@@ -113,6 +113,8 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
             {"kv_splits", fb.kv_splits},
             {"device_sms", fb.device_sms},
             {"seq_lens_sum", fb.seq_lens_sum}}}};
+  if (!m.sinks.empty()) j["model"]["sinks"] = m.sinks;  // [q_heads]: written only where the model has sinks
+  return j;
 }
 
 namespace {

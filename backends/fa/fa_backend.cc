@@ -19,8 +19,8 @@ class FaBackend : public Backend {
            "cache_seqlens per mode; all modes (decode, extend, mixed, target_verify chains and topk>1 trees as "
            "main+expand cascades, draft_extend_v2, draft decode topk>=1 with per-branch partial-page copies, idle); "
            "full, sliding-window (SWA pool: translate slot, then divide; exact windows on prefix++drafts rows in "
-           "spec trees) and chunked layers (make_local_attention_virtual_batches); GQA, MLA, softcap; CUDA-graph "
-           "capture-size buffers filled by replay";
+           "spec trees) and chunked layers (make_local_attention_virtual_batches); GQA, MLA, softcap, attention "
+           "sinks (s_aux on the first call of each merged group); CUDA-graph capture-size buffers filled by replay";
   }
 
   Support supports(const Scenario& s) const override {

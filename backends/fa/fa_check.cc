@@ -201,6 +201,27 @@ void check_split_lengths(const FaPlan& plan, MetadataChecker& check, const std::
       c.lengths(r.batch_row, r);
 }
 
+// Attention sinks: the model's, on exactly one of the group's merged parts (a query's softmax
+// takes its sink once; each part's LSE carries what it was handed into the merge).
+void check_sinks(MetadataChecker& check, const FaGroup& group, int32_t layer) {
+  const std::vector<double>& model = check.scenario().model.sinks;
+  int32_t with = 0;
+  for (const FaCall& c : group.parts) {
+    if (c.sinks.empty()) continue;
+    ++with;
+    if (c.sinks != model)
+      check.fail("layer " + std::to_string(layer) + ": " + c.name + " is handed " + std::to_string(c.sinks.size()) +
+                     " sink logits that are not the model's " + std::to_string(model.size()),
+                 layer);
+  }
+  const int32_t want = model.empty() || group.parts.empty() ? 0 : 1;
+  if (with != want)
+    check.fail("layer " + std::to_string(layer) + ": attention sinks on " + std::to_string(with) + " of its " +
+                   std::to_string(group.parts.size()) + " merged calls, expected " + std::to_string(want) +
+                   (with > want ? " (the merge counts the sink " + std::to_string(with) + " times)" : ""),
+               layer);
+}
+
 }  // namespace
 
 void FaPlan::check_metadata(MetadataChecker& check) const {
@@ -229,6 +250,7 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
     }
     for (size_t p = 0; p < want.size(); ++p)
       CallChecker{check, group.parts[p], layer, rows_of_tokens}.run(want[p]);
+    check_sinks(check, group, layer);
   }
   check_split_lengths(*this, check, rows_of_tokens);
 }

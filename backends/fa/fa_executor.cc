@@ -38,6 +38,9 @@ void run_call(LayerContext& ctx, const FaCall& call, int32_t window_left, const 
           return window_left < 0 || k >= last - window_left;
         },
         part);
+    // s_aux: the kernel's softmax takes the sink in, for its own query tokens
+    if (!call.sinks.empty())
+      for (int32_t t = q_begin; t < q_end; ++t) part.fold_sinks(t, call.sinks);
   }
 }
 

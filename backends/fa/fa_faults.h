@@ -21,6 +21,7 @@ inline constexpr std::string_view kFaultDraftExtendDouble = "fa_draft_extend_v2_
 inline constexpr std::string_view kFaultDraftExtendPrefix = "fa_draft_extend_v2_prefix";
 inline constexpr std::string_view kFaultSwaPageIdTranslate = "fa_swa_page_id_translate";
 inline constexpr std::string_view kFaultExpandPagedView = "fa_expand_paged_view";
+inline constexpr std::string_view kFaultSinkEveryPart = "fa_sink_every_part";
 
 inline std::vector<FaultInfo> fault_list() {
   return {
@@ -46,6 +47,10 @@ inline std::vector<FaultInfo> fault_list() {
       {std::string(kFaultExpandPagedView),
        "the topk>1 target_verify expand table, which holds token slots, is read with the paged K/V view (page size "
        "ps) as older FlashAttention backends did; only correct at page size 1"},
+      {std::string(kFaultSinkEveryPart),
+       "attention sinks handed to every call of a cascade (main and expand), so the LSE merge counts the sink "
+       "twice; sglang 0.5.23's topk>1 verify passes its **kwargs, sinks included, to both calls (read, not run: "
+       "flashattention_backend.py:1597-1598, :1839-1863, merged at :1864)"},
   };
 }
 

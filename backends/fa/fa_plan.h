@@ -36,6 +36,10 @@ struct FaCall {
   Buffer<int32_t> cu_seqlens_k;   // [row capacity + 1]
   Buffer<int32_t> cache_seqlens;  // [row capacity]
   Buffer<int32_t> page_table;     // [row capacity][width]
+  // The attention sinks this call was handed (FlashAttention's s_aux: one logit per q head, in
+  // its softmax and so in the LSE it returns); empty: none. Of a group's merged parts, one carries
+  // them: the sink joins each query's softmax once.
+  std::vector<double> sinks;  // [q_heads] or empty
   // vLLM's CUDA-graph conventions (docs/vllm.md): padded kernel rows have no queries and no keys
   // and the batch's padded tokens lie in no row; max_seqlen_k is an upper bound (max_model_len
   // at capture), not the rows' maximum. Both false for sglang's padding (a dummy-page row each).

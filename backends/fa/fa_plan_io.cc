@@ -24,6 +24,7 @@ void io_call(PlanIo& io, FaCall& c) {
   io.buffer("page_table", c.page_table);
   io.optional_field("empty_padded_rows", c.empty_padded_rows);
   io.optional_field("max_seqlen_k_upper_bound", c.max_seqlen_k_upper_bound);
+  io.optional_field("sinks", c.sinks);
 }
 
 void io_group(PlanIo& io, FaGroup& g) {

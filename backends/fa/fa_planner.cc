@@ -52,7 +52,21 @@ std::unique_ptr<FaPlan> plan_fa(const PlanInput& in) {
     plan_draft_tree(sc, *plan);
   else
     plan_paged(sc, *plan);
+  attach_sinks(in, *plan);
   return plan;
+}
+
+void attach_sinks(const PlanInput& in, FaPlan& plan) {
+  const std::vector<double>& sinks = in.scenario.model.sinks;
+  if (sinks.empty()) return;
+  const bool every_part = in.fault(kFaultSinkEveryPart);
+  auto attach = [&](FaGroup& g) {
+    for (size_t i = 0; i < g.parts.size(); ++i)
+      if (i == 0 || every_part) g.parts[i].sinks = sinks;
+  };
+  attach(plan.full);
+  attach(plan.sliding);
+  for (FaGroup& g : plan.local) attach(g);
 }
 
 FaCall topk_normal_call(const PlanScope& sc, const std::string& name, int32_t q_per_row,

@@ -44,6 +44,9 @@ struct PlanScope {
 std::unique_ptr<FaPlan> plan_fa(const PlanInput& in);
 
 void plan_paged(const PlanScope& sc, FaPlan& plan);
+// The model's attention sinks on each group's first part (s_aux of the call whose LSE the merge
+// starts from; fa_sink_every_part: on every part).
+void attach_sinks(const PlanInput& in, FaPlan& plan);
 void plan_verify_tree(const PlanScope& sc, FaPlan& plan);
 void plan_draft_tree(const PlanScope& sc, FaPlan& plan);
 

@@ -33,6 +33,7 @@ class FlashInferBackend final : public Backend {
 
   Support supports(const Scenario& s) const override {
     if (s.model.mla) return Support::no("MLA models run on sglang's flashinfer_mla backend, not the MHA FlashInfer one");
+    if (!s.model.sinks.empty()) return Support::no("attention sinks are not modelled on the paged_csr family");
     return {};
   }
 

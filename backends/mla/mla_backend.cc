@@ -81,6 +81,7 @@ class MlaBackend final : public Backend {
           std::to_string(s.model.kv_heads) +
           " KV heads with "
           "separate V");
+    if (!s.model.sinks.empty()) return Support::no("attention sinks are not modelled on the mla family");
     return {};
   }
 

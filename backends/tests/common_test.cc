@@ -128,7 +128,7 @@ TEST(MergeStates, CombinesDisjointPartsAndIgnoresEmptyOnes) {
 
 Scenario decode_case() {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}, {}};
   s.cache = {4, 8, 0, 2, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 5, {}, {}}};
   s.batch.mode = Mode::decode;

@@ -214,6 +214,13 @@ TEST(AdapterSpec, ChecksCasesAgainstTheDeclaration) {
   EXPECT_NE(spec.supports(s, 8).why.find("kernel page size 8"), std::string::npos);
   s.values.dtype = DType::fp32;
   EXPECT_NE(spec.supports(s, 1).why.find("dtype fp32"), std::string::npos);
+  // Attention sinks only where declared: a kernel that ignores them would be wrong, not unsupported.
+  s.values.dtype = DType::bf16;
+  s.model.sinks.assign(static_cast<size_t>(s.model.q_heads), 0.5);
+  EXPECT_NE(spec.supports(s, 16).why.find("attention sinks"), std::string::npos);
+  nlohmann::json with = hello();
+  with["supports"]["sinks"] = true;
+  EXPECT_TRUE(parse_spec(with, "cmd").supports(s, 16).ok);
 }
 
 // What an executor declares of its arithmetic reaches the oracle's bound (properties/tolerance.h).

@@ -68,7 +68,7 @@ class CascadeFa : public Backend {
 // batch whose queries all lie past the 8 shared keys.
 Scenario shared_case() {
   Scenario s;
-  s.model = {4, 2, 8, 8, false, 0.35, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::full, 0, 0}}};
+  s.model = {4, 2, 8, 8, false, 0.35, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::full, 0, 0}}, {}};
   s.cache = {4, 24, 0, 4, 32, false};
   s.history = {admit(3),          extend(3, 5), admit(0), extend(0, 10),     testing::release(3), admit(1),
                share_op(1, 0, 8), extend(1, 3), admit(2), share_op(2, 0, 8), extend(2, 9)};

@@ -26,7 +26,7 @@ using testing::swa_evict;
 
 Scenario make_case(int32_t ps, std::vector<Layer> layers, CacheConfig cache, std::vector<Op> history, Batch batch) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, std::move(layers)};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, std::move(layers), {}};
   s.cache = cache;
   s.cache.page_size = ps;
   s.history = std::move(history);
@@ -305,6 +305,8 @@ std::vector<FaultCase> fault_cases() {
   verify_swa.cache.swa_pages = 8;
   verify_swa.history = {admit(0), extend(0, 4), swa_evict(0), admit(1), extend(1, 3)};
   verify_swa.batch.entries = {{1, 0, {-1, 0, 0, 1}}};
+  Scenario verify_sinks = verify_case();  // gpt-oss's sinks on a topk>1 cascade
+  verify_sinks.model.sinks = {1.5, -0.5};
   return {
       {"fa_local_token_table", local_case(), "extend.local4.local_block_table"},
       {"fa_local_chunk_shrink", local_case(8, 1, 6), "extend.local8"},  // s = 7 -> chunk shrinks to 6
@@ -315,6 +317,7 @@ std::vector<FaultCase> fault_cases() {
        "draft_extend_v2.cache_seqlens[0] (batch row 0) is 5, expected 8"},
       {"fa_swa_page_id_translate", swa_case(), "decode.swa_page_table"},
       {"fa_expand_paged_view", verify_case(4), "target_verify.topk_expand.page_table holds token slots"},
+      {"fa_sink_every_part", verify_sinks, "attention sinks on 2 of its 2 merged calls, expected 1"},
   };
 }
 
@@ -340,13 +343,15 @@ TEST(FaFaults, EachFaultBreaksItsHandCase) {
 TEST(FaFaults, EachFaultIsDetectedOnGeneratedCases) {
   const uint64_t budget = 4000;
   for (const FaultInfo& f : fa_backend().faults()) {
+    // Small cases have no attention sinks: the sink fault is looked for on gpt-oss-shaped ones.
+    const Profile profile = f.name == "fa_sink_every_part" ? Profile::gpt_oss : Profile::small;
     uint64_t seed = 0;
     std::vector<Finding> found;
     for (; seed < budget && found.empty(); ++seed)
-      found = check_case(CaseContext(generate(seed, Profile::small)), fa_backend(), {f.name}).findings;
+      found = check_case(CaseContext(generate(seed, profile)), fa_backend(), {f.name}).findings;
     ASSERT_FALSE(found.empty()) << f.name << " went undetected over " << budget << " small cases";
-    std::printf("  %-28s detected after %3llu small cases: %s\n", f.name.c_str(), static_cast<unsigned long long>(seed),
-                found[0].property.c_str());
+    std::printf("  %-28s detected after %3llu %s cases: %s\n", f.name.c_str(), static_cast<unsigned long long>(seed),
+                std::string(to_string(profile)).c_str(), found[0].property.c_str());
   }
 }
 
@@ -370,6 +375,7 @@ void sweep(Profile profile, int64_t cases) {
 TEST(FaGenerated, PassesTinyCases) { sweep(Profile::tiny, testing::test_cases(2000)); }
 TEST(FaGenerated, PassesSmallCases) { sweep(Profile::small, testing::test_cases(1000)); }
 TEST(FaGenerated, PassesMediumCases) { sweep(Profile::medium, testing::test_cases(50)); }
+TEST(FaGenerated, PassesGptOssCasesWithSinks) { sweep(Profile::gpt_oss, testing::test_cases(100)); }
 
 }  // namespace
 }  // namespace kvfuzz

@@ -36,7 +36,7 @@ void expect_passes(const CaseContext& ctx) { testing::expect_passes(ctx, triton_
 // Two requests (9 and 5 committed tokens), page size 4, a full and a window (W = 2) layer.
 Scenario two_request_case(Mode mode) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}, {}};
   s.cache = {4, 16, 0, 4, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}},
                {OpKind::extend, 0, 9, {}, {}},
@@ -162,7 +162,7 @@ TEST(TritonPlan, ExtendCsrCoversThePrefixOnly) {
 
 TEST(TritonPlan, VerifyTreeMaskAndPrefixCsrByHand) {
   Scenario s;
-  s.model = {2, 2, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.model = {2, 2, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}, {}};
   s.cache = {1, 32, 0, 2, 16, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 5, {}, {}}};
   s.batch = testing::tree_verify_batch(2, {-1, 0, 0});  // a root with two children
@@ -187,7 +187,7 @@ TEST(TritonPlan, VerifyTreeMaskAndPrefixCsrByHand) {
 
 TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
   Scenario s;
-  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}};
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}, {}};
   s.cache = {4, 16, 0, 2, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 6, {}, {}}};
   s.batch = testing::draft_decode_batch(2, 3, 1);
@@ -215,7 +215,7 @@ TEST(TritonPlan, DraftDecodeBranchesReadTheirOwnPageRegion) {
 
 TEST(TritonPlan, HybridWindowSlotsAreTranslatedToTheSwaPool) {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 2, 0}}, {}};
   s.cache = {1, 16, 8, 3, 16, false};
   // Request 5 takes full/SWA slots 1..4 and frees them; request 0 then gets full slots 5..10 and
   // SWA slots 5..8, 1, 2 (FIFO reuse): the mapping is no longer the identity.
@@ -263,6 +263,34 @@ TEST(TritonPlan, TheSplitCountDoesNotChangeTheOutput) {
       for (const Finding& f : check_metamorphic(ctx, base, triton_backend(), {}, 1))
         ADD_FAILURE() << splits << " splits, " << sms << " SMs: " << f.property << ": " << f.message;
     }
+  }
+}
+
+// Attention sinks join each row once, after stage 2 merged the splits: the oracle agrees and the
+// output does not change with the split count (a sink folded into every split would change both).
+TEST(TritonPlan, SinksJoinOnceWhateverTheSplits) {
+  Scenario s = two_request_case(Mode::decode);
+  s.history[1].len = 100;  // 101 keys: up to four splits of 32
+  s.cache.full_pages = 40;
+  s.cache.max_context_len = 128;
+  s.model.sinks = {2.5, -1.0};
+  for (int32_t splits : {1, 4}) {
+    s.batch.kv_splits = splits;
+    const CaseContext ctx(s);
+    EXPECT_EQ(plan_of(ctx)->sinks, s.model.sinks);
+    expect_passes(ctx);
+    const BackendRun base = run_backend(ctx, triton_backend());
+    for (const Finding& f : check_metamorphic(ctx, base, triton_backend(), {}, 1))
+      ADD_FAILURE() << splits << " splits: " << f.property << ": " << f.message;
+  }
+}
+
+TEST(TritonGenerated, PassesGptOssCasesWithSinks) {
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(100)); ++seed) {
+    const CheckResult r = check_case(CaseContext(generate(seed, Profile::gpt_oss)), triton_backend());
+    ASSERT_TRUE(r.support.ok) << r.support.why;
+    for (const Finding& f : r.findings)
+      ADD_FAILURE() << "gpt-oss seed " << seed << ": " << f.property << ": " << f.message;
   }
 }
 

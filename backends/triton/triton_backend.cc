@@ -24,7 +24,8 @@ class TritonBackend final : public Backend {
            "CSR plus the new tokens' k/v in one softmax. Sliding-window layers read window_kv_* CSRs (W + 1 "
            "decode keys, SWA-translated token slots) and an in-kernel window mask; chunked layers a "
            "window-style CSR from the chunk start (no production path). CUDA-graph buffers sized "
-           "max_num_tokens * max_context_len.";
+           "max_num_tokens * max_context_len. Attention sinks join each row once: in the decode kernel's "
+           "stage 2 after the splits merge, in the extend kernel after the row's last key.";
   }
 
   Support supports(const Scenario&) const override { return {}; }

@@ -34,6 +34,9 @@ void run_decode_kernel(const TritonPlan& p, const KvCsr& csr, LayerContext& ctx)
                      result.out(token, h), &result.lse(token, h));
     }
   }
+  // Stage 2's finish: the sinks join each row's merged sum once.
+  if (!p.sinks.empty())
+    for (int32_t r = 0; r < p.rows; ++r) result.fold_sinks(r, p.sinks);
   ctx.write_output(result);
 }
 
@@ -80,6 +83,8 @@ void run_extend_kernel(const TritonPlan& p, const KvCsr& csr, LayerContext& ctx)
       return true;
     };
     attend_row(ctx, i, tokens, prefix + q_len, key_of, visible, result);
+    if (!p.sinks.empty())
+      for (const int64_t t : tokens) result.fold_sinks(t, p.sinks);
   }
   ctx.write_output(result);
 }

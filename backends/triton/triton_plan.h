@@ -55,6 +55,10 @@ class TritonPlan final : public Plan {
   int32_t queries_per_request = 1;  // decode kernel: topk for draft decode, else 1
   int32_t max_kv_splits = 1;        // MAX_KV_SPLITS: attn_logits' split dimension (the scenario's kv_splits)
   bool use_custom_mask = false;     // TARGET_VERIFY
+  // Attention sinks handed to the kernels (sinks: one logit per q head), empty: none. The decode
+  // kernel adds e^sink to the row sum in its stage 2, after the splits are merged
+  // (decode_attention.py's _fwd_kernel_stage2); the extend kernel after its last key block.
+  std::vector<double> sinks;  // [q_heads] or empty
 
   std::vector<KvCsr> csrs;         // [0] = full, then one per window / chunk
   std::vector<int32_t> layer_csr;  // [layers]: which CSR each layer reads

@@ -37,6 +37,7 @@ void io_plan(PlanIo& io, TritonPlan& p) {
   io.field("queries_per_request", p.queries_per_request);
   io.field("max_kv_splits", p.max_kv_splits);
   io.field("use_custom_mask", p.use_custom_mask);
+  io.optional_field("sinks", p.sinks);
   io.list("csrs", p.csrs, io_csr);
   io.field("layer_csr", p.layer_csr);
   io.buffer("qo_indptr", p.qo_indptr);

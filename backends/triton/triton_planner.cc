@@ -203,6 +203,7 @@ std::unique_ptr<TritonPlan> plan_triton(const PlanInput& in) {
   p->queries_per_request = fb.mode == Mode::draft_decode ? fb.topk : 1;
   p->max_kv_splits = std::max(1, fb.kv_splits);
   p->use_custom_mask = fb.mode == Mode::target_verify;
+  p->sinks = in.scenario.model.sinks;  // the layer's sinks, as every kernel call is handed them
   p->kernel = p->rows == 0                  ? TritonKernel::none
               : uses_decode_kernel(fb.mode) ? TritonKernel::decode
                                             : TritonKernel::extend;

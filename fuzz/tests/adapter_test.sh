@@ -52,6 +52,14 @@ expect 0 '"mechanism":"plan-run:window_left"' plan_run_fingerprint -- \
   "$K" fingerprint "$WORK/swa.json" --backend numpy_pt_planner:fa --adapter "KVFUZZ_EXAMPLE_BREAK=plan_run $PLANNER"
 expect 1 "contract.*plan_run" plan_run_malformed -- "$K" check "$WORK/swa.json" --adapter "KVFUZZ_EXAMPLE_BREAK=bad_plan_run $PLANNER"
 
+# Attention sinks: the plan hands them to one call of a cascade (a topk>1 verify), which folds them
+# into its softmax; folding them into every call counts them twice (the oracle says so). The probes
+# that recover an opaque kernel's reads take each head's sink term off (about 2 s).
+SINKS=$SRC/corpus/regressions/fa__fa_sink_every_part.json
+expect 0 "ok \(every property\)" sinks_clean -- "$K" check "$SINKS" --backend fa:numpy_page_table --adapter "$EXEC"
+expect 1 "oracle: layer" sinks_every_part -- "$K" check "$SINKS" --backend fa:numpy_page_table \
+  --adapter "KVFUZZ_EXAMPLE_BREAK=sink_every_part $EXEC"
+
 # A kernel that loads unowned slots and masks them with weight 0 is right: a clean campaign, and
 # the masked reads show as a note (the NaN-poison run) on a case that has a partly filled page.
 expect 0 "no findings" masked_tail -- campaign masked 24 "KVFUZZ_EXAMPLE_BREAK=masked_tail $EXEC" numpy_page_table --no-shrink

@@ -104,7 +104,7 @@ class Toy : public Backend {
 inline // A small decode case on full layers with two requests.
 Scenario toy_case() {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}, {}};
   s.cache = {4, 16, 0, 4, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 9, {}, {}},
                {OpKind::admit, 1, 0, {}, {}}, {OpKind::extend, 1, 5, {}, {}}};

@@ -37,6 +37,28 @@ TEST(Generate, MatchesRecordedFingerprints) {
   }
 }
 
+// The gpt-oss profile: the same bytes for a seed, and every case gpt-oss-shaped: 8 q heads per KV
+// head, a sink per q head, sliding-window layers alternating with full ones. Other profiles draw
+// no sinks (their fingerprints above are unchanged).
+TEST(Generate, GptOssProfileDrawsSinksPerQHead) {
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(30)); ++seed) {
+    const Scenario s = generate(seed, Profile::gpt_oss);
+    ASSERT_EQ(to_json(s), to_json(generate(seed, Profile::gpt_oss))) << seed;
+    ASSERT_EQ(s.model.sinks.size(), static_cast<size_t>(s.model.q_heads)) << seed;
+    if (s.model.layers.size() < 2) continue;  // the last-resort case
+    EXPECT_EQ(s.model.q_heads, 8 * s.model.kv_heads) << seed;
+    EXPECT_EQ(s.model.layers[0].kind, LayerKind::sliding_window) << seed;
+    EXPECT_EQ(s.model.layers[1].kind, LayerKind::full) << seed;
+    for (const Layer& l : s.model.layers) {  // one window for every banded layer, as gpt-oss has
+      if (l.kind == LayerKind::sliding_window) {
+        EXPECT_EQ(l.window, s.model.layers[0].window) << seed;
+      }
+    }
+    EXPECT_TRUE(generate(seed, Profile::small).model.sinks.empty()) << seed;
+  }
+  EXPECT_EQ(parse_profile("gpt-oss"), Profile::gpt_oss);
+}
+
 // The long profile: the same bytes for a seed, a request of at least 2^17 keys, a K pool of more
 // than 2^31 elements per layer, and pages of that request on both sides of element offset 2^31.
 TEST(Generate, LongReachesPastInt32Offsets) {

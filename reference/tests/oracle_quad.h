@@ -58,13 +58,16 @@ inline QuadAttention quad_attention(const Scenario& s, const LogicalBatch& lb, c
 
   QuadAttention a;
   a.out.assign(static_cast<size_t>(m.v_head_dim), 0);
-  if (logits.empty()) {
+  // An attention sink (Model::sinks): one more term of the sum, in the denominator only.
+  const bool sink = !m.sinks.empty();
+  const __float128 z = sink ? static_cast<__float128>(m.sinks[static_cast<size_t>(q_head)]) : -HUGE_VALQ;
+  if (logits.empty() && !sink) {
     a.lse = -HUGE_VALQ;
     return a;
   }
   a.empty = false;
-  const __float128 max = *std::max_element(logits.begin(), logits.end());
-  __float128 sum = 0;
+  const __float128 max = logits.empty() ? z : std::max(*std::max_element(logits.begin(), logits.end()), z);
+  __float128 sum = sink ? expq(z - max) : 0;
   for (size_t j = 0; j < logits.size(); ++j) {
     const __float128 p = expq(logits[j] - max);
     sum += p;

@@ -216,6 +216,18 @@ TEST(Oracle, MatchesQuadInLowPrecisionDtypesAndSignatures) {
   }
 }
 
+TEST(Oracle, MatchesQuadWithAttentionSinks) {
+  SKIP_WITHOUT_QUAD();
+  // gpt-oss's shape: sinks per q head, from one that vanishes to one that dominates every key;
+  // long rows (many key blocks before the sink joins) and one-key rows.
+  Model m = make_model(4, 2, 16, 16, all_layer_kinds(5, 8));
+  m.sinks = {0.0, -9.5, 2.25, 40.0};
+  for (Mode mode : {Mode::extend, Mode::mixed}) {
+    const Scenario s = make_scenario(m, {{1, 300}, {2, 0}}, extend_batch({{1, 1}, {2, 90}}, mode));
+    EXPECT_MATCHES_QUAD(s, 10);
+  }
+}
+
 // A small random case: any head shape, layer kinds, dtype, fill and batch mode. Built here from
 // the Rng, not by the generator, so the oracle's tests depend on nothing but the reference types.
 Scenario random_scenario(uint64_t seed) {
@@ -303,6 +315,43 @@ TEST(Oracle, GivesZeroAndMinusInfinityToAQueryThatSeesNothing) {
     for (int d = 0; d < 8; ++d) qq += double(q[size_t(d)]) * q[size_t(d)], kk += double(k[size_t(d)]) * k[size_t(d)];
     EXPECT_NEAR(r.qk_norm_at(0, 1, h), std::sqrt(qq * kk), 1e-14 * std::sqrt(qq * kk));
   }
+}
+
+// Hand-derived: with signature values Q = 0, so every logit is 0 and a query seeing n keys gets
+// out = sum(v) / (n + e^sink), lse = log(n + e^sink); one that sees none gets 0 and lse = sink.
+TEST(Oracle, AddsEachHeadsSinkToTheDenominatorOnlyOnEveryIsa) {
+  Model m = make_model(2, 1, 8, 8, {Layer{LayerKind::full, 0, 0}});
+  m.sinks = {0.0, std::log(3.0)};
+  Scenario s = make_scenario(m, {{1, 0}}, extend_batch({{1, 3}}));
+  s.values.fill = Fill::signature;
+  // Row of 3 queries: query 0 sees nothing (hand-made), query 1 columns 0..1, query 2 columns 0..2.
+  LogicalBatch lb;
+  lb.rows.push_back(LogicalRow{
+      1, 0, 3, {0, 1, 2}, {LogicalQuery{0, 0, {}}, LogicalQuery{1, 1, {{0, 2}}}, LogicalQuery{2, 2, {{0, 3}}}}});
+  lb.q_indptr = {0, 3};
+  const ValueSource values(s);
+  std::vector<std::vector<float>> v(3, std::vector<float>(8));
+  for (int32_t c = 0; c < 3; ++c) values.fill(0, Tensor::v, 1, c, 0, v[static_cast<size_t>(c)]);
+  for (Isa isa : runnable_isas()) {
+    SCOPED_TRACE(std::string(isa_name(isa)));
+    use_oracle_isa(isa);
+    const OracleResult r = run_oracle(s, lb, values);
+    for (int32_t h = 0; h < 2; ++h) {
+      const double e_sink = h == 0 ? 1.0 : 3.0;
+      EXPECT_EQ(r.lse_at(0, 0, h), m.sinks[static_cast<size_t>(h)]);
+      for (double o : r.out_at(0, 0, h)) EXPECT_EQ(o, 0.0);
+      for (int32_t q = 1; q < 3; ++q) {
+        const double n = q + 1;
+        EXPECT_NEAR(r.lse_at(0, q, h), std::log(n + e_sink), 1e-15);
+        for (size_t d = 0; d < 8; ++d) {
+          double sum = 0;
+          for (int32_t c = 0; c <= q; ++c) sum += v[static_cast<size_t>(c)][d];
+          EXPECT_NEAR(r.out_at(0, q, h)[d], sum / (n + e_sink), 1e-14 * (1 + std::abs(sum)));
+        }
+      }
+    }
+  }
+  use_oracle_isa(runnable_isas().back());
 }
 
 TEST(Oracle, ReturnsAnEmptyResultForAnIdleBatch) {

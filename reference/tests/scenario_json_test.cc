@@ -29,7 +29,7 @@ TEST(ScenarioJson, RoundTripsEveryModeAndOp) {
   // Hand-made so that every optional field is present at least once.
   Scenario s;
   s.model = {4, 2, 8, 6, false, 0.35355339059327373, 30.0,
-             {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 5, 0}, {LayerKind::chunked, 0, 8}}};
+             {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 5, 0}, {LayerKind::chunked, 0, 8}}, {}};
   s.cache = {4, 64, 32, 4, 128, true};
   s.history = {{OpKind::admit, 0, 0, {}, {}},         {OpKind::extend, 0, 9, {}, {}},
                {OpKind::decode, 0, 0, {}, {}},        {OpKind::draft, 0, 0, {-1, 0, 0, 1}, {}},
@@ -45,6 +45,11 @@ TEST(ScenarioJson, RoundTripsEveryModeAndOp) {
   s.values = {18446744073709551615ULL, DType::fp8_e4m3, Fill::signature, false};
   validate(s);
   EXPECT_EQ(scenario_from_json(to_json(s)), s);
+  EXPECT_EQ(to_json(s).find("sinks"), std::string::npos);  // a model without sinks: no field
+  s.model.sinks = {0.125, -2.5, 6.0, 0.1};  // any finite logit round-trips exactly
+  validate(s);
+  EXPECT_EQ(scenario_from_json(to_json(s)), s);
+  s.model.sinks.clear();
 
   s.batch = {};
   s.batch.mode = Mode::draft_decode;
@@ -97,6 +102,10 @@ TEST(ScenarioJson, RejectsMalformedFilesNamingTheField) {
       {"nan", replace(ok, "\"softcap\": ", "\"softcap\": NaN, \"x\": "), "not valid JSON"},
       // Found by the case_parser fuzzer: a number too large for a double escaped as an exception.
       {"number overflow", replace(ok, "\"softcap\": ", "\"softcap\": 0.4e35954999579, \"x\": "), "number overflow"},
+      {"sinks not a list", replace(ok, "\"mla\": ", "\"sinks\": 1.5, \"mla\": "), "model.sinks: expected an array"},
+      {"sink not a number", replace(ok, "\"mla\": ", "\"sinks\": [0.5, \"x\"], \"mla\": "),
+       "model.sinks[1]: expected a finite number"},
+      {"empty sinks", replace(ok, "\"mla\": ", "\"sinks\": [], \"mla\": "), "model.sinks: empty"},
       {"deep nesting", std::string(10000, '[') + std::string(10000, ']'), "nested deeper than"},
   };
   for (const BadJson& c : cases) {

@@ -18,7 +18,7 @@ namespace {
 // Request 1 takes request 0's first two pages (page size 4), then grows past them.
 Scenario sharing_case() {
   Scenario s;
-  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}};
+  s.model = {2, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::full, 0, 0}}, {}};
   s.cache = {4, 16, 0, 4, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}},
                {OpKind::extend, 0, 10, {}, {}},  // pages 1, 2, 3

@@ -15,7 +15,7 @@ namespace {
 // A small valid case to break one field at a time: two requests, a hybrid SWA pool.
 Scenario base_case() {
   Scenario s;
-  s.model = {4, 2, 8, 8, false, 0.25, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}};
+  s.model = {4, 2, 8, 8, false, 0.25, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::sliding_window, 3, 0}}, {}};
   s.cache = {4, 32, 16, 4, 64, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, 10, {}, {}},
                {OpKind::admit, 1, 0, {}, {}}, {OpKind::extend, 1, 5, {}, {}}};
@@ -43,6 +43,9 @@ TEST(Validate, RejectsBadCasesNamingFieldAndLimit) {
       {"mla v", [](Scenario& s) { s.model.mla = true; s.model.kv_heads = 1; s.model.v_head_dim = 9; }, "v_head_dim <= head_dim"},
       {"scale", [](Scenario& s) { s.model.sm_scale = -1; }, "model.sm_scale"},
       {"softcap", [](Scenario& s) { s.model.softcap = -2; }, "model.softcap"},
+      {"sinks per q head", [](Scenario& s) { s.model.sinks = {1.0, 2.0}; },
+       "model.sinks: holds 2 sink logits; the model has q_heads = 4 (one per q head)"},
+      {"sink magnitude", [](Scenario& s) { s.model.sinks = {0.0, 0.0, 1e9, 0.0}; }, "model.sinks[2]: must be finite"},
       {"no layers", [](Scenario& s) { s.model.layers.clear(); }, "model.layers (count): 0"},
       {"window on full", [](Scenario& s) { s.model.layers[0].window = 4; }, "model.layers[0].window: must be 0"},
       {"negative window", [](Scenario& s) { s.model.layers[1].window = -1; }, "model.layers[1].window: -1 is out of range"},

@@ -15,7 +15,7 @@ const Layer kFull{LayerKind::full, 0, 0};
 // One request with `committed` tokens, then `batch`; page size 1, room to spare.
 Scenario one_request(int32_t committed, const Batch& batch) {
   Scenario s;
-  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {kFull}};
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {kFull}, {}};
   s.cache = {1, 64, 0, 2, 32, false};
   s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}};
   s.batch = batch;
