@@ -34,6 +34,7 @@ drafting layout fits the context, so the clamp at max_model_len runs but is neve
 import importlib
 import sys
 import types
+from dataclasses import fields
 
 import numpy as np
 import torch
@@ -153,6 +154,7 @@ def record(vl, setup, module):
     setup.buffers()
     g0 = setup.groups[0]
     common = setup.common_metadata(g0)  # the target step's, its slots checked against kvfuzz's cache
+    _host_seq_lens(setup, common)
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
     proposer = _proposer(vl, eagle, setup, model)
@@ -173,6 +175,20 @@ def record(vl, setup, module):
                 c["max_seqlen_k_upper_bound"] = True
     rec.agree.report(setup.case)
     return rec
+
+
+def _host_seq_lens(setup, common):
+    """The host seq_lens the runner hands the proposer (re-expressed from gpu_model_runner's
+    _build_attention_metadata, 0.27.1:2366-2379 and 2434-2436, 0.28.0:2432-2445 and 2500-2502):
+    `seq_lens_cpu = optimistic_seq_lens_cpu[:n]; seq_lens_cpu_upper_bound = seq_lens_cpu`, then
+    `seq_lens_cpu = None` under async spec decode. With async scheduling (vLLM's default with EAGLE)
+    _seq_lens_cpu is None (construct leaves it so) and the seq_lens_cpu property copies seq_lens on
+    first use; without it (--no-async-scheduling) _seq_lens_cpu is the upper bound's tensor itself, so
+    the drafting loop advances that tensor twice (vllm-sync-draft-seq-lens-cpu, known_issues.json).
+    Releases without the field (0.1x fill seq_lens_cpu; 0.30.0 on have none) are left as built."""
+    if getattr(setup, "async_scheduling", True) or "_seq_lens_cpu" not in {f.name for f in fields(common)}:
+        return
+    common._seq_lens_cpu = common.seq_lens_cpu_upper_bound
 
 
 def _eagle_module(vl):
