@@ -178,17 +178,23 @@ def record(vl, setup, module):
 
 
 def _host_seq_lens(setup, common):
-    """The host seq_lens the runner hands the proposer (re-expressed from gpu_model_runner's
-    _build_attention_metadata, 0.27.1:2366-2379 and 2434-2436, 0.28.0:2432-2445 and 2500-2502):
-    `seq_lens_cpu = optimistic_seq_lens_cpu[:n]; seq_lens_cpu_upper_bound = seq_lens_cpu`, then
-    `seq_lens_cpu = None` under async spec decode. With async scheduling (vLLM's default with EAGLE)
-    _seq_lens_cpu is None (construct leaves it so) and the seq_lens_cpu property copies seq_lens on
-    first use; without it (--no-async-scheduling) _seq_lens_cpu is the upper bound's tensor itself, so
-    the drafting loop advances that tensor twice (vllm-sync-draft-seq-lens-cpu, known_issues.json).
-    Releases without the field (0.1x fill seq_lens_cpu; 0.30.0 on have none) are left as built."""
-    if getattr(setup, "async_scheduling", True) or "_seq_lens_cpu" not in {f.name for f in fields(common)}:
+    """The host seq_lens (_seq_lens_cpu) the runner hands the proposer, re-expressed from
+    gpu_model_runner's _build_attention_metadata. 0.22.0 to 0.29.0 (read: 0.28.0:2432-2446 and 2500-2502,
+    0.27.1:2366-2379 and 2434-2436, 0.22.0:2264-2284): `seq_lens_cpu = optimistic_seq_lens_cpu[:n];
+    seq_lens_cpu_upper_bound = seq_lens_cpu`, then `seq_lens_cpu = None` under async spec decode. With
+    async scheduling (vLLM's default with EAGLE) it is None (construct leaves it so) and the
+    seq_lens_cpu property copies seq_lens on first use; without (--no-async-scheduling) it is the upper
+    bound's tensor itself, which the drafting loop then advances twice a step
+    (vllm-sync-draft-seq-lens-cpu, known_issues.json). 0.15.0 to 0.1x hand the host half of the
+    runner's seq_lens buffer (0.18.1:1965), a tensor of its own, in either mode. Releases without the
+    field (up to 0.14.x: a seq_lens_cpu field, filled; 0.30.0 on: none) are left as built."""
+    names = {f.name for f in fields(common)}
+    if getattr(setup, "async_scheduling", True) or "_seq_lens_cpu" not in names:
         return
-    common._seq_lens_cpu = common.seq_lens_cpu_upper_bound
+    if "seq_lens_cpu_upper_bound" in names:  # 0.22.0 (read: 0.22.0:2264-2265, 2284) to 0.29.0
+        common._seq_lens_cpu = common.seq_lens_cpu_upper_bound
+    else:  # 0.15.0 to 0.1x: the host half of the runner's seq_lens buffer, in either mode (0.18.1:1965)
+        common._seq_lens_cpu = common.seq_lens.clone()
 
 
 def _eagle_module(vl):
