@@ -25,10 +25,11 @@ cd "$SRC"
 REJECTED=corpus/vllm/draft_decode_rejected.json
 
 # mutant NAME FILE OLD NEW CASE PATTERN: FILE (under the release's vllm/) edited in a copy of the
-# release (a tree of links, the one file copied); the case must then fail with PATTERN in the output.
+# release (a tree of links, the one file copied; the release folder resolved first, so a linked .vllm/R is
+# never itself copied as a link and edited through); the case must then fail with PATTERN in the output.
 mutant() {
   local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 site=$WORK/site-$1
-  cp -rs "$SRC/.vllm/$NEWEST" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
+  cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
   replace "$site/vllm/$file" "$old" "$new" || return
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
     --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
