@@ -154,6 +154,28 @@ run msk 0 $VLLM --version vllm=0.11.0
 grep -q "^known *vllm#32312" "$WORK/msk.out" || fail "the drafting loop's max_seqlen_k is not vllm#32312"
 line "$WORK/mskv.jsonl" metadata vllm_fa_0_11_0:fa target_verify full 0 "$MSK"
 run mskv 1 $VLLM --version vllm=0.11.0
+# - vllm-sync-draft-seq-lens-cpu (the synchronous runner's host seq_lens advanced twice a drafting step): known
+#   on a chunked layer in 0.28.0 where the planner ran with --no-async-scheduling (minimal_case.adapter_flags);
+#   the same without the flag (the default, async scheduling, never reaches it), the same read on a full layer
+#   (the device seq_lens: what the adapter's own aliasing on the CPU showed), and 0.30.0 are not it.
+LOCAL="local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)"
+sync_replay() { sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend fa --no-async-scheduling'\"|" "$1"; }
+line "$WORK/sync.jsonl" metadata vllm_fa_0_28_0:fa draft_decode chunked 0 "$LOCAL"
+line "$WORK/sync.jsonl" in-bounds vllm_fa_0_28_0:fa draft_decode chunked 0 unowned-slot
+sync_replay "$WORK/sync.jsonl"
+run sync 0 $VLLM
+grep -q "^known *vllm-sync-draft-seq-lens-cpu" "$WORK/sync.out" || fail "the synchronous drafter's chunked read is not vllm-sync-draft-seq-lens-cpu"
+line "$WORK/syncasync.jsonl" metadata vllm_fa_0_28_0:fa draft_decode chunked 0 "$LOCAL"
+run syncasync 1 $VLLM
+grep -q "vllm-sync-draft-seq-lens-cpu" "$WORK/syncasync.out" && fail "a finding without --no-async-scheduling is vllm-sync-draft-seq-lens-cpu"
+line "$WORK/syncfull.jsonl" metadata vllm_fa_0_28_0:fa draft_decode full 0 "full.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)"
+line "$WORK/syncfull.jsonl" in-bounds vllm_fa_0_28_0:fa draft_decode full 0 unowned-slot
+sync_replay "$WORK/syncfull.jsonl"
+run syncfull 1 $VLLM
+grep -q "vllm-sync-draft-seq-lens-cpu" "$WORK/syncfull.out" && fail "a full layer's read is vllm-sync-draft-seq-lens-cpu"
+line "$WORK/sync30.jsonl" metadata vllm_fa_0_30_0:fa draft_decode chunked 0 "$LOCAL"
+sync_replay "$WORK/sync30.jsonl"
+run sync30 1 $VLLM
 
 # FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
 # its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather

@@ -13,18 +13,23 @@
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
 #  - the target step's rejected tokens past the drafting layout (draft_decode_swa_rejected.json clean on
 #    the newest release; draft_decode_reused_page.json on 0.11.0 triaged as vllm#29845 alone).
+#  - a drafting step after a prefill with a chunked layer on 0.28.0 (v1_draft_after_prefill_0_28.json)
+#    clean: on the CPU seq_lens.to("cpu") returned seq_lens itself, so the loop advanced it twice
+#    (vllm_release.py _host_copy_of_seq_lens; its synchronous-scheduling counterpart, a vLLM bug, is
+#    vllm-sync-draft-seq-lens-cpu: ci/vllm.sh known). One kvfuzz check, 8 s on the loaded machine.
 # About 15 s on 2 idle cores (three kvfuzz checks; 45 to 80 s on the loaded shared machine) before the
 # last two checks.
 # Usage: vllm_draft_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-NEEDS="0.33.0 0.11.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
+NEEDS="0.33.0 0.11.0 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 REJECTED=corpus/vllm/draft_decode_rejected.json
 
 # mutant NAME FILE OLD NEW CASE PATTERN: FILE (under the release's vllm/) edited in a copy of the
-# release (a tree of links, the one file copied); the case must then fail with PATTERN in the output.
+# release (a tree of links, the one file copied; the release folder resolved first, so a linked .vllm/R is
+# never itself copied as a link and edited through); the case must then fail with PATTERN in the output.
 mutant() {
   local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 site=$WORK/site-$1
-  cp -rs "$SRC/.vllm/$NEWEST" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
+  cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
   replace "$site/vllm/$file" "$old" "$new" || return
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
     --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
@@ -55,5 +60,10 @@ grep -q "ok (every property)" <<<"$out" && echo "ok: draft_decode_swa_rejected.j
 python3 adapters/triage.py "$WORK/reused.jsonl" --issues adapters/vllm/known_issues.json >"$WORK/reused.out" 2>&1 &&
   grep -q "^known *vllm#29845" "$WORK/reused.out" && echo "ok: draft_decode_reused_page.json on 0.11.0 triages as vllm#29845 only" ||
   { fail "draft_decode_reused_page.json on 0.11.0: $(grep -v '^known' "$WORK/reused.out" | head -3)"; }
+
+out=$("$K" check corpus/vllm/v1_draft_after_prefill_0_28.json --backend vllm_fa_0_28_0:fa \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/0.28.0 --backend fa" 2>&1)
+grep -q "ok (every property)" <<<"$out" && echo "ok: v1_draft_after_prefill_0_28.json is clean on 0.28.0" ||
+  { fail "v1_draft_after_prefill_0_28.json on 0.28.0 (async scheduling, vLLM's default)"; echo "$out" | grep -v "^  " | head -3; }
 
 [ $failures = 0 ] && echo "vllm_draft_test: all passed" || { echo "vllm_draft_test: $failures failed"; exit 1; }

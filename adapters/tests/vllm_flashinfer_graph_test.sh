@@ -37,7 +37,7 @@ caught() {  # NAME CASE RELEASE PATTERN [ADAPTERS-DIR] [SITE]: a finding whose r
 # vLLM 0.33.0 with its builder writing each build's indptr into a fresh buffer: the captured decode
 # wrapper keeps reading the capture's (a symlinked copy of the release, flashinfer.py replaced).
 site=$WORK/site-$NEWEST
-cp -rs "$SRC/.vllm/$NEWEST" "$site"
+cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site"  # a linked release folder is copied as a tree of links, never as the link
 fi_py=$site/vllm/v1/attention/backends/flashinfer.py
 rm "$fi_py" && cp "$SRC/.vllm/$NEWEST/vllm/v1/attention/backends/flashinfer.py" "$fi_py"
 replace "$fi_py" '        paged_kv_indptr = self.paged_kv_indptr.copy_to_gpu(num_reqs + 1)' \

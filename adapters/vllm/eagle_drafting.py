@@ -34,6 +34,7 @@ drafting layout fits the context, so the clamp at max_model_len runs but is neve
 import importlib
 import sys
 import types
+from dataclasses import fields
 
 import numpy as np
 import torch
@@ -153,6 +154,7 @@ def record(vl, setup, module):
     setup.buffers()
     g0 = setup.groups[0]
     common = setup.common_metadata(g0)  # the target step's, its slots checked against kvfuzz's cache
+    _host_seq_lens(setup, common)
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
     proposer = _proposer(vl, eagle, setup, model)
@@ -173,6 +175,27 @@ def record(vl, setup, module):
                 c["max_seqlen_k_upper_bound"] = True
     rec.agree.report(setup.case)
     return rec
+
+
+def _host_seq_lens(setup, common):
+    """The host seq_lens (_seq_lens_cpu) the runner hands the proposer, re-expressed from
+    gpu_model_runner's _build_attention_metadata. 0.20.0 to 0.29.0 (read: 0.28.0:2432-2446 and 2500-2502,
+    0.27.1:2366-2379 and 2434-2436, 0.22.0:2264-2284): `seq_lens_cpu = optimistic_seq_lens_cpu[:n];
+    seq_lens_cpu_upper_bound = seq_lens_cpu`, then `seq_lens_cpu = None` under async spec decode. With
+    async scheduling (vLLM's default with EAGLE) it is None (construct leaves it so) and the
+    seq_lens_cpu property copies seq_lens on first use; without (--no-async-scheduling) it is the upper
+    bound's tensor itself, which the drafting loop then advances twice a step
+    (vllm-sync-draft-seq-lens-cpu, known_issues.json). 0.15.0 to 0.19.1 hand a host tensor of
+    their own, not aliased (0.18.1:1965 the seq_lens buffer's host half; 0.19.1:2167-2183
+    optimistic_seq_lens_cpu, None under async). Releases without the
+    field (up to 0.14.x: a seq_lens_cpu field, filled; 0.30.0 on: none) are left as built."""
+    names = {f.name for f in fields(common)}
+    if getattr(setup, "async_scheduling", True) or "_seq_lens_cpu" not in names:
+        return
+    if "seq_lens_cpu_upper_bound" in names:  # 0.20.0 (read: 0.20.0:2159-2160, 2176) to 0.29.0
+        common._seq_lens_cpu = common.seq_lens_cpu_upper_bound
+    else:  # 0.15.0 to 0.19.1: a host tensor of the runner's own (0.18.1:1965, 0.19.1:2167)
+        common._seq_lens_cpu = common.seq_lens.clone()
 
 
 def _eagle_module(vl):

@@ -49,6 +49,10 @@ def parse_args():
                    help="which model runner prepares the step: V1 (gpu_model_runner.py), Model Runner V2 "
                         "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager, no drafting: v2_runner.py), or the "
                         "one the release's VllmConfig.use_v2_model_runner picks for the case")
+    p.add_argument("--no-async-scheduling", action="store_true",
+                   help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
+                        "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
+                        "where async scheduling, vLLM's default with EAGLE, hands none (eagle_drafting.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -135,6 +139,7 @@ def plan(case):
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")
         setup.cascade = ARGS.cascade
+        setup.async_scheduling = not ARGS.no_async_scheduling
         if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2 and v2_runner.chooses_v2(VL, setup.vllm_config)):
             setup.cascade = "never"  # V2's runner computes no common prefix (vllm/v1/worker/gpu/ has no cascade)
             setup.v2 = v2_runner.V2Inputs(VL, setup)

@@ -92,6 +92,7 @@ class Vllm:
         self.block_table_module = importlib.import_module("vllm.v1.worker.block_table")
         self.CommonAttentionMetadata = self._first("vllm.v1.attention.backend",
                                                    "vllm.v1.attention.backends.utils").CommonAttentionMetadata
+        self._host_copy_of_seq_lens()
         self._no_pinned_memory()
         self.AttentionType = self._first("vllm.v1.attention.backend", "vllm.attention.backends.abstract",
                                          attr="AttentionType").AttentionType
@@ -126,6 +127,27 @@ class Vllm:
             if hasattr(module, attr):
                 return module
         raise ModuleNotFoundError(f"vllm {self.version}: none of {names} holds {attr}")
+
+    def _host_copy_of_seq_lens(self):
+        """CommonAttentionMetadata's deprecated seq_lens_cpu property (0.2x to 0.29.0: `_seq_lens_cpu`,
+        filled on first use with seq_lens.to("cpu")) copies the GPU's seq_lens to the host. On a CPU
+        device `.to("cpu")` returns seq_lens itself, so the copy and seq_lens would be one tensor, and
+        EAGLE's drafting loop, which advances both (the Triton kernel seq_lens, then
+        _update_positions_dependent_metadata `_seq_lens_cpu += 1`), would advance it twice: seq_lens
+        there is handed the copy a GPU makes (docs/vllm.md "EAGLE drafting": once a finding of ours)."""
+        import dataclasses
+
+        cls = self.CommonAttentionMetadata
+        prop = cls.__dict__.get("seq_lens_cpu")
+        if not isinstance(prop, property) or "_seq_lens_cpu" not in {f.name for f in dataclasses.fields(cls)}:
+            return
+
+        def seq_lens_cpu(metadata, fget=prop.fget):
+            if metadata._seq_lens_cpu is None and metadata.seq_lens.device.type == "cpu":
+                metadata._seq_lens_cpu = metadata.seq_lens.clone()
+            return fget(metadata)
+
+        cls.seq_lens_cpu = property(seq_lens_cpu)
 
     def _no_pinned_memory(self):
         """Without a CUDA device there is no pinned host memory: the modules' PIN_MEMORY flags say so."""
