@@ -63,7 +63,20 @@ def plan(sg, setup, which):
     backend, rec = build(sg, setup, which)
     sg.init_metadata(backend, setup)
     _run_layers(setup, backend, rec)
+    if setup.graph and which == "flashmla":
+        _check_captured(backend, rec)
     return to_plan(setup, rec)
+
+
+def _check_captured(backend, rec):
+    """A replayed graph's kernel reads the tensors its capture handed it: FlashMLA's block table and
+    tile schedule must be views of the static buffers init_cuda_graph_state made, which the replay
+    refills (0.5.23 flashmla_backend.py:415-429; 0.5.10.post1 :337-343), not tensors of the replay."""
+    static = {"block_table": backend.cuda_graph_kv_indices, "tile_scheduler_metadata": backend.cuda_graph_mla_metadata}
+    for layer, name, pointer in rec.handed_storage:
+        buffer = "the static buffer init_cuda_graph_state made"
+        rec.agree.check(name, buffer, buffer if pointer == static[name].untyped_storage().data_ptr() else "another tensor",
+                        layer, "CUDA-graph replay: the memory the captured kernel reads")
 
 
 def _run_layers(setup, backend, rec):

@@ -7,7 +7,8 @@ unchanged up to the kernel call, and what is recorded becomes one `mla` plan the
   paged_view(pool, 64), block_table, cache_seqlens, tile_scheduler_metadata, num_splits, causal):
   recorded as handed. get_mla_metadata's tile schedule is made from the seq_lens it is shown; the
   call that runs it must hand the same cache_seqlens (plan-run:cache_seqlens) and as many query
-  tokens per KV head (plan-run:q_tokens).
+  tokens per KV head (plan-run:q_tokens). Which memory the block table and the schedule were handed in
+  is kept (handed_storage): a CUDA graph replays the tensors its capture handed the kernel.
 - FlashInfer MLA (flashinfer_mla_backend.py): BatchMLAPagedAttentionWrapper, as FlashInfer's
   flashinfer/mla.py has it (read at 00e3d683, plan() and run()): plan() copies qo_indptr /
   kv_indptr / kv_indices / kv_len_arr into the CUDA-graph buffers (else binds them) and hands the
@@ -33,6 +34,7 @@ class MlaRecorder(Recorder):
         super().__init__(setup)
         self.agree = PlanRun()
         self.schedules = []  # FlashMLA: [{seq_lens, q_tokens}] made by get_mla_metadata
+        self.handed_storage = []  # FlashMLA: [(layer, argument, storage pointer)] of each call
 
     # -- FlashMLA --------------------------------------------------------------------------------------
     def get_mla_metadata(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k, *unused, **more):
@@ -58,6 +60,8 @@ class MlaRecorder(Recorder):
             raise RuntimeError(f"flash_mla_with_kvcache: {rows} query rows, a block table of {table.shape[0]} rows "
                                f"and {seq_lens.shape[0]} cache_seqlens")
         self._check_schedule(tile_scheduler_metadata, seq_lens, q_per_row * heads)
+        for name, t in (("block_table", block_table), ("tile_scheduler_metadata", tile_scheduler_metadata)):
+            self.handed_storage.append((self.layer, name, t.untyped_storage().data_ptr()))
         self._add({"kernel": "flash_mla", "page_size": int(k_cache.shape[1]), "q_lens": [q_per_row] * rows,
                    "block_table": table[:rows], "seq_lens": seq_lens[:rows]})
         return (torch.zeros(rows, q_per_row, heads, head_dim_v, dtype=q.dtype, device=q.device),
