@@ -76,7 +76,9 @@ found() {
   shift 4
   found_each "$backend" "$site" "$name" "$*" "$file" | cut -f2
 }
-family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
+family_executor() {
+  case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; flashmla | flashinfer_mla) echo mla ;; esac
+}
 # What ci/engine_env.sh's releases_table and known_table call (DET True: --deterministic).
 found_at() { found "$1" "$2" "$ROOT/$3" "sglang_$1_${3//./_}"; }
 backend_name() { echo "sglang_$1_${2//./_}$([ "${3:-False}" = True ] && echo _det)"; }
@@ -104,23 +106,41 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
-       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean"
+       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean
+       flashmla:corpus/sglang/flashmla_mixed.json:-
+       flashmla:corpus/sglang/flashmla_verify.json:clean
+       flashmla:corpus/vllm/mla_graph_decode.json:clean
+       flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean
+       flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
+       flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean"
 
-# Mutants of the FlashInfer decode graph replay (the clean seed flashinfer_graph_decode_swa), each in a
-# copy: NAME : where (adapters: a copy of adapters/; release: of the release's flashinfer_backend.py) :
-# the finding kind that must be reported. Planted by mutant() below. The two add about 10 s to `seeds`
-# (measured on 2 cores under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
+# Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
+# the release's backend files) : the finding kind that must be reported : backend : the clean seed it
+# runs. Planted by mutant() below. The FlashInfer two add about 10 s to `seeds` (measured on 2 cores
+# under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
 #   replay-capture-seq-lens  the adapter replays with the capture batch's seq_lens (the fill value 1):
 #                            sglang_release.init_metadata, both the <= 0.5.12 and the >= 0.5.13 path
 #   swa-schedule-unclamped   the release's window wrapper scheduled (global_override_indptr_cpu) from
 #                            the unclamped seq_lens_cpu: only fast_decode_plan reads it (plan-run)
-mutants="replay-capture-seq-lens:adapters:plan-run
-         swa-schedule-unclamped:release:plan-run"
-GRAPH_SEED=corpus/sglang/flashinfer_graph_decode_swa.json
+#   mla-graph-indptr         FlashInfer MLA's decode graph replay schedules from a host kv_indptr one
+#                            too large (what fast_mla_decode_plan hands the kernel): rows read the
+#                            next entries of the captured kv_indices
+#   flashmla-verify-no-drafts  FlashMLA's eager verify builds its block table and tile schedule over
+#                            seq_lens without the drafts while the kernel runs seq_lens + drafts
+mutants="replay-capture-seq-lens:adapters:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
+         swa-schedule-unclamped:release:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
+         mla-graph-indptr:release:stride-divide:flashinfer_mla:corpus/vllm/mla_graph_decode.json
+         flashmla-verify-no-drafts:release:plan-run:flashmla:corpus/sglang/flashmla_verify.json"
 
-# mutant NAME DIR: plants NAME in a copy under DIR; prints the adapter command that runs it
+# release_copy DIR FILE: a copy of the release under DIR (links) whose FILE (under sglang/srt/layers/attention/)
+# is a real copy, to plant in; prints FILE's path in the copy
+release_copy() {
+  local site=$1/site file=sglang/srt/layers/attention/$2
+  cp -rs "$(realpath "$SITE")" "$site" && rm "$site/$file" && cp "$SITE/$file" "$site/$file" && echo "$site/$file"
+}
+# mutant NAME DIR BACKEND: plants NAME in a copy under DIR; prints the adapter command that runs it
 mutant() {
-  local name=$1 dir=$2 adapters=adapters site=$SITE
+  local name=$1 dir=$2 backend=$3 adapters=adapters site=$SITE file
   case $name in
     replay-capture-seq-lens)
       cp -r adapters "$dir/adapters" && adapters=$dir/adapters
@@ -129,13 +149,19 @@ mutant() {
         "replay(n, fb.req_pool_indices, seq_lens, " &&
         plant "$adapters/sglang/sglang_release.py" $'\n        seq_lens.copy_(fb.seq_lens)\n' $'\n' || return 1 ;;
     swa-schedule-unclamped)
-      site=$dir/site && cp -rs "$(realpath "$SITE")" "$site"
-      local fi_py=sglang/srt/layers/attention/flashinfer_backend.py
-      rm "$site/$fi_py" && cp "$SITE/$fi_py" "$site/$fi_py"
-      plant "$site/$fi_py" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
+      file=$(release_copy "$dir" flashinfer_backend.py) && site=$dir/site &&
+        plant "$file" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
+        return 1 ;;
+    mla-graph-indptr)
+      file=$(release_copy "$dir" flashinfer_mla_backend.py) && site=$dir/site &&
+        plant "$file" "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = torch.cumsum(" \
+          "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = 1 + torch.cumsum(" || return 1 ;;
+    flashmla-verify-no-drafts)
+      file=$(release_copy "$dir" flashmla_backend.py) && site=$dir/site &&
+        plant "$file" "seq_lens = forward_batch.seq_lens + self.num_draft_tokens" "seq_lens = forward_batch.seq_lens" ||
         return 1 ;;
   esac
-  echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend flashinfer"
+  echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend"
 }
 # plant FILE OLD NEW: OLD (exactly once in FILE) replaced by NEW
 plant() {
@@ -152,7 +178,7 @@ PY
 case "$1" in
   seeds)
     failed=0
-    printf '%-10s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
+    printf '%-14s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     declare -A jobs kinds  # each (backend, fix, mode)'s seeds go to one adapter process; the table reads kinds
     for seed in $seeds; do
       IFS=: read -r backend file effect mode <<<"$seed"
@@ -183,20 +209,20 @@ case "$1" in
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
       case $effect in fix=*|change=*) upstream="${effect%%=*} #${effect#*=}" ;; esac
-      printf '%-10s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
+      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
         "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
     done
     work=$(mktemp -d)
     for entry in $mutants; do
-      IFS=: read -r name where kind <<<"$entry"
+      IFS=: read -r name where kind backend seed <<<"$entry"
       mkdir -p "$work/$name"
       got=unreadable verdict="NOT CAUGHT"
-      if command=$(mutant "$name" "$work/$name"); then
-        got=$(check_kinds "sglang_flashinfer_$RELEASE:flashinfer_paged" "$command" "$GRAPH_SEED" | cut -f2)
+      if command=$(mutant "$name" "$work/$name" "$backend"); then
+        got=$(check_kinds "sglang_${backend}_$RELEASE:$(family_executor "$backend")" "$command" "$seed" | cut -f2)
         [[ " $got" == *" $kind "* ]] && verdict=ok
       fi
       [ "$verdict" = ok ] || failed=1
-      printf '%-10s %-34s %-13s %-44s %-13s %s\n' flashinfer "mutant $name" "($where)" "${got:-clean}" - "$verdict"
+      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "mutant $name" "($where)" "${got:-clean}" - "$verdict"
     done
     rm -rf "$work"
     exit $failed ;;
