@@ -108,8 +108,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean
        flashmla:corpus/sglang/flashmla_mixed.json:-
-       flashmla:corpus/sglang/flashmla_verify.json:clean
        flashmla:corpus/vllm/mla_graph_decode.json:clean
+       flashmla:corpus/vllm/mla_verify_chain.json:clean
        flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean
        flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
        flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean"
@@ -125,12 +125,9 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
 #   mla-graph-indptr         FlashInfer MLA's decode graph replay schedules from a host kv_indptr one
 #                            too large (what fast_mla_decode_plan hands the kernel): rows read the
 #                            next entries of the captured kv_indices
-#   flashmla-verify-no-drafts  FlashMLA's eager verify builds its block table and tile schedule over
-#                            seq_lens without the drafts while the kernel runs seq_lens + drafts
 mutants="replay-capture-seq-lens:adapters:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
          swa-schedule-unclamped:release:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
-         mla-graph-indptr:release:stride-divide:flashinfer_mla:corpus/vllm/mla_graph_decode.json
-         flashmla-verify-no-drafts:release:plan-run:flashmla:corpus/sglang/flashmla_verify.json"
+         mla-graph-indptr:release:stride-divide:flashinfer_mla:corpus/vllm/mla_graph_decode.json"
 
 # release_copy DIR FILE: a copy of the release under DIR (links) whose FILE (under sglang/srt/layers/attention/)
 # is a real copy, to plant in; prints FILE's path in the copy
@@ -156,10 +153,6 @@ mutant() {
       file=$(release_copy "$dir" flashinfer_mla_backend.py) && site=$dir/site &&
         plant "$file" "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = torch.cumsum(" \
           "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = 1 + torch.cumsum(" || return 1 ;;
-    flashmla-verify-no-drafts)
-      file=$(release_copy "$dir" flashmla_backend.py) && site=$dir/site &&
-        plant "$file" "seq_lens = forward_batch.seq_lens + self.num_draft_tokens" "seq_lens = forward_batch.seq_lens" ||
-        return 1 ;;
   esac
   echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend"
 }
@@ -262,9 +255,12 @@ case "$1" in
     for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
       backend=${token%_det} det="" suffix=""
       [ "$token" != "$backend" ] && det=--deterministic suffix=_det
-      echo "== sglang $VERSION $token backend: ${2:-300} cases"
+      # FlashMLA takes pages of 64 only: the first profile whose pages reach 64 (reference/generate.cc)
+      profile=tiny
+      [ "$backend" != flashmla ] || profile=medium
+      echo "== sglang $VERSION $token backend: ${2:-300} $profile cases"
       rm -rf "${out:?}/$token"
-      "$KVFUZZ" run --cases "${2:-300}" --profile tiny \
+      "$KVFUZZ" run --cases "${2:-300}" --profile $profile \
         --backend "sglang_${backend}_$RELEASE$suffix:$(family_executor "$backend")" \
         --adapter "$(adapter --backend "$backend" $det)" --out "$out/$token" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
     done
