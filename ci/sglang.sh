@@ -77,7 +77,7 @@ found() {
   found_each "$backend" "$site" "$name" "$*" "$file" | cut -f2
 }
 family_executor() {
-  case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; flashmla | flashinfer_mla) echo mla ;; esac
+  case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; flashmla | flashinfer_mla | fa3_mla) echo mla ;; esac
 }
 # What ci/engine_env.sh's releases_table and known_table call (DET True: --deterministic).
 found_at() { found "$1" "$2" "$ROOT/$3" "sglang_$1_${3//./_}"; }
@@ -112,7 +112,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashmla:corpus/vllm/mla_verify_chain.json:clean
        flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean
        flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
-       flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean"
+       flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean
+       fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
 
 # Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
 # the release's backend files) : the finding kind that must be reported : backend : the clean seed it

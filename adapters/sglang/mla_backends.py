@@ -1,4 +1,4 @@
-"""sglang's MLA backends (FlashMLA, FlashInfer MLA) as kvfuzz `mla` planners (FAMILIES.md).
+"""sglang's MLA backends (FlashMLA, FlashInfer MLA, FA3 MLA) as kvfuzz `mla` planners (FAMILIES.md).
 
 The release's backend builds its metadata (eager, or CUDA-graph capture then replay, as the runner
 does: sglang_release.init_metadata) on a fake runner whose model is MLA (fake_runner.Setup(...,
@@ -6,11 +6,17 @@ mla=True): one latent head of 576 values), then runs its own forward for every l
 kernels recorded (mla_kernels.py). What the kernels read becomes one `mla` plan
 (engine/mla_plan.py, shared with vLLM's MLA adapter):
   - decode, idle and target-verify batches: latent_decode, each kernel row's keys through a block
-    table (FlashMLA: pages of 64, as handed; FlashInfer MLA: its token-granular kv_indices, page size 1);
+    table (FlashMLA: pages of 64, as handed; FlashInfer MLA: its token-granular kv_indices, page size 1;
+    FA3 MLA: its page table at the cache's page size);
   - extend and mixed batches: prefill, each row's keys as pool slots (FlashInfer MLA's paged prefill
     over prefix + new tokens; its ragged prefill over the new tokens, batch token t being pool slot
     out_cache_loc[t]). FlashMLA runs extend through its FlashInfer MLA parent (flashmla_backend.py
-    FlashMLABackend(FlashInferMLAAttnBackend)).
+    FlashMLABackend(FlashInferMLAAttnBackend)); FA3 MLA's absorbed extend (a row's keys through its
+    page-table row).
+An extend or mixed batch whose requests have no prefix at all runs DeepSeek's MHA path, not the
+absorbed one (models/deepseek_common/attention_backend_handler.py:128-140: sum of prefix lengths 0):
+FlashInfer MLA and FlashMLA plan their ragged wrapper for it (flashinfer_mla_backend.py:449-458); FA3's
+MHA one-shot path (flash_attn_varlen_func) is not modelled, so FA3 MLA answers such batches unsupported.
 
     meta, arrays = plan(sg, setup)     # setup = fake_runner.Setup(sg, case, device, mla=True, ...)
 
@@ -24,6 +30,7 @@ import importlib
 import numpy as np
 import torch
 
+import fa_page_table
 from engine import mla_plan
 from fake_runner import MLA_DIMS, UnsupportedCase
 from mla_kernels import MlaRecorder
@@ -32,8 +39,10 @@ from torch_on import TorchOn
 # --backend name -> (module, class); FlashMLA only supports page size 64 (sglang forces it:
 # arg_groups/overrides.py _mla_backend_page_constraints, 0.5.23:1148-1154)
 BACKENDS = {"flashmla": ("flashmla_backend", "FlashMLABackend"),
-            "flashinfer_mla": ("flashinfer_mla_backend", "FlashInferMLAAttnBackend")}
-PAGE_SIZES = {"flashmla": [64], "flashinfer_mla": [1, 2, 4, 8, 16, 32, 64, 128, 256]}
+            "flashinfer_mla": ("flashinfer_mla_backend", "FlashInferMLAAttnBackend"),
+            "fa3_mla": ("flashattention_backend", "FlashAttentionBackend")}
+PAGE_SIZES = {"flashmla": [64], "flashinfer_mla": [1, 2, 4, 8, 16, 32, 64, 128, 256],
+              "fa3_mla": [1, 2, 4, 8, 16, 32, 64, 128, 256]}
 MODES = ["decode", "idle", "extend", "mixed", "target_verify"]
 
 
@@ -43,6 +52,10 @@ def build(sg, setup, which):
     if setup.topk > 1:  # speculative_hook.py: FlashMLA rejects topk > 1; FlashInfer MLA plans no tree mask
         raise UnsupportedCase("EAGLE topk > 1 on an MLA backend")
     rec = MlaRecorder(setup)
+    if which == "fa3_mla":
+        if setup.mode in ("extend", "mixed") and not setup.case.array("extend_prefix_lens")[: setup.bs].any():
+            raise UnsupportedCase("an extend without prefix runs DeepSeek's MHA one-shot path (flash_attn_varlen_func)")
+        return fa_page_table.build(sg, setup, rec)
     fi = importlib.import_module("sglang.srt.layers.attention.flashinfer_mla_backend")
     fi.BatchMLAPagedAttentionWrapper = rec.paged_wrapper
     fi.BatchPrefillWithRaggedKVCacheWrapper = rec.ragged_wrapper
@@ -121,7 +134,12 @@ def to_plan(setup, rec):
 
 def _call_plan(setup, call):
     case = setup.case
-    if call["kernel"] == "flash_mla":
+    if call["kernel"] == "fa_mla" and setup.mode in ("extend", "mixed"):
+        table, seq_lens, ps = call["block_table"].numpy(), call["seq_lens"].numpy(), call["page_size"]
+        meta, arrays = mla_plan.prefill(case, [mla_plan.table_slots(table[i], seq_lens[i], ps, f"row {i}")
+                                               for i in range(len(seq_lens))], q_lens=call["q_lens"])
+        return meta, arrays
+    if call["kernel"] in ("flash_mla", "fa_mla"):
         meta, arrays = mla_plan.latent_decode(case, call["block_table"].numpy(), call["seq_lens"].numpy(),
                                               q_lens=call["q_lens"])
         meta["page_size"] = call["page_size"]  # the block table's pages: paged_view(pool, 64)

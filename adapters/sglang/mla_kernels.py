@@ -9,6 +9,8 @@ unchanged up to the kernel call, and what is recorded becomes one `mla` plan the
   call that runs it must hand the same cache_seqlens (plan-run:cache_seqlens) and as many query
   tokens per KV head (plan-run:q_tokens). Which memory the block table and the schedule were handed in
   is kept (handed_storage): a CUDA graph replays the tensors its capture handed the kernel.
+- FA3 MLA (flashattention_backend.py on an MLA model): flash_attn_with_kvcache with qv, the latent pool
+  as paged views at the cache's page size: recorded as handed (page_table, cache_seqlens, cu_seqlens_q).
 - FlashInfer MLA (flashinfer_mla_backend.py): BatchMLAPagedAttentionWrapper, as FlashInfer's
   flashinfer/mla.py has it (read at 00e3d683, plan() and run()): plan() copies qo_indptr /
   kv_indptr / kv_indices / kv_len_arr into the CUDA-graph buffers (else binds them) and hands the
@@ -77,6 +79,33 @@ class MlaRecorder(Recorder):
         if not torch.equal(s["seq_lens"], seq_lens):
             self.agree.note("cache_seqlens", s["seq_lens"].tolist(), seq_lens.tolist(), self.layer, where)
         self.agree.check("q_tokens", s["q_tokens"], q_tokens, self.layer, where)
+
+    # -- FA3 MLA (flashattention_backend.py with an MLA model: the absorbed path) -----------------------
+    def flash_attn_with_kvcache(self, q, k_cache, v_cache, page_table=None, cache_seqlens=None, cu_seqlens_q=None,
+                                cu_seqlens_k_new=None, max_seqlen_q=None, softmax_scale=None, causal=False,
+                                window_size=(-1, -1), softcap=0.0, return_softmax_lse=False, qv=None, **unused):
+        """FA3 over the latent pool: q the rope part, qv the latent part, k_cache / v_cache paged views of
+        the pool's rope and latent columns; row b's queries cu_seqlens_q[b] .. [b + 1], its keys
+        k < cache_seqlens[b] through page_table row b, bottom-right causal."""
+        if qv is None:
+            raise NotImplementedError("flash_attn_with_kvcache without qv on an MLA model is not modelled")
+        for name in ("k", "v", "rotary_cos", "cache_batch_idx", "cache_leftpad", "k_descale", "v_descale"):
+            if unused.get(name) is not None:
+                raise NotImplementedError(f"flash_attn_with_kvcache({name}=...) is not modelled by kvfuzz")
+        if int(window_size[0]) >= 0 or softcap:
+            raise NotImplementedError("a window or soft cap on FA3's MLA path is not modelled")
+        cu = host(cu_seqlens_q, "cu_seqlens_q").to(torch.int64)
+        rows = int(cu.shape[0]) - 1
+        q_lens = (cu[1:] - cu[:-1]).tolist()
+        if not causal and max(q_lens, default=0) > 1:
+            raise NotImplementedError("flash_attn_with_kvcache(causal=False) over several queries is not modelled")
+        self._add({"kernel": "fa_mla", "page_size": int(k_cache.shape[1]), "q_lens": q_lens,
+                   "block_table": host(page_table, "page_table").to(torch.int64)[:rows],
+                   "seq_lens": host(cache_seqlens, "cache_seqlens").to(torch.int64)[:rows]})
+        out = q.new_zeros(q.shape[0], q.shape[1], v_cache.shape[-1])
+        if return_softmax_lse:
+            return out, torch.zeros(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device)
+        return out
 
     # -- FlashInfer MLA --------------------------------------------------------------------------------
     def paged_wrapper(self, *args, **kwargs):

@@ -1,13 +1,14 @@
 """sglang's real attention backends as kvfuzz planners, at a pinned release.
 
     python3 adapters/sglang/sglang_planner.py --site .sglang/0.5.10.post1 --backend fa|triton|flashinfer
-                                              |flashmla|flashinfer_mla
+                                              |flashmla|flashinfer_mla|fa3_mla
                                               [--device cpu|cuda] [--fix N]
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter builds the
 release's backend (FlashAttentionBackend: family page_table, fa_page_table.py; TritonAttnBackend:
 token_csr, triton_token_csr.py; FlashInferAttnBackend: paged_csr, flashinfer_paged_csr.py; the MLA
-backends FlashMLABackend and FlashInferMLAAttnBackend: mla, mla_backends.py) on a fake
+backends FlashMLABackend, FlashInferMLAAttnBackend and FlashAttentionBackend on an MLA model: mla,
+mla_backends.py) on a fake
 model runner (fake_runner.py), runs its metadata code unchanged — eager init_forward_metadata, or CUDA-graph
 capture then replay — and its forward for every layer, with the attention kernels replaced by
 recorders (recorder.py). The recorded kernel arguments are the plan; kvfuzz's checked executor
@@ -32,7 +33,8 @@ import fixes  # noqa: E402
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--site", required=True, help="folder holding the sglang wheel's `sglang/` (ci/sglang.sh installs it)")
-    p.add_argument("--backend", choices=["fa", "triton", "flashinfer", "flashmla", "flashinfer_mla"], default="fa")
+    p.add_argument("--backend", choices=["fa", "triton", "flashinfer", "flashmla", "flashinfer_mla", "fa3_mla"],
+                   default="fa")
     p.add_argument("--device", default="cpu", help="cpu (Triton interpreter) or cuda")
     p.add_argument("--fix", action="append", default=[], choices=sorted(fixes.FIXES),
                    help="apply upstream fix N (fixes.py) on top of the release; repeatable")
@@ -85,7 +87,7 @@ def plan(case):
 
     try:
         setup = Setup(SG, case, torch.device(ARGS.device), deterministic=ARGS.deterministic,
-                      attention_backend={"fa": "fa3"}.get(ARGS.backend, ARGS.backend),
+                      attention_backend={"fa": "fa3", "fa3_mla": "fa3"}.get(ARGS.backend, ARGS.backend),
                       mla=ARGS.backend in mla_backends.BACKENDS)
         return PLAN(SG, setup)
     except UnsupportedCase as e:
