@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # sglang's real attention backends under kvfuzz (adapters/sglang/): the release's own metadata code
-# (FlashAttentionBackend, TritonAttnBackend, FlashInferAttnBackend) builds each case's metadata and kvfuzz's checked
+# (FlashAttentionBackend, TritonAttnBackend, FlashInferAttnBackend; the MLA backends FlashMLABackend,
+# FlashInferMLAAttnBackend, FlashAttentionBackend on MLA models) builds each case's metadata and kvfuzz's checked
 # executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
-#   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
+#   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES; SEEDS_OF: only the
+#                                      # seeds of these backends)
 #   bash ci/sglang.sh known            # each known issue's minimal case at its release, fingerprinted: triaged
 #                                      # as that issue, nothing NEW (installs the releases it names)
 #   bash ci/sglang.sh fingerprint CASE BACKEND [PLANNER FLAGS]   # one case's fingerprints at the release
 #                                      # (SGLANG_VERSION): what `kvfuzz bisect` runs at each release
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
-#                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
+#                                      # "fa triton flashinfer"; the MLA backends flashmla, flashinfer_mla,
+#                                      # fa3_mla run MLA models; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
 #                                      # against known_issues.json
 #
@@ -233,15 +236,17 @@ case "$1" in
     releases_table "$rows" adapters/sglang/known_issues.json sglang ;;
   matrix)
     # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.
+    # SEEDS_OF: only the seeds of these backends (e.g. "flashmla flashinfer_mla fa3_mla"); default all.
     releases=${RELEASES:-0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23}
-    printf '%-10s %-32s' backend case
+    printf '%-14s %-32s' backend case
     for r in $releases; do install "$r"; printf ' %-22s' "$r"; done
     echo
     for seed in $seeds triton:corpus/sglang/triton_draft_extend_v2_graph.json:-; do
       IFS=: read -r backend file effect mode <<<"$seed"
+      [ -z "${SEEDS_OF:-}" ] || [[ " $SEEDS_OF " == *" $backend "* ]] || continue
       det="" suffix=""
       [ "$mode" = det ] && det=--deterministic suffix=_det
-      printf '%-10s %-32s' "$backend" "$(basename "$file" .json)"
+      printf '%-14s %-32s' "$backend" "$(basename "$file" .json)"
       for r in $releases; do
         kinds=$(found "$backend" "$file" "$ROOT/$r" "sglang_${backend}_${r//./_}$suffix" $det)
         printf ' %-22s' "$(echo "${kinds:-clean}" | sed 's/ $//; s/ /,/g')"
