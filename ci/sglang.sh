@@ -109,14 +109,13 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
-       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean
-       flashmla:corpus/sglang/flashmla_mixed.json:-
-       flashmla:corpus/vllm/mla_graph_decode.json:clean
-       flashmla:corpus/vllm/mla_verify_chain.json:clean
-       flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean
-       flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
-       flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean
-       fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
+       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean"
+# The MLA backends (MLA models; docs/engines.md): FlashMLA's MIXED crash, then clean runs of each
+# backend's CUDA-graph decode / verify and prefill paths (the vLLM MLA seeds serve as cases).
+seeds+=" flashmla:corpus/sglang/flashmla_mixed.json:- flashmla:corpus/vllm/mla_graph_decode.json:clean
+         flashmla:corpus/vllm/mla_verify_chain.json:clean"
+seeds+=" flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
+         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
 
 # Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
 # the release's backend files) : the finding kind that must be reported : backend : the clean seed it
