@@ -49,7 +49,8 @@ MODES = ["decode", "idle", "extend", "mixed", "target_verify"]
 def build(sg, setup, which):
     if setup.mode not in MODES:
         raise UnsupportedCase(f"{setup.mode} batches on sglang's MLA backends are not modelled")
-    if setup.topk > 1:  # speculative_hook.py: FlashMLA rejects topk > 1; FlashInfer MLA plans no tree mask
+    if setup.topk > 1:  # FlashMLA's and FlashInfer MLA's draft backends raise for it (flashmla_backend.py:608-611,
+        # flashinfer_mla_backend.py:1196-1198, 0.5.23); FA3's MLA cascade for it is not modelled
         raise UnsupportedCase("EAGLE topk > 1 on an MLA backend")
     rec = MlaRecorder(setup)
     if which == "fa3_mla":
