@@ -115,7 +115,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
 seeds+=" flashmla:corpus/sglang/flashmla_mixed.json:- flashmla:corpus/vllm/mla_graph_decode.json:clean
          flashmla:corpus/vllm/mla_verify_chain.json:clean"
 seeds+=" flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
-         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
+         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean flashinfer_mla:corpus/sglang/mla_draft_extend.json:clean
+         fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
 
 # Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
 # the release's backend files) : the finding kind that must be reported : backend : the clean seed it

@@ -20,12 +20,16 @@ MHA one-shot path (flash_attn_varlen_func) is not modelled, so FA3 MLA answers s
 
     meta, arrays = plan(sg, setup)     # setup = fake_runner.Setup(sg, case, device, mla=True, ...)
 
-Not driven: draft decode (the multi-step draft backends) and draft extend (FlashMLA's fixed-q
-window, FlashInfer MLA's fast plan); the MHA chunked-prefix path (disable_chunked_prefix_cache is
+A v2 draft extend (eager; every request padded to num_draft_tokens, as the v2 worker does) is the
+prefill shape too: FlashMLA's fixed-q window reads its rows through the block table, FlashInfer MLA's
+paged prefill its fast-plan host arrays.
+
+Not driven: draft decode (the multi-step draft backends), draft extend under CUDA graphs; the MHA chunked-prefix path (disable_chunked_prefix_cache is
 set); FP8 caches; decode context parallelism. TRT-LLM MLA and CuteDSL MLA need Blackwell (sglang
 asserts it: arg_groups/overrides.py `_mla_kv_cache_dtype_checks`), so a Hopper user never runs them.
 """
 import importlib
+import inspect
 
 import numpy as np
 import torch
@@ -43,12 +47,19 @@ BACKENDS = {"flashmla": ("flashmla_backend", "FlashMLABackend"),
             "fa3_mla": ("flashattention_backend", "FlashAttentionBackend")}
 PAGE_SIZES = {"flashmla": [64], "flashinfer_mla": [1, 2, 4, 8, 16, 32, 64, 128, 256],
               "fa3_mla": [1, 2, 4, 8, 16, 32, 64, 128, 256]}
-MODES = ["decode", "idle", "extend", "mixed", "target_verify"]
+MODES = ["decode", "idle", "extend", "mixed", "target_verify", "draft_extend_v2"]
+PREFILL_MODES = ("extend", "mixed", "draft_extend_v2")  # the plan's prefill shape: each row's keys as slots
 
 
 def build(sg, setup, which):
     if setup.mode not in MODES:
         raise UnsupportedCase(f"{setup.mode} batches on sglang's MLA backends are not modelled")
+    if setup.mode == "draft_extend_v2":
+        lens = setup.case.array("extend_seq_lens")[: setup.bs]
+        if setup.graph:
+            raise UnsupportedCase("a v2 draft extend under a CUDA graph on an MLA backend is not modelled")
+        if len(set(lens.tolist())) > 1:  # the v2 worker pads every request to num_draft_tokens (eagle_worker_v2.py:1156)
+            raise UnsupportedCase("a v2 draft extend of unequal lengths: sglang pads each request to num_draft_tokens")
     if setup.topk > 1:  # FlashMLA's and FlashInfer MLA's draft backends raise for it (flashmla_backend.py:608-611,
         # flashinfer_mla_backend.py:1196-1198, 0.5.23); FA3's MLA cascade for it is not modelled
         raise UnsupportedCase("EAGLE topk > 1 on an MLA backend")
@@ -63,6 +74,10 @@ def build(sg, setup, which):
     modules = [fi]
     if which == "flashmla":
         fm = importlib.import_module("sglang.srt.layers.attention.flashmla_backend")
+        if setup.mode == "draft_extend_v2" and "is_draft_extend_v2" not in inspect.getsource(fm.FlashMLABackend):
+            # up to 0.5.14 at least: speculative/draft_utils.py warns "flashmla prefill backend is not yet
+            # supported for draft extend" and makes none
+            raise UnsupportedCase(f"FlashMLA of sglang {sg.version} has no draft extend")
         fm.flash_mla_with_kvcache, fm.get_mla_metadata = rec.flash_mla_with_kvcache, rec.get_mla_metadata
         modules.append(fm)
     if str(setup.device) == "cpu":
@@ -135,7 +150,7 @@ def to_plan(setup, rec):
 
 def _call_plan(setup, call):
     case = setup.case
-    if call["kernel"] == "fa_mla" and setup.mode in ("extend", "mixed"):
+    if call["kernel"] in ("fa_mla", "flash_mla") and setup.mode in PREFILL_MODES:
         table, seq_lens, ps = call["block_table"].numpy(), call["seq_lens"].numpy(), call["page_size"]
         meta, arrays = mla_plan.prefill(case, [mla_plan.table_slots(table[i], seq_lens[i], ps, f"row {i}")
                                                for i in range(len(seq_lens))], q_lens=call["q_lens"])
@@ -168,7 +183,7 @@ def _call_plan(setup, call):
             raise RuntimeError(f"BatchMLAPagedAttentionWrapper row {i} reads kv_indices[{int(kv[i])}:{end}] of "
                                f"{indices.size}")
         slots.append(indices[int(kv[i]):end])
-    if setup.mode in ("extend", "mixed"):
+    if setup.mode in PREFILL_MODES:
         return mla_plan.prefill(case, slots, q_lens=q_lens)
     width = max([len(s) for s in slots] + [1])
     table = np.zeros((rows, width), np.int64)
