@@ -58,8 +58,10 @@ def build(sg, setup, which):
         lens = setup.case.array("extend_seq_lens")[: setup.bs]
         if setup.graph:
             raise UnsupportedCase("a v2 draft extend under a CUDA graph on an MLA backend is not modelled")
-        if len(set(lens.tolist())) > 1:  # the v2 worker pads every request to num_draft_tokens (eagle_worker_v2.py:1156)
-            raise UnsupportedCase("a v2 draft extend of unequal lengths: sglang pads each request to num_draft_tokens")
+        # the v2 worker pads every request to num_draft_tokens = num_steps + 1 >= 2 (eagle_worker_v2.py:1156),
+        # the tokens per request FlashInfer MLA's fast plan and FlashMLA's window assume
+        if set(lens.tolist()) - {setup.spec_draft_tokens}:
+            raise UnsupportedCase("a v2 draft extend not of num_draft_tokens (>= 2) tokens per request")
     if setup.topk > 1:  # FlashMLA's and FlashInfer MLA's draft backends raise for it (flashmla_backend.py:608-611,
         # flashinfer_mla_backend.py:1196-1198, 0.5.23); FA3's MLA cascade for it is not modelled
         raise UnsupportedCase("EAGLE topk > 1 on an MLA backend")
