@@ -5,7 +5,7 @@
 # executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
-#                                      # (MLA_MUTANTS=1: the MLA mutant too)
+#                                      # (MLA_EXTRA=1: FA3 MLA's seed and the MLA mutant too)
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
 #   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES; SEEDS_OF: only the
@@ -116,8 +116,9 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
 seeds+=" flashmla:corpus/sglang/flashmla_mixed.json:- flashmla:corpus/vllm/mla_graph_decode.json:clean
          flashmla:corpus/vllm/mla_verify_chain.json:clean"
 seeds+=" flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
-         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean flashinfer_mla:corpus/sglang/mla_draft_extend.json:clean
-         fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
+         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean flashinfer_mla:corpus/sglang/mla_draft_extend.json:clean"
+# MLA_EXTRA=1: FA3 MLA's seed too (one more adapter process, about 10 s; CI leaves it out for time)
+[ "${MLA_EXTRA:-0}" = 0 ] || seeds+=" fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
 
 # Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
 # the release's backend files) : the finding kind that must be reported : backend : the clean seed it
@@ -129,12 +130,12 @@ seeds+=" flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean flashinfe
 #                            the unclamped seq_lens_cpu: only fast_decode_plan reads it (plan-run)
 #   mla-graph-indptr         FlashInfer MLA's decode graph replay schedules from a host kv_indptr one
 #                            too large (what fast_mla_decode_plan hands the kernel): rows read the
-#                            next entries of the captured kv_indices. Only with MLA_MUTANTS=1 (about
+#                            next entries of the captured kv_indices. Only with MLA_EXTRA=1 (about
 #                            20 s more; CI leaves it out: ctest sglang_mla_kernels_test checks what the
 #                            recorder reads at replay)
 mutants="replay-capture-seq-lens:adapters:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
          swa-schedule-unclamped:release:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json"
-[ "${MLA_MUTANTS:-0}" = 0 ] ||
+[ "${MLA_EXTRA:-0}" = 0 ] ||
   mutants+=" mla-graph-indptr:release:stride-divide:flashinfer_mla:corpus/vllm/mla_graph_decode.json"
 
 # release_copy DIR FILE: a copy of the release under DIR (links) whose FILE (under sglang/srt/layers/attention/)
