@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # sglang's real attention backends under kvfuzz (adapters/sglang/): the release's own metadata code
-# (FlashAttentionBackend, TritonAttnBackend, FlashInferAttnBackend) builds each case's metadata and kvfuzz's checked
+# (FlashAttentionBackend, TritonAttnBackend, FlashInferAttnBackend; the MLA backends FlashMLABackend,
+# FlashInferMLAAttnBackend, FlashAttentionBackend on MLA models) builds each case's metadata and kvfuzz's checked
 # executor of that family runs it.
 #
 #   bash ci/sglang.sh seeds            # each seed bug found in the release, gone with its upstream fix
+#                                      # (MLA_EXTRA=1: FA3 MLA's seed and the MLA mutant too)
 #   bash ci/sglang.sh releases         # seed bugs found in the release that shipped them, gone in the
 #                                      # release that fixed them (installs those releases too)
-#   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES)
+#   bash ci/sglang.sh matrix           # every seed case against every release (RELEASES; SEEDS_OF: only the
+#                                      # seeds of these backends)
 #   bash ci/sglang.sh known            # each known issue's minimal case at its release, fingerprinted: triaged
 #                                      # as that issue, nothing NEW (installs the releases it names)
 #   bash ci/sglang.sh fingerprint CASE BACKEND [PLANNER FLAGS]   # one case's fingerprints at the release
 #                                      # (SGLANG_VERSION): what `kvfuzz bisect` runs at each release
 #   bash ci/sglang.sh campaign [N]     # N generated cases (default 300) per backend (BACKENDS, default
-#                                      # "fa triton flashinfer"; NAME_det, e.g. flashinfer_det, serves as
+#                                      # "fa triton flashinfer"; the MLA backends flashmla, flashinfer_mla,
+#                                      # fa3_mla run MLA models; NAME_det, e.g. flashinfer_det, serves as
 #                                      # --enable-deterministic-inference does), each finding triaged
 #                                      # against known_issues.json
 #
@@ -76,7 +80,9 @@ found() {
   shift 4
   found_each "$backend" "$site" "$name" "$*" "$file" | cut -f2
 }
-family_executor() { case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; esac; }
+family_executor() {
+  case $1 in fa) echo fa ;; triton) echo triton ;; flashinfer) echo flashinfer_paged ;; flashmla | flashinfer_mla | fa3_mla) echo mla ;; esac
+}
 # What ci/engine_env.sh's releases_table and known_table call (DET True: --deterministic).
 found_at() { found "$1" "$2" "$ROOT/$3" "sglang_$1_${3//./_}"; }
 backend_name() { echo "sglang_$1_${2//./_}$([ "${3:-False}" = True ] && echo _det)"; }
@@ -105,22 +111,42 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean"
+# The MLA backends (MLA models; docs/engines.md): FlashMLA's MIXED crash, then clean runs of each
+# backend's CUDA-graph decode / verify and prefill paths (the vLLM MLA seeds serve as cases).
+seeds+=" flashmla:corpus/sglang/flashmla_mixed.json:- flashmla:corpus/vllm/mla_graph_decode.json:clean
+         flashmla:corpus/vllm/mla_verify_chain.json:clean"
+seeds+=" flashinfer_mla:corpus/sglang/flashinfer_mla_ragged.json:clean flashinfer_mla:corpus/vllm/mla_mixed_context.json:clean
+         flashinfer_mla:corpus/vllm/mla_verify_chain.json:clean flashinfer_mla:corpus/sglang/mla_draft_extend.json:clean"
+# MLA_EXTRA=1: FA3 MLA's seed too (one more adapter process, about 10 s; CI leaves it out for time)
+[ "${MLA_EXTRA:-0}" = 0 ] || seeds+=" fa3_mla:corpus/vllm/mla_verify_chain.json:clean"
 
-# Mutants of the FlashInfer decode graph replay (the clean seed flashinfer_graph_decode_swa), each in a
-# copy: NAME : where (adapters: a copy of adapters/; release: of the release's flashinfer_backend.py) :
-# the finding kind that must be reported. Planted by mutant() below. The two add about 10 s to `seeds`
-# (measured on 2 cores under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
+# Mutants of clean seeds, each in a copy: NAME : where (adapters: a copy of adapters/; release: of one of
+# the release's backend files) : the finding kind that must be reported : backend : the clean seed it
+# runs. Planted by mutant() below. The FlashInfer two add about 10 s to `seeds` (measured on 2 cores
+# under load 4, 2026-11-27; the clean seed itself rides in the FlashInfer process).
 #   replay-capture-seq-lens  the adapter replays with the capture batch's seq_lens (the fill value 1):
 #                            sglang_release.init_metadata, both the <= 0.5.12 and the >= 0.5.13 path
 #   swa-schedule-unclamped   the release's window wrapper scheduled (global_override_indptr_cpu) from
 #                            the unclamped seq_lens_cpu: only fast_decode_plan reads it (plan-run)
-mutants="replay-capture-seq-lens:adapters:plan-run
-         swa-schedule-unclamped:release:plan-run"
-GRAPH_SEED=corpus/sglang/flashinfer_graph_decode_swa.json
+#   mla-graph-indptr         FlashInfer MLA's decode graph replay schedules from a host kv_indptr one
+#                            too large (what fast_mla_decode_plan hands the kernel): rows read the
+#                            next entries of the captured kv_indices. Only with MLA_EXTRA=1 (about
+#                            20 s more; CI leaves it out: ctest sglang_mla_kernels_test checks what the
+#                            recorder reads at replay)
+mutants="replay-capture-seq-lens:adapters:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json
+         swa-schedule-unclamped:release:plan-run:flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json"
+[ "${MLA_EXTRA:-0}" = 0 ] ||
+  mutants+=" mla-graph-indptr:release:stride-divide:flashinfer_mla:corpus/vllm/mla_graph_decode.json"
 
-# mutant NAME DIR: plants NAME in a copy under DIR; prints the adapter command that runs it
+# release_copy DIR FILE: a copy of the release under DIR (links) whose FILE (under sglang/srt/layers/attention/)
+# is a real copy, to plant in; prints FILE's path in the copy
+release_copy() {
+  local site=$1/site file=sglang/srt/layers/attention/$2
+  cp -rs "$(realpath "$SITE")" "$site" && rm "$site/$file" && cp "$SITE/$file" "$site/$file" && echo "$site/$file"
+}
+# mutant NAME DIR BACKEND: plants NAME in a copy under DIR; prints the adapter command that runs it
 mutant() {
-  local name=$1 dir=$2 adapters=adapters site=$SITE
+  local name=$1 dir=$2 backend=$3 adapters=adapters site=$SITE file
   case $name in
     replay-capture-seq-lens)
       cp -r adapters "$dir/adapters" && adapters=$dir/adapters
@@ -129,13 +155,15 @@ mutant() {
         "replay(n, fb.req_pool_indices, seq_lens, " &&
         plant "$adapters/sglang/sglang_release.py" $'\n        seq_lens.copy_(fb.seq_lens)\n' $'\n' || return 1 ;;
     swa-schedule-unclamped)
-      site=$dir/site && cp -rs "$(realpath "$SITE")" "$site"
-      local fi_py=sglang/srt/layers/attention/flashinfer_backend.py
-      rm "$site/$fi_py" && cp "$SITE/$fi_py" "$site/$fi_py"
-      plant "$site/$fi_py" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
+      file=$(release_copy "$dir" flashinfer_backend.py) && site=$dir/site &&
+        plant "$file" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
         return 1 ;;
+    mla-graph-indptr)
+      file=$(release_copy "$dir" flashinfer_mla_backend.py) && site=$dir/site &&
+        plant "$file" "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = torch.cumsum(" \
+          "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = 1 + torch.cumsum(" || return 1 ;;
   esac
-  echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend flashinfer"
+  echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend"
 }
 # plant FILE OLD NEW: OLD (exactly once in FILE) replaced by NEW
 plant() {
@@ -152,7 +180,7 @@ PY
 case "$1" in
   seeds)
     failed=0
-    printf '%-10s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
+    printf '%-14s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     declare -A jobs kinds  # each (backend, fix, mode)'s seeds go to one adapter process; the table reads kinds
     for seed in $seeds; do
       IFS=: read -r backend file effect mode <<<"$seed"
@@ -183,20 +211,20 @@ case "$1" in
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
       case $effect in fix=*|change=*) upstream="${effect%%=*} #${effect#*=}" ;; esac
-      printf '%-10s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
+      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
         "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
     done
     work=$(mktemp -d)
     for entry in $mutants; do
-      IFS=: read -r name where kind <<<"$entry"
+      IFS=: read -r name where kind backend seed <<<"$entry"
       mkdir -p "$work/$name"
       got=unreadable verdict="NOT CAUGHT"
-      if command=$(mutant "$name" "$work/$name"); then
-        got=$(check_kinds "sglang_flashinfer_$RELEASE:flashinfer_paged" "$command" "$GRAPH_SEED" | cut -f2)
+      if command=$(mutant "$name" "$work/$name" "$backend"); then
+        got=$(check_kinds "sglang_${backend}_$RELEASE:$(family_executor "$backend")" "$command" "$seed" | cut -f2)
         [[ " $got" == *" $kind "* ]] && verdict=ok
       fi
       [ "$verdict" = ok ] || failed=1
-      printf '%-10s %-34s %-13s %-44s %-13s %s\n' flashinfer "mutant $name" "($where)" "${got:-clean}" - "$verdict"
+      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "mutant $name" "($where)" "${got:-clean}" - "$verdict"
     done
     rm -rf "$work"
     exit $failed ;;
@@ -213,15 +241,17 @@ case "$1" in
     releases_table "$rows" adapters/sglang/known_issues.json sglang ;;
   matrix)
     # Every seed case against every release (RELEASES, default all five): the finding kinds each shows.
+    # SEEDS_OF: only the seeds of these backends (e.g. "flashmla flashinfer_mla fa3_mla"); default all.
     releases=${RELEASES:-0.5.10.post1 0.5.11 0.5.12.post1 0.5.13 0.5.23}
-    printf '%-10s %-32s' backend case
+    printf '%-14s %-32s' backend case
     for r in $releases; do install "$r"; printf ' %-22s' "$r"; done
     echo
     for seed in $seeds triton:corpus/sglang/triton_draft_extend_v2_graph.json:-; do
       IFS=: read -r backend file effect mode <<<"$seed"
+      [ -z "${SEEDS_OF:-}" ] || [[ " $SEEDS_OF " == *" $backend "* ]] || continue
       det="" suffix=""
       [ "$mode" = det ] && det=--deterministic suffix=_det
-      printf '%-10s %-32s' "$backend" "$(basename "$file" .json)"
+      printf '%-14s %-32s' "$backend" "$(basename "$file" .json)"
       for r in $releases; do
         kinds=$(found "$backend" "$file" "$ROOT/$r" "sglang_${backend}_${r//./_}$suffix" $det)
         printf ' %-22s' "$(echo "${kinds:-clean}" | sed 's/ $//; s/ /,/g')"
@@ -236,9 +266,12 @@ case "$1" in
     for token in $BACKENDS; do  # fa, triton, flashinfer; NAME_det: served as --enable-deterministic-inference
       backend=${token%_det} det="" suffix=""
       [ "$token" != "$backend" ] && det=--deterministic suffix=_det
-      echo "== sglang $VERSION $token backend: ${2:-300} cases"
+      # FlashMLA takes pages of 64 only: the first profile whose pages reach 64 (reference/generate.cc)
+      profile=tiny
+      [ "$backend" != flashmla ] || profile=medium
+      echo "== sglang $VERSION $token backend: ${2:-300} $profile cases"
       rm -rf "${out:?}/$token"
-      "$KVFUZZ" run --cases "${2:-300}" --profile tiny \
+      "$KVFUZZ" run --cases "${2:-300}" --profile $profile \
         --backend "sglang_${backend}_$RELEASE$suffix:$(family_executor "$backend")" \
         --adapter "$(adapter --backend "$backend" $det)" --out "$out/$token" --no-shrink --jobs "$(nproc)" || [ $? -eq 1 ]
     done

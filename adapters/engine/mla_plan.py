@@ -13,6 +13,7 @@ Two shapes, as the family has them:
     meta, arrays = latent_decode(case, block_table, seq_lens)            # [rows, width], [rows]
     meta, arrays = latent_decode(case, table, seq_lens, q_lens=[3, 3, 0], empty_padded_rows=True)
     meta, arrays = prefill(case, [np.array([slot, ...]), ...])          # one array per batch row
+    meta, arrays = prefill(case, keys_by_row, q_lens=[2, 5])            # the queries as the kernel had them
 """
 import numpy as np
 
@@ -72,12 +73,16 @@ def latent_decode(case, block_table, seq_lens, q_lens=None, empty_padded_rows=Fa
     return meta, arrays
 
 
-def prefill(case, keys_by_row, padded_rows=0):
+def prefill(case, keys_by_row, padded_rows=0, q_lens=None):
     """keys_by_row: per batch row, the pool slots its queries read, in order (bottom-right causal);
-    padded_rows: vLLM's padded rows after them, which read nothing (empty_padded_rows)."""
-    q_lens = np.asarray(case.array("extend_seq_lens")[: len(keys_by_row)], np.int64)
-    if case.batch["mode"] == "decode":
+    padded_rows: vLLM's padded rows after them, which read nothing (empty_padded_rows); q_lens: the
+    queries of each row as the kernel was handed them (default: the batch's extend lengths)."""
+    if q_lens is not None:
+        q_lens = np.asarray(q_lens, np.int64)
+    elif case.batch["mode"] == "decode":
         q_lens = np.ones(len(keys_by_row), np.int64)
+    else:
+        q_lens = np.asarray(case.array("extend_seq_lens")[: len(keys_by_row)], np.int64)
     q_lens = np.concatenate([q_lens, np.zeros(padded_rows, np.int64)])
     k_lens = np.array([len(k) for k in keys_by_row] + [0] * padded_rows, np.int64)
     kv_indptr = np.concatenate([[0], np.cumsum(k_lens)])

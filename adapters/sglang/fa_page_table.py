@@ -9,11 +9,13 @@ from engine import page_table_plan
 from recorder import Recorder, recorded_plan
 
 
-def build(sg, setup):
+def build(sg, setup, rec=None):
+    """The backend with its kernels recorded by rec (default: a page_table Recorder; mla_backends.py
+    hands an MLA one for FA3's absorbed MLA path)."""
     fa = sg.module("flashattention_backend")
     backend = fa.FlashAttentionBackend(setup.runner, speculative_step_id=setup.draft_step, topk=setup.spec_topk,
                                        speculative_num_steps=setup.num_steps)
-    rec = Recorder(setup)
+    rec = rec or Recorder(setup)
     # The backend calls them as its attributes and (0.5.11 on, in some paths) as module globals.
     backend.flash_attn_with_kvcache = fa.flash_attn_with_kvcache = rec.flash_attn_with_kvcache
     backend.flash_attn_varlen_func = fa.flash_attn_varlen_func = rec.unexpected("flash_attn_varlen_func")

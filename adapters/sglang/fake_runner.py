@@ -10,6 +10,11 @@ chunked layers `use_irope` with the model's `attention_chunk_size`.
 
 The hybrid-SWA pool is sglang's real SWAKVPool class (its layer routing and
 translate_loc_from_full_to_swa run unchanged) over small stand-in buffers.
+
+An MLA backend (Setup(..., mla=True)) runs kvfuzz's MLA models with DeepSeek-V3's MLA dimensions
+(MLA_DIMS: the latent pool's one head of kv_lora_rank + rope = 576 values, the head dims every sglang
+MLA backend views its cache with) whatever the case's: the metadata code reads them only to size and
+view buffers; kvfuzz's executor attends with the case's own dims.
 """
 import dataclasses
 import importlib
@@ -29,6 +34,11 @@ MODES = {
     "draft_extend_v2": ("DRAFT_EXTEND_V2", "draft_extend"),
     "draft_decode": ("DECODE", "draft"),
 }
+
+
+# DeepSeek-V3's MLA dimensions (config.json: kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+MLA_DIMS = dict(kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
+MLA_HEAD = MLA_DIMS["kv_lora_rank"] + MLA_DIMS["qk_rope_head_dim"]  # the latent pool's width: 576
 
 
 class _Batch(types.SimpleNamespace):
@@ -64,8 +74,9 @@ class _Buffers:
 class Setup:
     """Everything one request builds: model runner, layers, forward batch, pools."""
 
-    def __init__(self, sg, case, device, spec_topk=None, deterministic=False, attention_backend="fa3"):
+    def __init__(self, sg, case, device, spec_topk=None, deterministic=False, attention_backend="fa3", mla=False):
         self.sg, self.case, self.device = sg, case, device
+        self.mla = mla
         self.attention_backend = attention_backend
         self.deterministic = deterministic
         info, batch = case.info, case.batch
@@ -81,8 +92,10 @@ class Setup:
         self.draft_tokens = batch["draft_tokens"]
         self.draft_steps, self.draft_step = batch["draft_steps"], batch["draft_step"]
         m = case.model
-        if m["mla"]:
-            raise UnsupportedCase("MLA models")
+        if m["mla"] != mla:
+            raise UnsupportedCase("MLA models" if m["mla"] else "non-MLA models on an MLA backend")
+        if mla and info["cache"]["hybrid"]:
+            raise UnsupportedCase("a hybrid SWA pool under an MLA backend (swa_mla_fallback is not modelled)")
         self.layers_spec = case.layers
         self.dtype = torch.bfloat16
         self._build_pools(info, m)
@@ -102,8 +115,9 @@ class Setup:
         full_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "full"]
         swa_ids = [l for l, x in enumerate(self.layers_spec) if x["pool"] == "swa"]
         pools = info["pools"]
-        mk = lambda name, slots, n: _Buffers(name, slots, n, m["kv_heads"], m["head_dim"], m["v_head_dim"],
-                                             self.dtype, dev)
+        # an MLA pool holds the latent only: one head of MLA_HEAD values, no V
+        heads, dims = (1, (MLA_HEAD, 0)) if self.mla else (m["kv_heads"], (m["head_dim"], m["v_head_dim"]))
+        mk = lambda name, slots, n: _Buffers(name, slots, n, heads, *dims, self.dtype, dev)
         self.full = mk("full", pools["full_slots"], len(full_ids))
         self.full.quant_method = quant = sg.unquantized_kv_cache_method()
         self.hybrid = bool(info["cache"]["hybrid"])
@@ -188,6 +202,10 @@ class Setup:
             linear_attn_registry_result=None,
             hf_text_config=types.SimpleNamespace(num_attention_heads=m["q_heads"],
                                                  attn_logit_softcapping=m["softcap"] or None))
+        if self.mla:  # model_config.py: DeepSeek's MLA fields; scaling is the MLA layer's softmax scale
+            model_config.attention_arch = sg.AttentionArch.MLA
+            model_config.scaling = m["sm_scale"]
+            vars(model_config).update(MLA_DIMS)
         model_config.hf_config = types.SimpleNamespace(architectures=["LlamaForCausalLM"],
                                                        get_text_config=lambda: model_config.hf_text_config)
         self.runner = types.SimpleNamespace(
@@ -201,7 +219,7 @@ class Setup:
             kv_cache_dtype=self.dtype, page_size=self.page_size, attn_cp_size=1, dtype=self.dtype,
             is_hybrid_swa=self.hybrid, tp_size=1, num_effective_layers=len(self.layers_spec),
             model_is_mrope=False, is_draft_worker=spec == "draft",
-            max_num_reqs=self.req_to_token.shape[0], ps=sg.parallel_state)
+            max_num_reqs=self.req_to_token.shape[0], ps=sg.parallel_state, use_mla_backend=self.mla)
         if sg.runtime is not None:
             self._runner_0_5_23(spec)
 
@@ -239,11 +257,14 @@ class Setup:
         sg = self.sg
         self.layers = []
         for l, x in enumerate(self.layers_spec):
+            # an MLA model's absorbed layer (DeepSeek's attn_mqa): one latent head, V its first kv_lora_rank
+            kv_heads, head_dim, v_head_dim = ((1, MLA_HEAD, MLA_DIMS["kv_lora_rank"]) if self.mla
+                                              else (m["kv_heads"], m["head_dim"], m["v_head_dim"]))
             self.layers.append(types.SimpleNamespace(
                 layer_id=l, sliding_window_size=x["window"] if x["kind"] == "sliding_window" else -1,
-                use_irope=x["kind"] == "chunked", tp_q_head_num=m["q_heads"], tp_k_head_num=m["kv_heads"],
-                tp_v_head_num=m["kv_heads"], head_dim=m["head_dim"], qk_head_dim=m["head_dim"],
-                v_head_dim=m["v_head_dim"], scaling=m["sm_scale"], logit_cap=m["softcap"],
+                use_irope=x["kind"] == "chunked", tp_q_head_num=m["q_heads"], tp_k_head_num=kv_heads,
+                tp_v_head_num=kv_heads, head_dim=head_dim, qk_head_dim=head_dim,
+                v_head_dim=v_head_dim, scaling=m["sm_scale"], logit_cap=m["softcap"],
                 is_cross_attention=False, attn_type=sg.AttentionType.DECODER, k_scale=None, v_scale=None,
                 k_scale_float=None, v_scale_float=None, logit_capping_method="tanh", xai_temperature_len=-1))
 
@@ -280,6 +301,8 @@ class Setup:
                                                    accept_length=extend, accept_length_cpu=extend.tolist(),
                                                    extend_seq_lens_tensor=extend.to(torch.int32),
                                                    extend_seq_lens_cpu=extend.tolist(),
+                                                   # eagle_worker_v2.py:1156: a draft extend's tokens per request
+                                                   num_tokens_per_req=self.spec_draft_tokens,
                                                    # 0.5.23: the multi-step draft backend's window rail
                                                    window_kv_indptr=None, window_kv_indices=None)
         self.fb = _Batch(

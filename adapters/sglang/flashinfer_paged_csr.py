@@ -32,6 +32,7 @@ from engine import paged_csr_plan
 from engine.plan_run import PlanRun
 from fake_runner import UnsupportedCase
 from recorder import Recorder, host, recorded_plan
+from torch_on import TorchOn
 
 
 class _Wrapper:
@@ -180,24 +181,6 @@ class _RaggedPrefill(_Wrapper):
         return q.new_zeros(q.shape), torch.zeros(q.shape[0], q.shape[1], dtype=torch.float32, device=q.device)
 
 
-class _TorchOn:
-    """The module's `torch`, with device="cuda" mapped to the run's device (CPU runs: sglang's
-    FlashInfer updater allocates kv_indices on "cuda" by name)."""
-
-    def __init__(self, device):
-        self._device = device
-
-    def __getattr__(self, name):
-        value = getattr(torch, name)
-        if name in ("empty", "zeros", "ones", "full", "arange", "tensor"):
-            def on_device(*args, **kwargs):
-                if kwargs.get("device") == "cuda":
-                    kwargs["device"] = self._device
-                return value(*args, **kwargs)
-            return on_device
-        return value
-
-
 def build(sg, setup):
     if setup.mode == "draft_decode":
         raise UnsupportedCase("draft decode through FlashInferMultiStepDraftBackend is not modelled")
@@ -222,7 +205,7 @@ def build(sg, setup):
     fi._safe_merge_state = rec.merge_state  # 0.5.23: merge_state or Triton's, by head count (CUDA imports only)
     fi.fast_decode_plan = fast_decode_plan  # bound to the CUDA-graph decode wrappers after capture
     if str(setup.device) == "cpu":
-        fi.torch = _TorchOn(setup.device)
+        fi.torch = TorchOn(setup.device)
     backend = fi.FlashInferAttnBackend(setup.runner)
     return backend, rec
 

@@ -114,10 +114,15 @@ class Sglang:
         except Exception as e:  # noqa: BLE001 - any import-time failure of the server's modules
             raise UnsupportedCase(f"sglang.srt.speculative.eagle_info does not import here: {e}") from e
 
-    def init_metadata(self, backend, setup):
-        """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
+    def publish_server_args(self, setup):
+        """Before 0.5.17 the backends read the server's arguments from server_args' module global (some
+        in their __init__: publish before building them)."""
         if self.runtime is None:
             self._server_args._global_server_args = setup.runner.server_args
+
+    def init_metadata(self, backend, setup):
+        """Eager metadata, or a CUDA graph captured at padded_bs and replayed with this batch."""
+        self.publish_server_args(setup)
         if not setup.graph:
             # model_runner.forward_idle: an IDLE batch of no rows keeps the old metadata
             if setup.fb.batch_size > 0 or setup.mode != "idle":
