@@ -295,8 +295,13 @@ class Setup:
             self.spec_info = verify(**{f.name: known.get(f.name) for f in dataclasses.fields(verify)
                                        if f.init and (f.name in known or f.default is dataclasses.MISSING)})
         elif spec is not None:
-            # EagleDraftInput of the v2 worker: the draft-extend lengths per request (CUDA-graph replay reads them)
+            # EagleDraftInput of the v2 worker: the draft-extend lengths per request (CUDA-graph replay reads them).
+            # num_tokens_per_req (0.5.23): a draft decode's topk (eagle_worker_common.py:350), a draft extend's
+            # num_draft_tokens (EagleDraftExtendInput, eagle_worker_v2.py:1156, and its graph capture's,
+            # eagle_draft_extend_cuda_graph_runner.py:421); FA's capture binds by it (flashattention_backend.py:2906)
+            width = self.spec_draft_tokens if self.mode == "draft_extend_v2" else self.topk
             self.spec_info = types.SimpleNamespace(topk=self.topk, positions=positions, num_tokens_per_batch=1,
+                                                   num_tokens_per_req=width,
                                                    is_draft_input=lambda: True, is_verify_input=lambda: False,
                                                    accept_length=extend, accept_length_cpu=extend.tolist(),
                                                    extend_seq_lens_tensor=extend.to(torch.int32),
