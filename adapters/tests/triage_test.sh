@@ -227,6 +227,19 @@ line "$WORK/dev23.jsonl" plan-run sglang_flashinfer_0_5_23_det:flashinfer_paged 
 run dev23 1 $SGLANG
 grep -q "^regression *sglang#31501" "$WORK/dev23.out" || fail "the deterministic draft extend window in 0.5.23 is not a regression"
 
+
+# The FA draft cascade's keys before the window, read on a separate SWA pool after they were evicted
+# (freed SWA slots): kvfuzz-fa-draft-swa-cascade; the same foreign read with one pool (nothing is
+# evicted, so the cascade cannot reach a freed slot), or at topk 1 (no cascade): NEW.
+CASCADE_FP='{"topk": 2, "hybrid": true, "sliding_layers": true}'
+line "$WORK/casc.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 unowned-slot "$CASCADE_FP"
+line "$WORK/casc.jsonl" oracle sglang_fa_0_5_23:fa draft_decode sliding_window 2 reads:unowned-slot+missing-interior "$CASCADE_FP"
+run casc 0 $SGLANG
+grep -q "^known *kvfuzz-fa-draft-swa-cascade" "$WORK/casc.out" || fail "the cascade's evicted keys are not kvfuzz-fa-draft-swa-cascade"
+line "$WORK/casc1.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 unowned-slot '{"topk": 2, "sliding_layers": true}'
+run casc1 1 $SGLANG
+line "$WORK/casc2.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 unowned-slot '{"hybrid": true, "sliding_layers": true}'
+run casc2 1 $SGLANG
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG
