@@ -94,7 +94,8 @@ adapter_at() { echo "$PY adapters/sglang/sglang_planner.py --site $ROOT/$2 --dev
 #   -         found in the release, no upstream fix: adapters/sglang/known_issues.json triages it
 #   clean     clean in the release (a path the adapter drives, e.g. a CUDA-graph replay); its mutants
 #             below must be caught
-# mode "det": the planner serves as --enable-deterministic-inference does
+# mode "det": the planner serves as --enable-deterministic-inference does; a fifth field names the
+# release the seed runs at (default SGLANG_VERSION)
 seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        fa:corpus/regressions/fa__fa_draft_extend_v2_double.json:change=26512
        fa:corpus/regressions/fa__fa_local_token_table.json:fix=32902
@@ -110,7 +111,8 @@ seeds="fa:corpus/regressions/fa__fa_swa_spec_untranslated.json:fix=24617
        flashinfer:corpus/sglang/flashinfer_softcap_plan.json:-
        flashinfer:corpus/sglang/flashinfer_det_swa_window.json:fix=31501:det
        flashinfer:corpus/sglang/flashinfer_det_draft_extend_window.json:fix=31501:det
-       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean"
+       flashinfer:corpus/sglang/flashinfer_graph_decode_swa.json:clean
+       fa:corpus/sglang/fa_draft_extend_v2_graph.json:clean::0.5.23"
 # The MLA backends (MLA models; docs/engines.md): FlashMLA's MIXED crash, then clean runs of each
 # backend's CUDA-graph decode / verify and prefill paths (the vLLM MLA seeds serve as cases).
 seeds+=" flashmla:corpus/sglang/flashmla_mixed.json:- flashmla:corpus/vllm/mla_graph_decode.json:clean
@@ -183,23 +185,26 @@ case "$1" in
     printf '%-14s %-34s %-13s %-44s %-13s %s\n' backend case upstream "sglang $VERSION" "with it" verdict
     declare -A jobs kinds  # each (backend, fix, mode)'s seeds go to one adapter process; the table reads kinds
     for seed in $seeds; do
-      IFS=: read -r backend file effect mode <<<"$seed"
-      jobs["$backend:-:$mode"]+=" $file"
-      case $effect in fix=*|change=*) jobs["$backend:${effect#*=}:$mode"]+=" $file" ;; esac
+      IFS=: read -r backend file effect mode release <<<"$seed"
+      at=${release:-$VERSION}
+      jobs["$backend:-:$mode:$at"]+=" $file"
+      case $effect in fix=*|change=*) jobs["$backend:${effect#*=}:$mode:$at"]+=" $file" ;; esac
     done
     for job in "${!jobs[@]}"; do
-      IFS=: read -r backend n mode <<<"$job"
-      name=sglang_${backend}_$RELEASE flags=""
+      IFS=: read -r backend n mode at <<<"$job"
+      install "$at"
+      name=sglang_${backend}_${at//./_} flags=""
       [ "$n" = - ] || { name+=_fix$n flags="--fix $n"; }
       [ "$mode" != det ] || { name+=_det flags+=" --deterministic"; }
       # shellcheck disable=SC2086  # the files are words
-      while IFS=$'\t' read -r file got; do kinds["$job:$file"]=$got; done < <(found_each "$backend" "$SITE" "$name" "$flags" ${jobs[$job]})
+      while IFS=$'\t' read -r file got; do kinds["$job:$file"]=$got; done < <(found_each "$backend" "$ROOT/$at" "$name" "$flags" ${jobs[$job]})
     done
     for seed in $seeds; do
-      IFS=: read -r backend file effect mode <<<"$seed"
-      before=${kinds["$backend:-:$mode:$file"]-unreadable }
+      IFS=: read -r backend file effect mode release <<<"$seed"
+      at=${release:-$VERSION}
+      before=${kinds["$backend:-:$mode:$at:$file"]-unreadable }
       after=- verdict=ok
-      case $effect in fix=*|change=*) after=${kinds["$backend:${effect#*=}:$mode:$file"]-unreadable } ;; esac
+      case $effect in fix=*|change=*) after=${kinds["$backend:${effect#*=}:$mode:$at:$file"]-unreadable } ;; esac
       case $effect in
         fix=*)    is_finding "$before" || verdict="NOT FOUND in the release"
                   [ -z "$after" ] || verdict="$verdict; NOT GONE with the fix" ;;
@@ -211,7 +216,7 @@ case "$1" in
       [ "$verdict" = ok ] || { verdict=${verdict#; }; failed=1; }
       upstream=-
       case $effect in fix=*|change=*) upstream="${effect%%=*} #${effect#*=}" ;; esac
-      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)" "$upstream" \
+      printf '%-14s %-34s %-13s %-44s %-13s %s\n' "$backend" "$(basename "$file" .json)${release:+ @$release}" "$upstream" \
         "${before:-clean}" "$([ "$after" = - ] && echo - || echo "${after:-clean}")" "$verdict"
     done
     work=$(mktemp -d)
@@ -247,7 +252,7 @@ case "$1" in
     for r in $releases; do install "$r"; printf ' %-22s' "$r"; done
     echo
     for seed in $seeds triton:corpus/sglang/triton_draft_extend_v2_graph.json:-; do
-      IFS=: read -r backend file effect mode <<<"$seed"
+      IFS=: read -r backend file effect mode _ <<<"$seed"
       [ -z "${SEEDS_OF:-}" ] || [[ " $SEEDS_OF " == *" $backend "* ]] || continue
       det="" suffix=""
       [ "$mode" = det ] && det=--deterministic suffix=_det
