@@ -230,7 +230,8 @@ grep -q "^regression *sglang#31501" "$WORK/dev23.out" || fail "the deterministic
 
 # The FA draft cascade's keys before the window, read on a separate SWA pool after they were evicted
 # (freed SWA slots): kvfuzz-fa-draft-swa-cascade; the same foreign read with one pool (nothing is
-# evicted, so the cascade cannot reach a freed slot), or at topk 1 (no cascade): NEW.
+# evicted, so the cascade cannot reach a freed slot), at topk 1 (no cascade), or of another request's slot
+# (evicted keys map to the dummy page; the expand call's untranslated table reads others' slots): NEW.
 CASCADE_FP='{"topk": 2, "hybrid": true, "sliding_layers": true}'
 line "$WORK/casc.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 unowned-slot "$CASCADE_FP"
 line "$WORK/casc.jsonl" oracle sglang_fa_0_5_23:fa draft_decode sliding_window 2 reads:unowned-slot+missing-interior "$CASCADE_FP"
@@ -240,6 +241,8 @@ line "$WORK/casc1.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_wind
 run casc1 1 $SGLANG
 line "$WORK/casc2.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 unowned-slot '{"hybrid": true, "sliding_layers": true}'
 run casc2 1 $SGLANG
+line "$WORK/casc3.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 other-request "$CASCADE_FP"
+run casc3 1 $SGLANG
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG
