@@ -306,8 +306,6 @@ class Setup:
                                                    accept_length=extend, accept_length_cpu=extend.tolist(),
                                                    extend_seq_lens_tensor=extend.to(torch.int32),
                                                    extend_seq_lens_cpu=extend.tolist(),
-                                                   # eagle_worker_v2.py:1156: a draft extend's tokens per request
-                                                   num_tokens_per_req=self.spec_draft_tokens,
                                                    # 0.5.23: the multi-step draft backend's window rail
                                                    window_kv_indptr=None, window_kv_indices=None)
         self.fb = _Batch(
