@@ -18,8 +18,11 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 campaign() {
   local name=$1 servers=$2 cases=$3 brk=$4
   shift 4
-  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs "${JOBS:-3}" --no-shrink --max-saved 1 \
-    --adapter "KVFUZZ_EXAMPLE_BREAK=$brk $EXEC" --backend numpy_page_table --adapter-servers "$servers" \
+  # shellcheck disable=SC2086 # PROFILES: several flags
+  "$K" run --cases "$cases" --seed 5 ${PROFILES:---profile tiny --profile small} --jobs "${JOBS:-3}" --no-shrink \
+    --max-saved 1 \
+    --adapter "KVFUZZ_EXAMPLE_BREAK=$brk ${EXEC_OF:-$EXEC}" --backend "${BACKEND:-numpy_page_table}" \
+    --adapter-servers "$servers" \
     --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
   echo $? >"$WORK/$name.rc"
 }
@@ -114,6 +117,23 @@ grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fa
 rc=$?
 [ $rc = 0 ] || { fail "batch_csr: exit $rc, expected 0"; tail -5 "$WORK/batch_csr.out"; }
 batched batch_csr
+
+# The paged_csr (FlashInfer's wrapper calls, as sglang and FlashInfer users plan them) and mla
+# (FlashMLA's latent decode, MLA prefill) families' merges: the numpy executor of each, batched on
+# one server, finds what per-job workers find, case for case, with a planted bug (a row reading one
+# key fewer), over decode (paged rows), extend (ragged + prefix calls; the gather CSR) and verify
+# (custom masks) batches (mla: verify is the latent decode path, with its tree mask). The numpy
+# kernels are slow enough that jobs queue without a delay.
+declare -A modes=([paged_csr]=decode,extend,target_verify [mla]=extend,target_verify)
+for fam in paged_csr mla; do
+  for servers in 0 1; do
+    EXEC_OF="KVFUZZ_EXAMPLE_MODES=${modes[$fam]} python3 $SRC/adapters/examples/numpy_$fam.py" \
+      BACKEND=numpy_$fam PROFILES="--profile tiny" JOBS=6 \
+      campaign "batch_${fam}_$servers" "$servers" 32 drop_last_key --reuse-shapes 1000
+  done
+  same "batch_${fam}_0" "batch_${fam}_1" cache-extent
+  batched "batch_${fam}_1"
+done
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
