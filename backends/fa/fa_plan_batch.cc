@@ -67,8 +67,7 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
 std::string batch_shape(const BatchCase& c) {
   const auto& p = dynamic_cast<const FaPlan&>(*c.plan);
   std::string shape = p.has_sliding ? "sliding" : "no-sliding";
-  for (const Layer& l : p.layers)
-    shape += " " + batch::layer_shape(l);
+  for (const Layer& l : p.layers) shape += " " + batch::layer_shape(l);
   for (const FaGroup* g : groups(p)) {
     const std::string pool = group_pool(p, *c.scenario, g);
     if (pool == "mixed" || g->common_prefix_len > 0) return "";

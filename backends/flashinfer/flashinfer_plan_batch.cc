@@ -51,27 +51,33 @@ WrapperPlan merge_call(const std::vector<const WrapperPlan*>& calls, const std::
     rows.push_back(c->rows);
   }
   const std::vector<int64_t> tokens = batch::token_offsets(cases), zeros(cases.size(), 0);
-  const auto qo = batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.qo_indptr; });
-  const auto kv = batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.kv_indptr; });
+  const auto qo = batch::each(
+      calls, [](const WrapperPlan& w) -> auto& { return w.qo_indptr; });
+  const auto kv = batch::each(
+      calls, [](const WrapperPlan& w) -> auto& { return w.kv_indptr; });
   m.qo_indptr = batch::moved_offsets(first.qo_indptr.name(), qo, rows, tokens);
   if (first.paged()) {
     m.kv_indptr = batch::indptr(first.kv_indptr.name(), kv, rows);
     m.kv_indices = batch::concat(first.kv_indices.name(),
-                                 batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.kv_indices; }),
+                                 batch::each(
+                                     calls, [](const WrapperPlan& w) -> auto& { return w.kv_indices; }),
                                  batch::ends(kv, rows), batch::page_offsets(cases, pool, first.page_size));
-    m.kv_last_page_len =
-        batch::concat(first.kv_last_page_len.name(),
-                      batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.kv_last_page_len; }), rows, zeros);
+    m.kv_last_page_len = batch::concat(first.kv_last_page_len.name(),
+                                       batch::each(
+                                           calls, [](const WrapperPlan& w) -> auto& { return w.kv_last_page_len; }),
+                                       rows, zeros);
   } else {
     m.kv_indptr = batch::moved_offsets(first.kv_indptr.name(), kv, rows, tokens);
     m.kv_indices = Buffer<int32_t>(first.kv_indices.name(), 0);
     m.kv_last_page_len = Buffer<int32_t>(first.kv_last_page_len.name(), 0);
   }
   if (first.has_mask) {
-    const auto masks = batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.mask_indptr; });
+    const auto masks = batch::each(
+        calls, [](const WrapperPlan& w) -> auto& { return w.mask_indptr; });
     m.mask_indptr = batch::indptr(first.mask_indptr.name(), masks, rows);
     m.custom_mask = batch::concat(first.custom_mask.name(),
-                                  batch::each(calls, [](const WrapperPlan& w) -> auto& { return w.custom_mask; }),
+                                  batch::each(
+                                      calls, [](const WrapperPlan& w) -> auto& { return w.custom_mask; }),
                                   batch::ends(masks, rows), zeros);
   } else {
     m.mask_indptr = Buffer<int32_t>(first.mask_indptr.name(), 0);
@@ -84,8 +90,8 @@ WrapperPlan merge_call(const std::vector<const WrapperPlan*>& calls, const std::
 
 std::string batch_shape(const BatchCase& c) {
   const auto& p = dynamic_cast<const FlashInferPlan&>(*c.plan);
-  std::string shape = "ps " + std::to_string(p.page_size) + (p.merge == MergeKernel::natural_exp ? " natural" : "") +
-                      " layers";
+  std::string shape =
+      "ps " + std::to_string(p.page_size) + (p.merge == MergeKernel::natural_exp ? " natural" : "") + " layers";
   for (int32_t g : p.group_of_layer) shape += " " + std::to_string(g);
   for (size_t g = 0; g < p.groups.size(); ++g) {
     const std::string pool = group_pool(p, *c.scenario, static_cast<int32_t>(g));

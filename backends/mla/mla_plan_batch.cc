@@ -88,16 +88,20 @@ LatentDecodeMeta merge_decode(const std::vector<const LatentDecodeMeta*>& metas,
   for (int32_t s = 0; s < m.steps; ++s) {
     int64_t row = int64_t{s} * m.row_capacity;
     for (const LatentDecodeMeta* c : metas)
-      for (int32_t r = 0; r < c->rows; ++r) m.cache_seqlens.set(row++, c->cache_seqlens[int64_t{s} * c->row_capacity + r]);
+      for (int32_t r = 0; r < c->rows; ++r)
+        m.cache_seqlens.set(row++, c->cache_seqlens[int64_t{s} * c->row_capacity + r]);
   }
   m.cu_seqlens_q = batch::moved_offsets(first.cu_seqlens_q.name(),
-                                        batch::each(metas, [](const LatentDecodeMeta& d) -> auto& { return d.cu_seqlens_q; }),
+                                        batch::each(
+                                            metas, [](const LatentDecodeMeta& d) -> auto& { return d.cu_seqlens_q; }),
                                         rows, batch::token_offsets(cases));
   if (first.tree_mask) {
-    const auto masks = batch::each(metas, [](const LatentDecodeMeta& d) -> auto& { return d.mask_indptr; });
+    const auto masks = batch::each(
+        metas, [](const LatentDecodeMeta& d) -> auto& { return d.mask_indptr; });
     m.mask_indptr = batch::indptr(first.mask_indptr.name(), masks, rows);
     m.custom_mask = batch::concat(first.custom_mask.name(),
-                                  batch::each(metas, [](const LatentDecodeMeta& d) -> auto& { return d.custom_mask; }),
+                                  batch::each(
+                                      metas, [](const LatentDecodeMeta& d) -> auto& { return d.custom_mask; }),
                                   batch::ends(masks, rows), std::vector<int64_t>(cases.size(), 0));
   } else {
     m.mask_indptr = Buffer<int64_t>(first.mask_indptr.name(), 0);
@@ -120,10 +124,12 @@ PrefillMeta merge_prefill(const std::vector<const PrefillMeta*>& metas, const st
   }
   const std::vector<int64_t> zeros(cases.size(), 0);
   const auto get = [&](Buffer<int32_t> PrefillMeta::*field) {
-    return batch::each(metas, [field](const PrefillMeta& p) -> auto& { return p.*field; });
+    return batch::each(
+        metas, [field](const PrefillMeta& p) -> auto& { return p.*field; });
   };
   const auto gathered = batch::ends(get(&PrefillMeta::kv_indptr), rows);
-  m.qo_indptr = batch::moved_offsets(first.qo_indptr.name(), get(&PrefillMeta::qo_indptr), rows, batch::token_offsets(cases));
+  m.qo_indptr =
+      batch::moved_offsets(first.qo_indptr.name(), get(&PrefillMeta::qo_indptr), rows, batch::token_offsets(cases));
   m.kv_lens = batch::concat(first.kv_lens.name(), get(&PrefillMeta::kv_lens), rows, zeros);
   m.kv_indptr = batch::indptr(first.kv_indptr.name(), get(&PrefillMeta::kv_indptr), rows);
   m.kv_indices = batch::concat(first.kv_indices.name(), get(&PrefillMeta::kv_indices), gathered,
@@ -161,16 +167,21 @@ std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases) {
   m->layer_pools = first.layer_pools;
   std::vector<int64_t> tokens;
   for (const BatchCase& c : cases) tokens.push_back(c.num_tokens);
-  m->positions = batch::concat(first.positions.name(), batch::each(plans, [](const MlaPlan& p) -> auto& { return p.positions; }),
+  m->positions = batch::concat(first.positions.name(),
+                               batch::each(
+                                   plans, [](const MlaPlan& p) -> auto& { return p.positions; }),
                                tokens, std::vector<int64_t>(cases.size(), 0));
   // The path not taken is not read: the first case's, as it is.
   if (first.path == MlaPath::prefill) {
     m->decode = first.decode;
-    m->prefill = merge_prefill(batch::each(plans, [](const MlaPlan& p) -> auto& { return p.prefill; }), cases, first.hybrid);
+    m->prefill = merge_prefill(batch::each(
+                                   plans, [](const MlaPlan& p) -> auto& { return p.prefill; }),
+                               cases, first.hybrid);
   } else {
     m->prefill = first.prefill;
-    m->decode = merge_decode(batch::each(plans, [](const MlaPlan& p) -> auto& { return p.decode; }), cases, first.hybrid,
-                             first.page_size);
+    m->decode = merge_decode(batch::each(
+                                 plans, [](const MlaPlan& p) -> auto& { return p.decode; }),
+                             cases, first.hybrid, first.page_size);
   }
   return m;
 }

@@ -75,8 +75,7 @@ std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases) {
   m->positions = concat(first.positions.name(), field(&TritonPlan::positions), tokens, zeros);
   if (first.kernel == TritonKernel::extend) {
     // Case i's queries start at its token offset.
-    m->qo_indptr =
-        batch::moved_offsets(first.qo_indptr.name(), field(&TritonPlan::qo_indptr), requests, token_offsets);
+    m->qo_indptr = batch::moved_offsets(first.qo_indptr.name(), field(&TritonPlan::qo_indptr), requests, token_offsets);
   } else {
     m->qo_indptr = Buffer<int32_t>(first.qo_indptr.name(), 0);
   }
