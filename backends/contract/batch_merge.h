@@ -7,8 +7,8 @@
 // cases' entries (an indptr rebuilt over all rows).
 //
 //   const auto plans = plans_of<TritonPlan>(cases);
-//   Buffer<int32_t> q = moved_offsets("qo_indptr", each(plans, [](auto& p) -> auto& { return p.qo_indptr; }),
-//                                     rows, token_offsets(cases));
+//   Buffer<int32_t> q = moved_offsets("qo_indptr", each(plans, field(&TritonPlan::qo_indptr)), rows,
+//                                     token_offsets(cases));
 #pragma once
 
 #include <cstdint>
@@ -38,17 +38,31 @@ auto each(const std::vector<const P*>& plans, Get get) {
   return parts;
 }
 
+// Entries [from, from + counts[i]) of each case's buffer, entry e of case i written as e + add[i],
+// after `from` leading zeros.
+template <class T>
+Buffer<T> joined(const std::string& name, const std::vector<const Buffer<T>*>& parts, int64_t from,
+                 const std::vector<int64_t>& counts, const std::vector<int64_t>& add) {
+  int64_t total = from;
+  for (int64_t n : counts) total += n;
+  Buffer<T> m(name, total);
+  int64_t at = from;
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (int64_t e = from; e < from + counts[i]; ++e) m.set(at++, static_cast<T>((*parts[i])[e] + add[i]));
+  return m;
+}
+
+// The accessor of a plan's member, as each() takes it: each(plans, field(&MlaPlan::positions)).
+template <class P, class T>
+auto field(T P::*member) {
+  return [member](const P& p) -> const T& { return p.*member; };
+}
+
 // The first counts[i] entries of each case's buffer, entry e of case i written as e + add[i].
 template <class T>
 Buffer<T> concat(const std::string& name, const std::vector<const Buffer<T>*>& parts,
                  const std::vector<int64_t>& counts, const std::vector<int64_t>& add) {
-  int64_t total = 0;
-  for (int64_t n : counts) total += n;
-  Buffer<T> m(name, total);
-  int64_t at = 0;
-  for (size_t i = 0; i < parts.size(); ++i)
-    for (int64_t e = 0; e < counts[i]; ++e) m.set(at++, static_cast<T>((*parts[i])[e] + add[i]));
-  return m;
+  return joined(name, parts, 0, counts, add);
 }
 
 // Offsets [rows_i + 1] of each case (each from 0) as one offset array over all rows, from 0:
@@ -56,13 +70,7 @@ Buffer<T> concat(const std::string& name, const std::vector<const Buffer<T>*>& p
 template <class T>
 Buffer<T> moved_offsets(const std::string& name, const std::vector<const Buffer<T>*>& parts,
                         const std::vector<int64_t>& rows, const std::vector<int64_t>& add) {
-  int64_t total = 0;
-  for (int64_t n : rows) total += n;
-  Buffer<T> m(name, total + 1);
-  int64_t at = 0;
-  for (size_t i = 0; i < parts.size(); ++i)
-    for (int64_t r = 1; r <= rows[i]; ++r) m.set(++at, static_cast<T>((*parts[i])[r] + add[i]));
-  return m;
+  return joined(name, parts, 1, rows, add);
 }
 
 // Where each case's entries start in the batch's array: the sum of the earlier cases' counts.

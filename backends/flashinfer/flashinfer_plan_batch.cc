@@ -37,51 +37,31 @@ std::string call_shape(const WrapperPlan& w, int64_t num_tokens) {
 WrapperPlan merge_call(const std::vector<const WrapperPlan*>& calls, const std::vector<BatchCase>& cases,
                        PoolKind pool) {
   const WrapperPlan& first = *calls.front();
-  WrapperPlan m;
-  m.role = first.role;
-  m.page_size = first.page_size;
-  m.rows_per_batch_row = first.rows_per_batch_row;
-  m.causal = first.causal;
-  m.window_left = first.window_left;
-  m.has_mask = first.has_mask;
-  m.empty_padded_rows = first.empty_padded_rows;
+  WrapperPlan m = first;  // the flags, and the arrays the call does not use (empty), as they are
   std::vector<int64_t> rows;
+  m.rows = 0;
   for (const WrapperPlan* c : calls) {
-    m.rows += c->rows;
     rows.push_back(c->rows);
+    m.rows += c->rows;
   }
   const std::vector<int64_t> tokens = batch::token_offsets(cases), zeros(cases.size(), 0);
-  const auto qo = batch::each(
-      calls, [](const WrapperPlan& w) -> auto& { return w.qo_indptr; });
-  const auto kv = batch::each(
-      calls, [](const WrapperPlan& w) -> auto& { return w.kv_indptr; });
-  m.qo_indptr = batch::moved_offsets(first.qo_indptr.name(), qo, rows, tokens);
+  const auto kv = batch::each(calls, batch::field(&WrapperPlan::kv_indptr));
+  m.qo_indptr = batch::moved_offsets(first.qo_indptr.name(), batch::each(calls, batch::field(&WrapperPlan::qo_indptr)),
+                                     rows, tokens);
   if (first.paged()) {
     m.kv_indptr = batch::indptr(first.kv_indptr.name(), kv, rows);
-    m.kv_indices = batch::concat(first.kv_indices.name(),
-                                 batch::each(
-                                     calls, [](const WrapperPlan& w) -> auto& { return w.kv_indices; }),
+    m.kv_indices = batch::concat(first.kv_indices.name(), batch::each(calls, batch::field(&WrapperPlan::kv_indices)),
                                  batch::ends(kv, rows), batch::page_offsets(cases, pool, first.page_size));
     m.kv_last_page_len = batch::concat(first.kv_last_page_len.name(),
-                                       batch::each(
-                                           calls, [](const WrapperPlan& w) -> auto& { return w.kv_last_page_len; }),
-                                       rows, zeros);
+                                       batch::each(calls, batch::field(&WrapperPlan::kv_last_page_len)), rows, zeros);
   } else {
     m.kv_indptr = batch::moved_offsets(first.kv_indptr.name(), kv, rows, tokens);
-    m.kv_indices = Buffer<int32_t>(first.kv_indices.name(), 0);
-    m.kv_last_page_len = Buffer<int32_t>(first.kv_last_page_len.name(), 0);
   }
   if (first.has_mask) {
-    const auto masks = batch::each(
-        calls, [](const WrapperPlan& w) -> auto& { return w.mask_indptr; });
+    const auto masks = batch::each(calls, batch::field(&WrapperPlan::mask_indptr));
     m.mask_indptr = batch::indptr(first.mask_indptr.name(), masks, rows);
-    m.custom_mask = batch::concat(first.custom_mask.name(),
-                                  batch::each(
-                                      calls, [](const WrapperPlan& w) -> auto& { return w.custom_mask; }),
+    m.custom_mask = batch::concat(first.custom_mask.name(), batch::each(calls, batch::field(&WrapperPlan::custom_mask)),
                                   batch::ends(masks, rows), zeros);
-  } else {
-    m.mask_indptr = Buffer<int32_t>(first.mask_indptr.name(), 0);
-    m.custom_mask = Buffer<uint8_t>(first.custom_mask.name(), 0);
   }
   return m;
 }

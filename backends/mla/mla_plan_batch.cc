@@ -62,85 +62,70 @@ Buffer<int32_t> merge_tables(const std::vector<const LatentDecodeMeta*>& metas, 
 
 LatentDecodeMeta merge_decode(const std::vector<const LatentDecodeMeta*>& metas, const std::vector<BatchCase>& cases,
                               bool hybrid, int32_t page_size) {
-  const LatentDecodeMeta& first = *metas.front();
-  LatentDecodeMeta m;
-  m.steps = first.steps;
-  m.step = first.step;
-  m.rows_per_request = first.rows_per_request;
-  m.num_splits = first.num_splits;
-  m.tree_mask = first.tree_mask;
-  m.empty_padded_rows = first.empty_padded_rows;
+  using M = LatentDecodeMeta;
+  const M& first = *metas.front();
+  M m = first;  // steps, step, splits, flags, and the arrays the call does not use (empty)
   std::vector<int64_t> rows;
-  for (const LatentDecodeMeta* c : metas) {
+  m.rows = 0;
+  for (const M* c : metas) {
+    rows.push_back(c->rows);
     m.rows += c->rows;
     m.width = std::max(m.width, c->width);
     m.max_seqlen_q = std::max(m.max_seqlen_q, c->max_seqlen_q);
     m.max_seqlen_k = std::max(m.max_seqlen_k, c->max_seqlen_k);
-    rows.push_back(c->rows);
   }
   m.row_capacity = m.rows;
-  m.block_table =
-      merge_tables(metas, m, &LatentDecodeMeta::block_table, batch::page_offsets(cases, PoolKind::full, page_size));
-  m.swa_block_table = hybrid ? merge_tables(metas, m, &LatentDecodeMeta::swa_block_table,
-                                            batch::page_offsets(cases, PoolKind::swa, page_size))
-                             : Buffer<int32_t>(first.swa_block_table.name(), 0);
+  m.block_table = merge_tables(metas, m, &M::block_table, batch::page_offsets(cases, PoolKind::full, page_size));
+  if (hybrid)
+    m.swa_block_table =
+        merge_tables(metas, m, &M::swa_block_table, batch::page_offsets(cases, PoolKind::swa, page_size));
   m.cache_seqlens = Buffer<int32_t>(first.cache_seqlens.name(), int64_t{m.steps} * m.row_capacity);
   for (int32_t s = 0; s < m.steps; ++s) {
     int64_t row = int64_t{s} * m.row_capacity;
-    for (const LatentDecodeMeta* c : metas)
+    for (const M* c : metas)
       for (int32_t r = 0; r < c->rows; ++r)
         m.cache_seqlens.set(row++, c->cache_seqlens[int64_t{s} * c->row_capacity + r]);
   }
-  m.cu_seqlens_q = batch::moved_offsets(first.cu_seqlens_q.name(),
-                                        batch::each(
-                                            metas, [](const LatentDecodeMeta& d) -> auto& { return d.cu_seqlens_q; }),
+  m.cu_seqlens_q = batch::moved_offsets(first.cu_seqlens_q.name(), batch::each(metas, batch::field(&M::cu_seqlens_q)),
                                         rows, batch::token_offsets(cases));
   if (first.tree_mask) {
-    const auto masks = batch::each(
-        metas, [](const LatentDecodeMeta& d) -> auto& { return d.mask_indptr; });
+    const auto masks = batch::each(metas, batch::field(&M::mask_indptr));
     m.mask_indptr = batch::indptr(first.mask_indptr.name(), masks, rows);
-    m.custom_mask = batch::concat(first.custom_mask.name(),
-                                  batch::each(
-                                      metas, [](const LatentDecodeMeta& d) -> auto& { return d.custom_mask; }),
+    m.custom_mask = batch::concat(first.custom_mask.name(), batch::each(metas, batch::field(&M::custom_mask)),
                                   batch::ends(masks, rows), std::vector<int64_t>(cases.size(), 0));
-  } else {
-    m.mask_indptr = Buffer<int64_t>(first.mask_indptr.name(), 0);
-    m.custom_mask = Buffer<uint8_t>(first.custom_mask.name(), 0);
   }
   return m;
 }
 
 PrefillMeta merge_prefill(const std::vector<const PrefillMeta*>& metas, const std::vector<BatchCase>& cases,
                           bool hybrid) {
-  const PrefillMeta& first = *metas.front();
-  PrefillMeta m;
-  m.block_size = first.block_size;
-  m.empty_padded_rows = first.empty_padded_rows;
+  using M = PrefillMeta;
+  const M& first = *metas.front();
+  M m = first;  // block_size, flags, and swa_kv_indices when not hybrid (empty)
   std::vector<int64_t> rows;
-  for (const PrefillMeta* c : metas) {
+  for (const M* c : metas) {
+    rows.push_back(c->kv_lens.capacity());
     m.max_seqlen_q = std::max(m.max_seqlen_q, c->max_seqlen_q);
     m.max_seqlen_k = std::max(m.max_seqlen_k, c->max_seqlen_k);
-    rows.push_back(c->kv_lens.capacity());
   }
   const std::vector<int64_t> zeros(cases.size(), 0);
-  const auto get = [&](Buffer<int32_t> PrefillMeta::*field) {
-    return batch::each(
-        metas, [field](const PrefillMeta& p) -> auto& { return p.*field; });
-  };
-  const auto gathered = batch::ends(get(&PrefillMeta::kv_indptr), rows);
-  m.qo_indptr =
-      batch::moved_offsets(first.qo_indptr.name(), get(&PrefillMeta::qo_indptr), rows, batch::token_offsets(cases));
-  m.kv_lens = batch::concat(first.kv_lens.name(), get(&PrefillMeta::kv_lens), rows, zeros);
-  m.kv_indptr = batch::indptr(first.kv_indptr.name(), get(&PrefillMeta::kv_indptr), rows);
-  m.kv_indices = batch::concat(first.kv_indices.name(), get(&PrefillMeta::kv_indices), gathered,
+  const auto kv = batch::each(metas, batch::field(&M::kv_indptr)),
+             linear = batch::each(metas, batch::field(&M::linear_kv_indptr));
+  const auto gathered = batch::ends(kv, rows);
+  m.qo_indptr = batch::moved_offsets(first.qo_indptr.name(), batch::each(metas, batch::field(&M::qo_indptr)), rows,
+                                     batch::token_offsets(cases));
+  m.kv_lens = batch::concat(first.kv_lens.name(), batch::each(metas, batch::field(&M::kv_lens)), rows, zeros);
+  m.kv_indptr = batch::indptr(first.kv_indptr.name(), kv, rows);
+  m.kv_indices = batch::concat(first.kv_indices.name(), batch::each(metas, batch::field(&M::kv_indices)), gathered,
                                batch::slot_offsets(cases, PoolKind::full));
-  m.swa_kv_indices = hybrid ? batch::concat(first.swa_kv_indices.name(), get(&PrefillMeta::swa_kv_indices), gathered,
-                                            batch::slot_offsets(cases, PoolKind::swa))
-                            : Buffer<int32_t>(first.swa_kv_indices.name(), 0);
+  if (hybrid)
+    m.swa_kv_indices = batch::concat(first.swa_kv_indices.name(), batch::each(metas, batch::field(&M::swa_kv_indices)),
+                                     gathered, batch::slot_offsets(cases, PoolKind::swa));
   // block_size 1: a linear entry is a gathered token, case i's after the earlier cases' ones.
-  m.linear_kv_indptr = batch::indptr(first.linear_kv_indptr.name(), get(&PrefillMeta::linear_kv_indptr), rows);
-  m.linear_kv_indices = batch::concat(first.linear_kv_indices.name(), get(&PrefillMeta::linear_kv_indices),
-                                      batch::ends(get(&PrefillMeta::linear_kv_indptr), rows), batch::starts(gathered));
+  m.linear_kv_indptr = batch::indptr(first.linear_kv_indptr.name(), linear, rows);
+  m.linear_kv_indices =
+      batch::concat(first.linear_kv_indices.name(), batch::each(metas, batch::field(&M::linear_kv_indices)),
+                    batch::ends(linear, rows), batch::starts(gathered));
   return m;
 }
 
@@ -160,29 +145,18 @@ std::string batch_shape(const BatchCase& c) {
 std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases) {
   const auto plans = batch::plans_of<MlaPlan>(cases);
   const MlaPlan& first = *plans.front();
-  auto m = std::make_unique<MlaPlan>();
-  m->path = first.path;
-  m->page_size = first.page_size;
-  m->hybrid = first.hybrid;
-  m->layer_pools = first.layer_pools;
+  // The path, page size and layer pools of the first case; the path not taken is not read: its
+  // metadata as it is.
+  auto m = std::make_unique<MlaPlan>(first);
+  m->plan_run.clear();
   std::vector<int64_t> tokens;
   for (const BatchCase& c : cases) tokens.push_back(c.num_tokens);
-  m->positions = batch::concat(first.positions.name(),
-                               batch::each(
-                                   plans, [](const MlaPlan& p) -> auto& { return p.positions; }),
-                               tokens, std::vector<int64_t>(cases.size(), 0));
-  // The path not taken is not read: the first case's, as it is.
-  if (first.path == MlaPath::prefill) {
-    m->decode = first.decode;
-    m->prefill = merge_prefill(batch::each(
-                                   plans, [](const MlaPlan& p) -> auto& { return p.prefill; }),
-                               cases, first.hybrid);
-  } else {
-    m->prefill = first.prefill;
-    m->decode = merge_decode(batch::each(
-                                 plans, [](const MlaPlan& p) -> auto& { return p.decode; }),
-                             cases, first.hybrid, first.page_size);
-  }
+  m->positions = batch::concat(first.positions.name(), batch::each(plans, batch::field(&MlaPlan::positions)), tokens,
+                               std::vector<int64_t>(cases.size(), 0));
+  if (first.path == MlaPath::prefill)
+    m->prefill = merge_prefill(batch::each(plans, batch::field(&MlaPlan::prefill)), cases, first.hybrid);
+  else
+    m->decode = merge_decode(batch::each(plans, batch::field(&MlaPlan::decode)), cases, first.hybrid, first.page_size);
   return m;
 }
 
