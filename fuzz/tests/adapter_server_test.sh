@@ -122,14 +122,16 @@ batched batch_csr
 # (FlashMLA's latent decode, MLA prefill) families' merges: the numpy executor of each, batched on
 # one server, finds what per-job workers find, case for case, with a planted bug (a row reading one
 # key fewer), over decode (paged rows), extend (ragged + prefix calls; the gather CSR) and verify
-# (custom masks) batches (mla: verify is the latent decode path, with its tree mask). The numpy
-# kernels are slow enough that jobs queue without a delay.
-declare -A modes=([paged_csr]=decode,extend,target_verify [mla]=extend,target_verify)
+# (custom masks) batches (mla: verify is the latent decode path, with its tree mask). A 10 ms
+# kernel makes the jobs queue enough that each path batches (a merge that dropped mla's decode
+# tables' pool offsets was caught in 1 run of 2 without it, in 4 of 4 with it and 32 cases, 3 of 4
+# with 24).
+declare -A modes=([paged_csr]=decode,extend,target_verify [mla]=extend,target_verify) cases=([paged_csr]=24 [mla]=32)
 for fam in paged_csr mla; do
   for servers in 0 1; do
-    EXEC_OF="KVFUZZ_EXAMPLE_MODES=${modes[$fam]} python3 $SRC/adapters/examples/numpy_$fam.py" \
+    EXEC_OF="KVFUZZ_EXAMPLE_MODES=${modes[$fam]} KVFUZZ_EXAMPLE_DELAY=0.01 python3 $SRC/adapters/examples/numpy_$fam.py" \
       BACKEND=numpy_$fam PROFILES="--profile tiny" JOBS=6 \
-      campaign "batch_${fam}_$servers" "$servers" 32 drop_last_key --reuse-shapes 1000
+      campaign "batch_${fam}_$servers" "$servers" "${cases[$fam]}" drop_last_key --reuse-shapes 1000
   done
   same "batch_${fam}_0" "batch_${fam}_1" cache-extent
   batched "batch_${fam}_1"
