@@ -4,7 +4,8 @@
 # seed: a planted kernel bug (drop_last_key: cache-extent), a crash of some cases only
 # (segfault_layers: every multi-layer case, and no other, although single-layer cases were in
 # flight on the process it killed) and a hang (each case's own, found alone); and with cases of one
-# shape batched into one kernel call, a planted bug and a crash of some cases of a batch.
+# shape batched into one kernel call, a planted bug and a crash of some cases of a batch, for the
+# page_table family, and a planted bug through the paged_csr and mla families' merges.
 # Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
 set -uo pipefail
 K=$1 SRC=$2 WORK=$3
