@@ -1,5 +1,6 @@
 #include "backends/contract/batch_merge.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 namespace kvfuzz::batch {
@@ -36,6 +37,16 @@ std::vector<int64_t> page_offsets(const std::vector<BatchCase>& cases, PoolKind 
     p /= page_size;
   }
   return pages;
+}
+
+std::string sinks_shape(const std::vector<double>& sinks) {
+  std::string shape = sinks.empty() ? "" : " sinks";
+  char value[32];
+  for (double v : sinks) {
+    std::snprintf(value, sizeof value, " %a", v);
+    shape += value;
+  }
+  return shape;
 }
 
 std::string layer_shape(const Layer& l) {

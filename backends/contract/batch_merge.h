@@ -108,6 +108,10 @@ std::vector<int64_t> page_offsets(const std::vector<BatchCase>& cases, PoolKind 
 void copy_table_row(Buffer<int32_t>& batch_table, int64_t at, int32_t batch_width, const Buffer<int32_t>& table,
                     int64_t from, int32_t width, int64_t add);
 
+// The attention sinks a call is handed, in a batch shape: "" when none, else their exact values
+// (cases of one model variant may have other sinks; a batch's call is handed one set).
+std::string sinks_shape(const std::vector<double>& sinks);
+
 // A layer's attention rule in a batch shape: "kind/window/chunk".
 std::string layer_shape(const Layer& l);
 

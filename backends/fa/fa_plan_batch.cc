@@ -35,6 +35,7 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
   m.causal = first.causal;
   m.empty_padded_rows = first.empty_padded_rows;
   m.max_seqlen_k_upper_bound = first.max_seqlen_k_upper_bound;
+  m.sinks = first.sinks;  // every case's (batch_shape)
   for (const FaCall* c : calls) {
     m.rows += c->rows;
     m.width = std::max(m.width, c->width);
@@ -76,7 +77,7 @@ std::string batch_shape(const BatchCase& c) {
       if (call.cu_seqlens_q[0] != 0 || call.cu_seqlens_q[call.rows] != c.num_tokens) return "";
       shape += " [vps " + std::to_string(call.view_page_size) + (call.causal ? " causal" : "") +
                (call.empty_padded_rows ? " empty-padded" : "") + (call.max_seqlen_k_upper_bound ? " k-bound" : "") +
-               "]";
+               batch::sinks_shape(call.sinks) + "]";
     }
   }
   return shape;

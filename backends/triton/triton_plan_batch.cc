@@ -31,7 +31,7 @@ std::string batch_shape(const BatchCase& c) {
   if (p.use_custom_mask && (p.mask_indptr.capacity() != p.padded_bs + 1 || p.mask_indptr[0] != 0)) return "";
   std::string shape = std::string(p.kernel == TritonKernel::decode ? "decode" : "extend") + (p.graph ? " graph" : "") +
                       " q/row " + std::to_string(p.queries_per_request) + (p.use_custom_mask ? " mask" : "") +
-                      " layers";
+                      batch::sinks_shape(p.sinks) + " layers";
   for (int32_t c_of : p.layer_csr) shape += " " + std::to_string(c_of);
   for (const KvCsr& csr : p.csrs) {
     const int64_t rows = kernel_rows(p);
@@ -55,6 +55,7 @@ std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases) {
   m->queries_per_request = first.queries_per_request;
   m->use_custom_mask = first.use_custom_mask;
   m->layer_csr = first.layer_csr;
+  m->sinks = first.sinks;  // every case's (batch_shape)
   std::vector<int64_t> rows, requests, tokens, token_offsets, zeros(cases.size(), 0);
   for (size_t i = 0; i < cases.size(); ++i) {
     const TritonPlan& p = *plans[i];
