@@ -138,6 +138,14 @@ for fam in paged_csr mla; do
   batched "batch_${fam}_1"
 done
 
+# Attention sinks (the gpt-oss profile) go with the batch: a batch's calls are handed its cases'
+# sinks (one set: cases of other sinks are of another shape), so a clean executor finds nothing.
+# A merge that dropped them (main's before) failed this in 2 runs of 2.
+EXEC_OF="KVFUZZ_EXAMPLE_MODES=extend KVFUZZ_EXAMPLE_DELAY=0.01 $EXEC" PROFILES="--profile gpt-oss" JOBS=6 \
+  campaign batch_sinks 1 32 "" --reuse-shapes 10 --shape-run 16
+[ "$(cat "$WORK/batch_sinks.rc")" = 0 ] || { fail "batch_sinks: exit $(cat "$WORK/batch_sinks.rc"), expected 0"; tail -5 "$WORK/batch_sinks.out"; }
+batched batch_sinks
+
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
 same hang_workers hang_servers hang
