@@ -4,9 +4,13 @@ KVFUZZ_EXAMPLE_DELAY=S: each call sleeps S seconds, as a GPU kernel's launch and
 would take, so that jobs queue for a server (and cases of one shape meet in a batch).
 KVFUZZ_EXAMPLE_MODES=a,b: the modes the executor declares (default all): one mode makes a
 campaign's cases of one shape batch often.
+KVFUZZ_EXAMPLE_BREAK=name: a planted bug (each example lists its own; drop_last_key, a row reading
+one key fewer than it should, is in every one).
 """
 import os
 import time
+
+BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
 
 
 def declared_modes():
@@ -18,3 +22,8 @@ def kernel_delay():
     delay = float(os.environ.get("KVFUZZ_EXAMPLE_DELAY", "0"))
     if delay > 0:
         time.sleep(delay)
+
+
+def cut_last_key(k_len):
+    """The row's key count, one fewer under KVFUZZ_EXAMPLE_BREAK=drop_last_key (rows of 2 keys or more)."""
+    return k_len - 1 if BREAK == "drop_last_key" and k_len > 1 else k_len

@@ -21,6 +21,10 @@ position is its index k, except the verify tree's own drafts (k >= k_len - q_len
 which sit at positions[q0 + k - (k_len - q_len)].
 
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_mla.py" --backend numpy_mla
+
+KVFUZZ_EXAMPLE_BREAK=drop_last_key: a row reads one key fewer. KVFUZZ_EXAMPLE_DELAY and
+KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of one shape may come as
+one, on executor servers: docs/gpu.md "Batching").
 """
 import os
 import sys
@@ -30,6 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
+from example_env import cut_last_key, declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import attend, merge, take  # noqa: E402
 
 
@@ -64,7 +69,7 @@ def run_latent_decode(case, layer, out, lse):
         q0 = int(take(cu_q, r))
         tokens = np.arange(q0, max(q0, int(take(cu_q, r + 1))))
         q_len = len(tokens)
-        k_len = int(take(cache_seqlens, m["step"] * m["row_capacity"] + r))
+        k_len = cut_last_key(int(take(cache_seqlens, m["step"] * m["row_capacity"] + r)))
         row_offset = (m["step"] * m["row_capacity"] + r) * m["width"]
         lowest = lowest_positions(case.layers[layer], take(positions, tokens))[:, None]
         if k_len <= 0:
@@ -122,7 +127,7 @@ def run_prefill(case, layer, linear, out, lse):
         q0 = int(take(qo_indptr, r))
         tokens = np.arange(q0, max(q0, int(take(qo_indptr, r + 1))))
         q_len = len(tokens)
-        k_len = int(kv_lens[r])
+        k_len = cut_last_key(int(kv_lens[r]))
         first = int(take(linear_indptr, r))
         lowest = lowest_positions(case.layers[layer], take(positions, tokens))[:, None]
         keys = np.arange(max(k_len, 0))
@@ -133,12 +138,13 @@ def run_prefill(case, layer, linear, out, lse):
         out[tokens], lse[tokens] = o, l
 
 
-@kv.executor(name="numpy_mla", family="mla",
-             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+@kv.executor(name="numpy_mla", family="mla", batch=True,
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
                        "mla": True, "non_mla": False},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy mla executor (FlashMLA latent decode, gathered MLA prefill)"""
+    kernel_delay()
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

@@ -37,10 +37,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
-from example_env import declared_modes, kernel_delay  # noqa: E402
+from example_env import BREAK, cut_last_key, declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import attend, fold_sinks, merge  # noqa: E402
-
-BREAK = os.environ.get("KVFUZZ_EXAMPLE_BREAK", "")
 
 
 def group_of(case, layer):
@@ -69,8 +67,7 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
         k_len = int(seqlens[b])
         if q1 <= q0:
             continue
-        if BREAK == "drop_last_key" and k_len > 1:
-            k_len -= 1
+        k_len = cut_last_key(k_len)
         keys = np.arange(k_len)
         pages = table[b * width + keys // ps].astype(np.int64)
         if BREAK == "next_page" and k_len > 0:

@@ -16,6 +16,10 @@ LSEs: a correct merge) or "natural_exp" (sglang's triton merge_state fallback, e
 base-2 values: the fault mode, reproduced as kvfuzz's executor computes it).
 
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_paged_csr.py" --backend numpy_paged_csr
+
+KVFUZZ_EXAMPLE_BREAK=drop_last_key: a paged row reads one key fewer. KVFUZZ_EXAMPLE_DELAY and
+KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of one shape may come as
+one, on executor servers: docs/gpu.md "Batching").
 """
 import os
 import sys
@@ -25,6 +29,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
+from example_env import cut_last_key, declared_modes, kernel_delay  # noqa: E402
 from numpy_attention import LOG2E, attend, merge_base2, take  # noqa: E402
 
 
@@ -54,7 +59,7 @@ def run_call(case, call, prefix, layer, out, lse):
         kv0 = int(take(kv_indptr, r))
         entries = int(take(kv_indptr, r + 1)) - kv0
         if paged:
-            k_len = 0 if entries == 0 else (entries - 1) * ps + int(take(last_page_len, r))
+            k_len = 0 if entries == 0 else cut_last_key((entries - 1) * ps + int(take(last_page_len, r)))
         else:
             k_len = entries
         keys = np.arange(max(k_len, 0))
@@ -78,12 +83,13 @@ def run_call(case, call, prefix, layer, out, lse):
         out[tokens], lse[tokens] = o, l
 
 
-@kv.executor(name="numpy_paged_csr", family="paged_csr",
-             supports={"modes": "all", "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+@kv.executor(name="numpy_paged_csr", family="paged_csr", batch=True,
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
                        "mla": True, "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy paged_csr executor (FlashInfer wrapper semantics)"""
+    kernel_delay()
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

@@ -16,7 +16,8 @@ const std::vector<Family>& families() {
       {"paged_csr",
        "FlashInfer wrapper calls: qo_indptr, kv_indptr, kv_indices (page ids), kv_last_page_len, custom masks; "
        "sglang plans it at kernel page size 1 (token CSR), FlashInfer users at the cache's page size",
-       flashinfer::write_plan, flashinfer::read_plan, flashinfer_paged_backend},
+       flashinfer::write_plan, flashinfer::read_plan, flashinfer_paged_backend, flashinfer::batch_shape,
+       flashinfer::merge_plans},
       {"token_csr",
        "sglang Triton kernels: token-slot CSRs per window rule with kv_offsets and per-row num_kv_splits (split-KV "
        "decode), prefix-only CSRs + new-token tensors + custom mask for extend and verify",
@@ -24,7 +25,7 @@ const std::vector<Family>& families() {
       {"mla",
        "MLA latent attention: single-head block tables (FlashMLA style) for decode, verify and drafting; a gather CSR "
        "and a linear layout descriptor for prefill",
-       mla::write_plan, mla::read_plan, mla_backend},
+       mla::write_plan, mla::read_plan, mla_backend, mla::batch_shape, mla::merge_plans},
   };
   return list;
 }

@@ -59,6 +59,8 @@ std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 namespace flashinfer {
 void write_plan(const Plan& plan, ArraySet& set);
 std::unique_ptr<Plan> read_plan(const ArraySet& set);
+std::string batch_shape(const BatchCase& c);  // flashinfer_plan_batch.cc
+std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 }  // namespace flashinfer
 namespace triton {
 void write_plan(const Plan& plan, ArraySet& set);
@@ -69,6 +71,8 @@ std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 namespace mla {
 void write_plan(const Plan& plan, ArraySet& set);
 std::unique_ptr<Plan> read_plan(const ArraySet& set);
+std::string batch_shape(const BatchCase& c);  // mla_plan_batch.cc
+std::unique_ptr<Plan> merge_plans(const std::vector<BatchCase>& cases);
 }  // namespace mla
 
 }  // namespace kvfuzz

@@ -9,8 +9,7 @@
 // batch), and each group reads one pool.
 #include <algorithm>
 
-#include "backends/common/kv_pools.h"
-#include "backends/contract/families.h"
+#include "backends/contract/batch_merge.h"
 #include "backends/fa/fa_plan.h"
 
 namespace kvfuzz::fa {
@@ -25,13 +24,7 @@ std::vector<const FaGroup*> groups(const FaPlan& p) {
 
 // The pool the layers reading `g` use: "full", "swa", "none" (no layer reads it) or "mixed".
 std::string group_pool(const FaPlan& p, const Scenario& s, const FaGroup* g) {
-  std::string pool = "none";
-  for (int32_t l = 0; l < static_cast<int32_t>(p.layers.size()); ++l) {
-    if (&p.group_of(l) != g) continue;
-    const std::string mine = pool_of(s, l) == PoolKind::swa ? "swa" : "full";
-    pool = pool == "none" || pool == mine ? mine : "mixed";
-  }
-  return pool;
+  return batch::pool_of_layers(s, [&](int32_t l) { return &p.group_of(l) == g; });
 }
 
 FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<BatchCase>& cases, bool swa) {
@@ -42,6 +35,7 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
   m.causal = first.causal;
   m.empty_padded_rows = first.empty_padded_rows;
   m.max_seqlen_k_upper_bound = first.max_seqlen_k_upper_bound;
+  m.sinks = first.sinks;  // every case's (batch_shape)
   for (const FaCall* c : calls) {
     m.rows += c->rows;
     m.width = std::max(m.width, c->width);
@@ -52,20 +46,18 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
   m.cu_seqlens_k = Buffer<int32_t>(first.cu_seqlens_k.name(), m.rows + 1);
   m.cache_seqlens = Buffer<int32_t>(first.cache_seqlens.name(), m.rows);
   m.page_table = Buffer<int32_t>(first.page_table.name(), int64_t{m.rows} * m.width);
+  const std::vector<int64_t> pages =
+      batch::page_offsets(cases, swa ? PoolKind::swa : PoolKind::full, first.view_page_size);
   int32_t r = 0;
   for (size_t i = 0; i < calls.size(); ++i) {
     const FaCall& c = *calls[i];
-    const int64_t slots = swa ? cases[i].swa_slot_offset : cases[i].full_slot_offset;
     const auto tokens = static_cast<int32_t>(cases[i].token_offset);
-    const auto page_offset = static_cast<int32_t>(slots / c.view_page_size);
     for (int32_t b = 0; b < c.rows; ++b, ++r) {
       m.cu_seqlens_q.set(r + 1, tokens + c.cu_seqlens_q[b + 1]);
       m.cu_seqlens_k.set(r + 1, m.cu_seqlens_k[r] + c.cu_seqlens_k[b + 1] - c.cu_seqlens_k[b]);
       m.cache_seqlens.set(r, c.cache_seqlens[b]);
-      // Columns past the case's own width: its dummy page (no row reads them).
-      for (int32_t k = 0; k < m.width; ++k)
-        m.page_table.set(int64_t{r} * m.width + k,
-                         page_offset + (k < c.width ? c.page_table[int64_t{b} * c.width + k] : 0));
+      batch::copy_table_row(m.page_table, int64_t{r} * m.width, m.width, c.page_table, int64_t{b} * c.width, c.width,
+                            pages[i]);
     }
   }
   return m;
@@ -76,8 +68,7 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
 std::string batch_shape(const BatchCase& c) {
   const auto& p = dynamic_cast<const FaPlan&>(*c.plan);
   std::string shape = p.has_sliding ? "sliding" : "no-sliding";
-  for (const Layer& l : p.layers)
-    shape += " " + to_string(l.kind) + "/" + std::to_string(l.window) + "/" + std::to_string(l.chunk);
+  for (const Layer& l : p.layers) shape += " " + batch::layer_shape(l);
   for (const FaGroup* g : groups(p)) {
     const std::string pool = group_pool(p, *c.scenario, g);
     if (pool == "mixed" || g->common_prefix_len > 0) return "";
@@ -86,7 +77,7 @@ std::string batch_shape(const BatchCase& c) {
       if (call.cu_seqlens_q[0] != 0 || call.cu_seqlens_q[call.rows] != c.num_tokens) return "";
       shape += " [vps " + std::to_string(call.view_page_size) + (call.causal ? " causal" : "") +
                (call.empty_padded_rows ? " empty-padded" : "") + (call.max_seqlen_k_upper_bound ? " k-bound" : "") +
-               "]";
+               batch::sinks_shape(call.sinks) + "]";
     }
   }
   return shape;

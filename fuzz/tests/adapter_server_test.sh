@@ -4,7 +4,8 @@
 # seed: a planted kernel bug (drop_last_key: cache-extent), a crash of some cases only
 # (segfault_layers: every multi-layer case, and no other, although single-layer cases were in
 # flight on the process it killed) and a hang (each case's own, found alone); and with cases of one
-# shape batched into one kernel call, a planted bug and a crash of some cases of a batch.
+# shape batched into one kernel call, a planted bug and a crash of some cases of a batch, for the
+# page_table family, and a planted bug through the paged_csr and mla families' merges.
 # Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
 set -uo pipefail
 K=$1 SRC=$2 WORK=$3
@@ -18,8 +19,11 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 campaign() {
   local name=$1 servers=$2 cases=$3 brk=$4
   shift 4
-  "$K" run --cases "$cases" --seed 5 --profile tiny --profile small --jobs "${JOBS:-3}" --no-shrink --max-saved 1 \
-    --adapter "KVFUZZ_EXAMPLE_BREAK=$brk $EXEC" --backend numpy_page_table --adapter-servers "$servers" \
+  # shellcheck disable=SC2086 # PROFILES: several flags
+  "$K" run --cases "$cases" --seed 5 ${PROFILES:---profile tiny --profile small} --jobs "${JOBS:-3}" --no-shrink \
+    --max-saved 1 \
+    --adapter "KVFUZZ_EXAMPLE_BREAK=$brk ${EXEC_OF:-$EXEC}" --backend "${BACKEND:-numpy_page_table}" \
+    --adapter-servers "$servers" \
     --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
   echo $? >"$WORK/$name.rc"
 }
@@ -114,6 +118,33 @@ grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fa
 rc=$?
 [ $rc = 0 ] || { fail "batch_csr: exit $rc, expected 0"; tail -5 "$WORK/batch_csr.out"; }
 batched batch_csr
+
+# The paged_csr (FlashInfer's wrapper calls, as sglang and FlashInfer users plan them) and mla
+# (FlashMLA's latent decode, MLA prefill) families' merges: the numpy executor of each, batched on
+# one server, finds what per-job workers find, case for case, with a planted bug (a row reading one
+# key fewer), over decode (paged rows), extend (ragged + prefix calls; the gather CSR) and verify
+# (custom masks) batches (mla: verify is the latent decode path, with its tree mask). A 10 ms
+# kernel makes the jobs queue enough that each path batches (a merge that dropped mla's decode
+# tables' pool offsets was caught in 1 run of 2 without it, in 4 of 4 with it and 32 cases, 3 of 4
+# with 24).
+declare -A modes=([paged_csr]=decode,extend,target_verify [mla]=extend,target_verify) cases=([paged_csr]=24 [mla]=32)
+for fam in paged_csr mla; do
+  for servers in 0 1; do
+    EXEC_OF="KVFUZZ_EXAMPLE_MODES=${modes[$fam]} KVFUZZ_EXAMPLE_DELAY=0.01 python3 $SRC/adapters/examples/numpy_$fam.py" \
+      BACKEND=numpy_$fam PROFILES="--profile tiny" JOBS=6 \
+      campaign "batch_${fam}_$servers" "$servers" "${cases[$fam]}" drop_last_key --reuse-shapes 1000
+  done
+  same "batch_${fam}_0" "batch_${fam}_1" cache-extent
+  batched "batch_${fam}_1"
+done
+
+# Attention sinks (the gpt-oss profile) go with the batch: a batch's calls are handed its cases'
+# sinks (one set: cases of other sinks are of another shape), so a clean executor finds nothing.
+# A merge that dropped them (main's before) failed this in 2 runs of 2.
+EXEC_OF="KVFUZZ_EXAMPLE_MODES=extend KVFUZZ_EXAMPLE_DELAY=0.01 $EXEC" PROFILES="--profile gpt-oss" JOBS=6 \
+  campaign batch_sinks 1 32 "" --reuse-shapes 10 --shape-run 16
+[ "$(cat "$WORK/batch_sinks.rc")" = 0 ] || { fail "batch_sinks: exit $(cat "$WORK/batch_sinks.rc"), expected 0"; tail -5 "$WORK/batch_sinks.out"; }
+batched batch_sinks
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
