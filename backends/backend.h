@@ -44,6 +44,9 @@ struct Support {
 struct FaultInfo {
   std::string name;
   std::string description;  // what goes wrong and which production fix it reproduces
+  // The size profile whose workloads reach it (kvfuzz faults draws its cases there); "": the
+  // default profiles. E.g. "gpt-oss": only its models carry attention sinks.
+  std::string profile = "";
 };
 
 struct PlanInput {

@@ -27,7 +27,9 @@ FaultResult bench_one(const Backend& b, const std::string& fault, const FaultBen
   r.fault = fault;
   const auto start = Clock::now();
   const uint64_t seed = hash_words(o.seed, hash_tag(fault));
-  const std::vector<Profile> profiles = default_profiles();
+  std::vector<Profile> profiles = default_profiles();
+  for (const FaultInfo& info : b.faults())  // the workloads that reach it (FaultInfo::profile)
+    if (info.name == fault && !info.profile.empty()) profiles = {parse_profile(info.profile).value()};
   // Only cases the backend supports count against the budget; generating stops at 20 times it.
   for (int64_t i = 0; r.cases < o.budget && i < 20 * o.budget && !r.detected; ++i) {
     const Scenario s = generate(campaign_case_seed(seed, i), profiles[static_cast<size_t>(i) % profiles.size()]);

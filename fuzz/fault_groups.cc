@@ -25,7 +25,7 @@ std::vector<FaultGroups> run_fault_groups(const FaultGroupsOptions& o, std::ostr
       c.seed = o.seed;
       c.jobs = o.jobs;
       c.out_dir = (scratch / f.name).string();
-      c.profiles = {Profile::tiny};
+      c.profiles = {f.profile.empty() ? Profile::tiny : parse_profile(f.profile).value()};  // FaultInfo::profile
       c.faults = {f.name};
       c.shrink = false;
       c.max_saved_per_kind = 1;

@@ -34,7 +34,7 @@ void add_faults(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", out, "Save each shrunk case here as <backend>__<fault>.json");
   cmd->add_flag("--list", list, "List the faults and exit");
   cmd->add_option("--groups", groups_cases,
-                  "Instead: a campaign of this many tiny cases per fault; print its fingerprint keys and root-cause "
+                  "Instead: a campaign of this many tiny cases per fault (or of the profile a fault names); print its fingerprint keys and root-cause "
                   "groups (exit 1 if a fault has more than --max-groups, or two faults share a group)")
       ->check(positive());
   cmd->add_option("--max-groups", max_groups, "With --groups: the most root-cause groups one fault may give")
@@ -51,7 +51,7 @@ void add_faults(CLI::App& app, int& exit_code) {
       return;
     }
     if (groups_cases > 0) {
-      std::cerr << "kvfuzz faults --groups: " << groups_cases << " tiny cases per fault\n";
+      std::cerr << "kvfuzz faults --groups: " << groups_cases << " tiny cases per fault (a fault's own profile where it names one)\n";
       const auto rows = run_fault_groups({groups_cases, seed, backends, only, 2}, std::cerr);
       exit_code = print_fault_groups(rows, max_groups, std::cout) ? 0 : 1;
       return;
