@@ -100,7 +100,8 @@ def issue_target(issue, issues_file):
     m = issue.get("minimal_case") or {}
     if "case" not in m or "backend" not in m:
         raise BadInput(f"{issues_file}: issue {issue['id']} has no minimal_case with a case and a backend")
-    args = "--deterministic" if m.get("deterministic") else ""
+    # the planner flags the minimal case runs under (triage matches the issue only under them)
+    args = " ".join((["--deterministic"] if m.get("deterministic") else []) + list(m.get("adapter_flags", [])))
     return Target(engine, m["case"], m["backend"], args, issue["id"],
                   lambda line: triage.matches(issue, line["fingerprint"], line.get("group")), m.get("release"))
 

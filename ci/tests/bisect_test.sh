@@ -37,6 +37,12 @@ cat >"$WORK/issues.json" <<'JSON'
   "affected": {"package": "sglang", "first": "0.5.13", "fixed": "0.5.14"},
   "minimal_case": {"case": "corpus/sglang/flashinfer_swa_full_prefix.json", "backend": "flashinfer", "release": "0.5.13"},
   "match": [{"property": ["cache-extent", "oracle"], "backend": "sglang_flashinfer", "layer_kinds": ["sliding_window"],
+             "mechanisms": ["extra-before"]}]},
+ {"id": "fake-flags", "title": "t", "verdict": "v", "kind": "upstream-bug",
+  "affected": {"package": "sglang", "first": "0.5.13", "fixed": "0.5.14"},
+  "minimal_case": {"case": "corpus/sglang/flashinfer_swa_full_prefix.json", "backend": "flashinfer", "release": "0.5.13",
+                   "deterministic": true, "adapter_flags": ["--fake-flag", "on"]},
+  "match": [{"property": ["cache-extent", "oracle"], "backend": "sglang_flashinfer", "layer_kinds": ["sliding_window"],
              "mechanisms": ["extra-before"]}]}]}
 JSON
 export FAKE_LOG=$WORK/runs
@@ -104,6 +110,12 @@ JSON
 out=$(FAKE_FIXED=12 bisect "$WORK/findings/f.json" 2>"$WORK/err")
 grep -q "first without: 0.5.19" <<<"$out" || fail "saved finding: $(echo "$out" | grep 'first with') $(cat "$WORK/err")"
 grep -q "fingerprint [^ ]*findings/f.json flashinfer --deterministic" <<<"$out" || fail "saved finding's flags: $(echo "$out" | head -3)"
+
+# An issue whose minimal case runs under planner flags (minimal_case.adapter_flags) is bisected
+# under them: every release's command carries them.
+out=$(FAKE_FIXED=12 bisect --issue fake-flags --issues "$WORK/issues.json" --method sweep 2>"$WORK/err")
+grep -q "fingerprint corpus/sglang/flashinfer_swa_full_prefix.json flashinfer --deterministic --fake-flag on" <<<"$out" ||
+  fail "the issue's adapter_flags: $(echo "$out" | grep -m1 'fingerprint') $(cat "$WORK/err")"
 
 # 5. Bad input: exit 2 with the reason.
 bisect --issue no-such --issues "$WORK/issues.json" >/dev/null 2>"$WORK/err"
