@@ -2,8 +2,8 @@
 # Executor servers (--adapter-servers, backends/external/adapter_server.h) on the CPU: the numpy
 # executor served by shared processes finds what per-job workers find, case for case, for the same
 # seed: a planted kernel bug (drop_last_key: cache-extent), a crash of some cases only
-# (segfault_layers: every multi-layer case, and no other, although single-layer cases were in
-# flight on the process it killed) and a hang (each case's own, found alone); and with cases of one
+# (segfault_layers: every multi-layer case, and no other; single-layer cases in flight on the
+# process it killed, when there were any, pass alone) and a hang (each case's own, found alone); and with cases of one
 # shape batched into one kernel call, a planted bug and a crash of some cases of a batch, for the
 # page_table family, and a planted bug through the paged_csr and mla families' merges.
 # Usage: adapter_server_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
@@ -73,8 +73,11 @@ if not m:
     sys.exit("no re-run line in crash_servers.out")
 reruns, failed = int(m.group(1)), int(m.group(2))
 print(f"crash_servers: {len(crashed)} cases crashed; {reruns} requests re-run alone, {failed} failed alone")
-if failed < len(crashed) or reruns <= failed:
-    sys.exit("expected every crashed case to fail alone and some sharing requests to pass alone")
+if failed < len(crashed):
+    sys.exit("expected every crashed case to fail alone")
+# Requests lost beside a crash (bystanders) pass alone: a bystander blamed would be a crash finding
+# per-job workers do not have (`same` above). Whether a crash had bystanders depends on timing.
+print(f"crash_servers: {reruns - failed} bystanders re-run alone passed")
 PY
 
 # A --adapter-servers value that is neither a count nor gpus[:K] is bad input: exit 2, naming it.
