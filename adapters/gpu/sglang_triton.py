@@ -174,42 +174,72 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
     lse[:rows] = torch.logsumexp(lse_parts, dim=2).cpu().numpy()
 
 
+LSE_CHUNK = 1 << 24  # float64 elements (scores and gathered keys) extend_lse holds at once: 128 MiB
+
+
 def extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask, mask_indptr,
                window, window_offsets):
-    """[num_tokens, H] natural LSE of extend_attention_fwd's softmax, by the kernel's masking rules."""
+    """[num_tokens, H] natural LSE of extend_attention_fwd's softmax, by the kernel's masking rules:
+    rows in chunks (padded to the chunk's longest row), a few tensor operations per chunk, so a
+    batch of many cases costs about what one case does."""
     H, Hk = q.shape[1], k_buf.shape[1]
-    group = H // Hk
     lse = torch.full((q.shape[0], H), -math.inf, dtype=torch.float64, device=DEV)
-    cap = float(case.softcap)
-    for i in range(len(qo_indptr) - 1):
-        q0, q_len = int(qo_indptr[i]), int(qo_indptr[i + 1]) - int(qo_indptr[i])
-        p0, p_len = int(kv_indptr[i]), int(kv_indptr[i + 1]) - int(kv_indptr[i])
-        if q_len <= 0:
-            continue
-        slots = torch.from_numpy(kv_indices[p0:p0 + max(p_len, 0)].astype(np.int64)).to(DEV)
-        keys = torch.cat([k_buf[slots], k_ext[q0:q0 + q_len]]).double()          # [n, Hk, D]
-        qq = q[q0:q0 + q_len].double()                                            # [m, H, D]
-        kk = keys.repeat_interleave(group, dim=1)                                 # [n, H, D]
-        s = torch.einsum("mhd,nhd->hmn", qq, kk) * case.sm_scale
-        if cap > 0:
-            s = cap * torch.tanh(s / cap)
-        m = torch.arange(q_len, device=DEV)[:, None]
-        n = torch.arange(q_len, device=DEV)[None, :]
-        p_len = max(p_len, 0)
-        if mask is not None:
-            off = int(window_offsets[i]) if window > 0 else 0
-            start = int(mask_indptr[i])
-            idx = start + m * (p_len + q_len + off) + off + p_len + n
-            new_vis = mask[idx.flatten()].reshape(q_len, q_len)
-        else:
-            new_vis = n <= m
-        pre_vis = torch.ones((q_len, p_len), dtype=torch.bool, device=DEV)
-        if window > 0:
-            pre_vis = (p_len + m) <= (torch.arange(p_len, device=DEV)[None, :] + window)
-            new_vis = new_vis & (m <= n + window)
-        vis = torch.cat([pre_vis, new_vis], dim=1)
-        lse[q0:q0 + q_len] = torch.logsumexp(s.masked_fill(~vis[None], -math.inf), dim=2).T
+    qo, ip = qo_indptr.astype(np.int64), kv_indptr.astype(np.int64)
+    q_len = qo[1:] - qo[:-1]
+    p_len = np.maximum(ip[1:len(q_len) + 1] - ip[:len(q_len)], 0)
+    chunk, M, N = [], 0, 0  # rows of the chunk, its longest query run and key run
+    for i in np.flatnonzero(q_len > 0):
+        m, n = max(M, q_len[i]), max(N, p_len[i] + q_len[i])
+        if chunk and (len(chunk) + 1) * n * (H * m + Hk * q.shape[2]) > LSE_CHUNK:  # scores + keys
+            extend_lse_rows(case, np.array(chunk), q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indices, mask,
+                            mask_indptr, window, window_offsets, lse)
+            chunk, m, n = [], q_len[i], p_len[i] + q_len[i]
+        chunk, M, N = chunk + [i], m, n
+    if chunk:
+        extend_lse_rows(case, np.array(chunk), q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indices, mask,
+                        mask_indptr, window, window_offsets, lse)
     return lse
+
+
+def extend_lse_rows(case, rows, q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indices, mask, mask_indptr,
+                    window, window_offsets, lse):
+    """extend_lse over some rows: column c of row i is its prefix key c (c < p_len, the pool slot
+    kv_indices[kv_indptr[i] + c]) or its new token c - p_len; query m its token qo_indptr[i] + m."""
+    H, Hk, D = q.shape[1], k_buf.shape[1], q.shape[2]
+    ql, pl, q0 = q_len[rows][:, None, None], p_len[rows][:, None, None], qo[rows][:, None, None]
+    M, N = int(ql.max()), int((pl + ql).max())
+    m, c = np.arange(M)[None, :, None], np.arange(N)[None, None, :]
+    n = c - pl                                                                 # new-token column
+    pre, new = c < pl, (n >= 0) & (n < ql)
+    slot = kv_indices[np.clip(ip[rows][:, None, None] + c, 0, max(len(kv_indices) - 1, 0))][:, 0] \
+        if len(kv_indices) else np.zeros((len(rows), N), np.int64)
+    keys = torch.where(dev(pre[:, 0])[..., None, None], k_buf[dev(slot.astype(np.int64))],
+                       k_ext[dev(np.clip(q0 + n, 0, len(k_ext) - 1)[:, 0])]).double()   # [r, N, Hk, D]
+    tokens = np.clip(q0 + m, 0, len(q) - 1)[:, :, 0]                           # [r, M]
+    qq = q[dev(tokens)].double().view(len(rows), M, Hk, H // Hk, D)
+    s = torch.einsum("rmkgd,rnkd->rkgmn", qq, keys).reshape(len(rows), H, M, N) * case.sm_scale
+    cap = float(case.softcap)
+    if cap > 0:
+        s = cap * torch.tanh(s / cap)
+    if mask is not None:
+        off = window_offsets[rows].astype(np.int64)[:, None, None] if window > 0 else 0
+        at = mask_indptr[rows].astype(np.int64)[:, None, None] + m * (pl + ql + off) + off + pl + n
+        new_vis = new & (m < ql) & host_bool(mask, np.where(new & (m < ql), at, 0))
+    else:
+        new_vis = new & (n <= m)
+    pre_vis = pre
+    if window > 0:
+        pre_vis = pre & ((pl + m) <= c + window)
+        new_vis = new_vis & (m <= n + window)
+    vis = dev((pre_vis | new_vis) & (m < ql))                                  # [r, M, N]
+    part = torch.logsumexp(s.masked_fill(~vis[:, None], -math.inf), dim=3).transpose(1, 2)  # [r, M, H]
+    valid = (m < ql)[:, :, 0]
+    lse[dev(tokens[valid])] = part[dev(valid)]
+
+
+def host_bool(mask, at):
+    """mask (a device bool tensor) at the numpy indices `at`, as numpy."""
+    return mask[dev(at.astype(np.int64))].cpu().numpy()
 
 
 def run_extend(case, csr, prefix, layer, dtype, out, lse):
