@@ -67,7 +67,7 @@ def queries(case, layer, rows, s_q):
     return torch.from_numpy(q).to("cuda", torch.bfloat16).view(rows, s_q, q.shape[1], q.shape[2])
 
 
-@kv.executor(name="flashmla", family="mla",
+@kv.executor(name="flashmla", family="mla", batch=True,
              supports={"modes": ["idle", "decode", "target_verify", "draft_decode"], "layer_kinds": ["full"],
                        "dtypes": ["bf16"], "page_sizes": [PAGE], "head_dims": "any", "mla": True, "non_mla": False,
                        "hybrid_swa": False, "cuda_graph": True, "softcap": False, "gqa": True},

@@ -121,7 +121,7 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
     return o, lse
 
 
-@kv.executor(name="vllm_triton", family="page_table",
+@kv.executor(name="vllm_triton", family="page_table", batch=True,
              supports={"modes": "all", "layer_kinds": "all", "dtypes": DTYPES,
                        "page_sizes": [16, 32, 64, 128, 256], "head_dims": HEAD_DIMS, "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True},

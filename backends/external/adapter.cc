@@ -26,9 +26,11 @@ void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std
 const std::atomic<bool>* g_time_up = nullptr;
 thread_local int64_t t_refused = 0;
 
+bool time_is_up() { return g_time_up != nullptr && g_time_up->load(); }
+
 // Throws BackendFailure "stopped" once the campaign's time is up (set_adapter_time_up).
 void refuse_when_time_is_up() {
-  if (g_time_up == nullptr || !g_time_up->load()) return;
+  if (!time_is_up()) return;
   ++t_refused;
   throw BackendFailure("stopped", "the campaign's time is up: the request was not sent");
 }
@@ -239,7 +241,8 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   } catch (...) {
     outcome = BatchSlot::Outcome::alone;  // a server that did not start, a malformed answer: each case alone
   }
-  if (outcome == BatchSlot::Outcome::alone) ++stats_.batches_failed;
+  // a batch cut off by the campaign's deadline (its server killed, its cases dropped) failed no one
+  if (outcome == BatchSlot::Outcome::alone && !time_is_up()) ++stats_.batches_failed;
   lock.lock();
   for (BatchSlot* m : members) m->outcome = outcome;
   batch_cv_.notify_all();
