@@ -9,7 +9,9 @@ cascade's expand call :1840-1863; forward_decode likewise) and nothing the plan 
       cu_seqlens_k_new = cu_seqlens_k, max_seqlen_q, softmax_scale = sm_scale, causal,
       window_size = (window_left, 0) or (-1, -1), softcap, return_softmax_lse=True,
       num_splits = KVFUZZ_FA3_NUM_SPLITS (default 0: FA3's heuristic, what sglang passes unless
-      deterministic), sinks = the call's sinks (gpt-oss's s_aux, as sglang hands them))
+      deterministic), sinks = the call's sinks in bf16 (gpt-oss's s_aux: sglang keeps them in bf16
+      for FA3, models/gpt_oss.py:428, and FA3 takes no other dtype; sinks not exact in bf16 are
+      answered unsupported))
 with the cache viewed [pages, view_page_size, kv_heads, head_dim] over the layer's pool (sglang's
 expand call views it with pages of 1). The plan holds no scheduler_metadata (sglang's planner runs
 without FA3's precompute, fa_page_table.py), so none is passed. A group's parts are merged as
@@ -87,13 +89,19 @@ def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache):
         raise IndexError(f"{prefix}cu_seqlens_q reaches token {tokens}, the batch has {q.shape[0]}")
     table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
     sinks = call.get("sinks") or None  # a plan without sinks may hold an empty list
+    if sinks is not None:  # sgl-kernel 0.4.3's FA3 takes them in bf16 only (RuntimeError "sinks must have dtype
+        # bfloat16", run on an H100); sglang keeps gpt-oss's sinks in bf16 for it (models/gpt_oss.py:428)
+        sinks = torch.tensor(sinks, dtype=torch.float64)
+        if not torch.equal(sinks.to(torch.bfloat16).double(), sinks):
+            raise kv.Unsupported("attention sinks not exact in bf16: FA3 takes them in bf16 (as sglang keeps them)")
+        sinks = sinks.to(DEV, torch.bfloat16)
     return dict(q=q[:tokens], k_cache=k_cache, v_cache=v_cache, page_table=dev(table.astype(np.int32)),
                 cache_seqlens=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
                 cu_seqlens_q=dev(cu_q), cu_seqlens_k_new=dev(case.array(prefix + "cu_seqlens_k")[: rows + 1].astype(np.int32)),
                 max_seqlen_q=int(call["max_seqlen_q"]), softmax_scale=float(case.sm_scale), causal=bool(call["causal"]),
                 window_size=(int(window_left), 0) if window_left >= 0 else (-1, -1), softcap=float(case.softcap or 0.0),
                 return_softmax_lse=True, num_splits=NUM_SPLITS,
-                sinks=None if sinks is None else dev(np.asarray(sinks, dtype=np.float32)))
+                sinks=sinks)
 
 
 def merge(out_a, lse_a, out_b, lse_b, dtype):
