@@ -43,14 +43,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "repro"))
 
-import kvfuzz_adapter as kv  # noqa: E402
-import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
-from fa3_standin import merge_state_v2, refusal  # noqa: E402
-from page_table_parts import run_layers  # noqa: E402
-
 HEAD_DIMS = list(range(8, 257, 8))  # flash_api.cpp: multiples of 8, at most 256
 NUM_SPLITS = int(os.environ.get("KVFUZZ_FA3_NUM_SPLITS", "0"))
+WHERE = os.environ.get("KVFUZZ_FA3", "")
 
 
 def cannot_run(message):
@@ -58,13 +53,22 @@ def cannot_run(message):
     sys.exit(2)
 
 
+# No library: said before torch loads.
+if not WHERE:
+    cannot_run("KVFUZZ_FA3 is not set: it names the folder holding sgl-kernel's sgl_kernel/ "
+               "(python3 ci/gpu_fa3.py unpack --to DIR ...)")
+if not os.path.isfile(os.path.join(WHERE, "sgl_kernel", "flash_attn.py")):
+    cannot_run(f"KVFUZZ_FA3={WHERE}: no sgl_kernel/flash_attn.py there (python3 ci/gpu_fa3.py unpack --to DIR ...)")
+
+import kvfuzz_adapter as kv  # noqa: E402
+import torch  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
+from fa3_standin import merge_state_v2, refusal  # noqa: E402
+from page_table_parts import run_layers  # noqa: E402
+
+
 def load_fa3(where):
-    """sgl_kernel.flash_attn from DIR/sgl_kernel/ (exit 2 when it is not there or does not import)."""
-    if not where:
-        cannot_run("KVFUZZ_FA3 is not set: it names the folder holding sgl-kernel's sgl_kernel/ "
-                   "(python3 ci/gpu_fa3.py unpack --to DIR ...)")
-    if not os.path.isfile(os.path.join(where, "sgl_kernel", "flash_attn.py")):
-        cannot_run(f"KVFUZZ_FA3={where}: no sgl_kernel/flash_attn.py there (python3 ci/gpu_fa3.py unpack --to DIR ...)")
+    """sgl_kernel.flash_attn from DIR/sgl_kernel/ (exit 2 without a CUDA device or when it does not import)."""
     if DEV.type == "cuda" and not torch.cuda.is_available():
         cannot_run(f"KVFUZZ_FA3={where}: FA3's kernel needs a CUDA device, torch sees none")
     sys.path.insert(0, os.path.abspath(where))
@@ -74,7 +78,7 @@ def load_fa3(where):
         cannot_run(f"KVFUZZ_FA3={where}: sgl_kernel.flash_attn does not import ({type(e).__name__}: {e})")
 
 
-FLASH_ATTN_WITH_KVCACHE = load_fa3(os.environ.get("KVFUZZ_FA3", ""))
+FLASH_ATTN_WITH_KVCACHE = load_fa3(WHERE)
 
 
 def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache):
