@@ -47,6 +47,13 @@
 #                         joins the parts' OUT/<executor> folders, docs/cluster.md)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
 #                         0.5.10.post1 also fetched): its kernel files, unpacked into .gpu/sglang/RELEASE
+#   KVFUZZ_FA3            the folder holding sgl-kernel's FA3 library, sgl_kernel/ (default .gpu-fa3/sgl_fa3:
+#                         `python3 ci/gpu_fa3.py unpack --to DIR ...`, docs/gpu.md "Real FA3"). Where it is
+#                         there, fa3_page_table (FA3's real flash_attn_with_kvcache, paired with kvfuzz's fa
+#                         planner) joins the default executors, on KVFUZZ_GPU_FA3_PROFILES (default "tiny small
+#                         gpt-oss": gpt-oss's sinks), and a memcheck campaign of it follows the CUDA
+#                         executor's (KVFUZZ_GPU_FA3_MEMCHECK_CASES, default 20); where it is not, both are
+#                         skipped, saying so
 # Needs python3 with torch and triton on a CUDA machine, and network the first time:
 # `python3 ci/gpu_wheels.py` fetches the pinned wheels into .gpu/wheels. A machine without network:
 # run that elsewhere with `--python X.Y` (its Python), add the three Debian packages kvfuzz builds
@@ -97,19 +104,28 @@ command -v nvcc >/dev/null && targets="$targets cuda_page_table"
 KVFUZZ_BUILD_TARGETS=$targets bash ci/build.sh "${cmake_args[@]}"
 export PYTHONUNBUFFERED=1
 
+# sgl-kernel's FA3 library (optional: packed in parts by ci/gpu_fa3.py, too large for the wheels folder)
+fa3=$(realpath -m "${KVFUZZ_FA3:-.gpu-fa3/sgl_fa3}")
+fa3_present=0
+[ -f "$fa3/sgl_kernel/flash_attn.py" ] && fa3_present=1
+
 # The adapter command carries its environment, so the replay line every finding prints reproduces
 # it when pasted into a fresh shell.
 adapter_command() {
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla VLLM_SITE=$PWD/.gpu/vllm FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
+       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FA3=$fa3 KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla VLLM_SITE=$PWD/.gpu/vllm FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
             "TORCHINDUCTOR_CACHE_DIR=$cache/inductor SGLANG_TRITON_RELEASE=$sglang_release python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
 
 # 3. Campaigns.
-read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flashmla flex_page_table vllm_triton cuda_page_table}"
+read -r -a names <<<"${KVFUZZ_GPU_ADAPTERS:-sglang_triton flashinfer_paged_csr flashinfer_mla flashmla flex_page_table vllm_triton cuda_page_table fa3_page_table}"
+if [ "$fa3_present" = 0 ] && [[ " ${names[*]} " == *" fa3_page_table "* ]]; then
+  echo "== fa3_page_table skipped: no FA3 library at $fa3 (python3 ci/gpu_fa3.py unpack --to DIR ...; KVFUZZ_FA3=DIR)"
+  read -r -a names <<<"$(printf '%s\n' "${names[@]}" | grep -vx fa3_page_table | tr '\n' ' ')"
+fi
 jobs=$(nproc)
 [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
 shrink_seconds=${KVFUZZ_GPU_SHRINK_SECONDS:-30}
@@ -122,6 +138,7 @@ profiles_of() {
   local p list=$profiles
   [ "$1" = flashmla ] && list=${KVFUZZ_GPU_FLASHMLA_PROFILES:-medium large}
   [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
+  [ "$1" = fa3_page_table ] && list=${KVFUZZ_GPU_FA3_PROFILES:-tiny small gpt-oss}
   for p in $list; do printf -- '--profile %s ' "$p"; done
 }
 servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
@@ -165,20 +182,40 @@ if [ "$long_cases" -gt 0 ]; then
   done
 fi
 
-# 5. compute-sanitizer memcheck over kvfuzz's own CUDA executor.
-memcheck_line=""
-if [ "$memcheck_cases" -gt 0 ] && [ -f build/adapters/libcuda_page_table.so ] && command -v compute-sanitizer >/dev/null; then
-  rm -rf "$out/memcheck" && mkdir -p "$out/memcheck"
-  echo "== memcheck: $memcheck_cases cases of cuda_page_table under compute-sanitizer"
-  rc=0
-  ./build/fuzz/kvfuzz run --cases "$memcheck_cases" "${profile_args[@]}" --jobs "$(nproc)" --no-shrink \
-    --adapter "KVFUZZ_CUDA_EXACT_BUFFERS=1 compute-sanitizer --tool memcheck --log-file $out/memcheck/%p.log $(adapter_command cuda_page_table)" \
-    --backend cuda_page_table --out "$out/memcheck/findings" --adapter-timeout 600 >"$out/memcheck.log" 2>&1 || rc=$?
-  errors=$( { cat "$out"/memcheck/*.log 2>/dev/null || true; } | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
-  logs=$(find "$out/memcheck" -maxdepth 1 -name '*.log' | wc -l)
-  memcheck_line="memcheck: $memcheck_cases cases, kvfuzz exit $rc, $logs worker logs, $errors memcheck errors (logs $out/memcheck/)"
-  echo "$rc" >"$out/memcheck.rc"
+# 5. compute-sanitizer memcheck campaigns (per-job workers, one case's process under the sanitizer at a time):
+# kvfuzz's own CUDA executor, then FA3's (PyTorch's caching allocator off, so that a read past a tensor
+# leaves its allocation).
+memcheck_lines=()
+sanitized() {  # sanitized COMMAND DIR: COMMAND with compute-sanitizer before its program (after its VAR=VALUE words)
+  local w words=() placed=0
+  for w in $1; do
+    [ "$placed" = 0 ] && [[ $w != *=* ]] && { words+=(compute-sanitizer --tool memcheck --log-file "$2/%p.log"); placed=1; }
+    words+=("$w")
+  done
+  echo "${words[*]}"
+}
+memcheck() {  # memcheck NAME CASES PROFILE_ARGS ENVIRONMENT: OUT/memcheck[-NAME]/, a line for the table
+  local name=$1 cases=$2 dir=$out/memcheck${1:+-$1} rc=0 errors logs
+  [ -n "$name" ] || name=cuda_page_table
+  rm -rf "$dir" && mkdir -p "$dir"
+  echo "== memcheck: $cases cases of $name under compute-sanitizer"
+  # shellcheck disable=SC2086  # the profile arguments are whole words
+  ./build/fuzz/kvfuzz run --cases "$cases" $3 --jobs "$(nproc)" --no-shrink \
+    --adapter "$4 $(sanitized "$(adapter_command "$name")" "$dir")" \
+    --backend "$name" --out "$dir/findings" --adapter-timeout 600 >"$dir.log" 2>&1 || rc=$?
+  errors=$( { cat "$dir"/*.log 2>/dev/null || true; } | sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' | awk '{s += $1} END {print s + 0}')
+  logs=$(find "$dir" -maxdepth 1 -name '*.log' | wc -l)
+  memcheck_lines+=("memcheck $name: $cases cases, kvfuzz exit $rc, $logs worker logs, $errors memcheck errors (logs $dir/)")
   { [ "$rc" -le 1 ] && [ "$errors" -eq 0 ] && [ "$logs" -gt 0 ]; } || echo 1 >"$out/memcheck.rc"
+}
+if [ "$memcheck_cases" -gt 0 ] && command -v compute-sanitizer >/dev/null; then
+  echo 0 >"$out/memcheck.rc"
+  [ -f build/adapters/libcuda_page_table.so ] && memcheck "" "$memcheck_cases" "${profile_args[*]}" KVFUZZ_CUDA_EXACT_BUFFERS=1
+  if [ "$fa3_present" = 1 ] && [ "${KVFUZZ_GPU_FA3_MEMCHECK_CASES:-20}" -gt 0 ]; then
+    memcheck fa3_page_table "${KVFUZZ_GPU_FA3_MEMCHECK_CASES:-20}" "$(profiles_of fa3_page_table)" PYTORCH_NO_CUDA_MEMORY_CACHING=1
+  elif [ "$fa3_present" = 0 ]; then
+    echo "== memcheck of fa3_page_table skipped: no FA3 library at $fa3"
+  fi
 fi
 
 # 6. The table.
@@ -190,8 +227,8 @@ import importlib.metadata as m
 for dist, name in (("flashinfer-python", "flashinfer"), ("torch", "torch"), ("triton", "triton")):
     try: print(name + "=" + m.version(dist).split("+")[0], end=" ")
     except m.PackageNotFoundError: pass')" KVFUZZ_GPU_SECONDS=$seconds python3 ci/gpu_table.py "$out" "${names[@]}" || status=1
-if [ -n "$memcheck_line" ]; then
-  echo "$memcheck_line"
+if [ "${#memcheck_lines[@]}" -gt 0 ]; then
+  printf '%s\n' "${memcheck_lines[@]}"
   [ "$(cat "$out/memcheck.rc")" -eq 0 ] || status=1
 fi
 exit $status

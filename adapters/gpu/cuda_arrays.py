@@ -40,6 +40,30 @@ def device_pool(case, layer, which, dtype, width=0, slots_to=0):
     return t
 
 
+def paged_cache(case, layer, which, dtype, vps):
+    """The layer's K ("k") or V ("v") pool viewed as a paged kernel's cache, [pages, vps, kv_heads, dim]
+    (vps: the call's view page size; the pool's slots rounded up to whole pages, the rest zero)."""
+    n = case.num_slots(layer)
+    pool = device_pool(case, layer, which, dtype, slots_to=-(-n // vps) * vps)
+    return pool.view(-1, vps, pool.shape[1], pool.shape[2])
+
+
+class LayerTensors:
+    """One layer's query and its K/V caches per view page size on the device, built once and kept
+    while the plan's calls stay on that layer: tensors(layer, vps) -> (q, k_cache, v_cache)."""
+
+    def __init__(self, case, q_dtype, cache_dtype):
+        self.case, self.q_dtype, self.cache_dtype = case, q_dtype, cache_dtype
+        self.layer, self.q, self.caches = None, None, {}
+
+    def __call__(self, layer, vps):
+        if self.layer != layer:
+            self.layer, self.q, self.caches = layer, dev(self.case.q[layer], self.q_dtype), {}
+        if vps not in self.caches:
+            self.caches[vps] = tuple(paged_cache(self.case, layer, which, self.cache_dtype, vps) for which in "kv")
+        return (self.q,) + self.caches[vps]
+
+
 def sync():
     """Waits for the device's kernels (nothing to wait for on the host)."""
     if DEV.type == "cuda":

@@ -45,7 +45,7 @@ SITE = os.environ.get("VLLM_SITE") or os.path.join(ROOT, ".vllm", "0.33.0")
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host, sync  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
 from page_table_parts import call_lse, part_metadata, run_layers  # noqa: E402
 
@@ -84,13 +84,6 @@ def load_kernel(site):
 
 
 VERSION, UNIFIED_ATTENTION = load_kernel(os.path.abspath(SITE))
-
-
-def paged_cache(case, layer, which, dtype, vps):
-    """The layer's K or V pool as vLLM's Triton backend views its cache: [blocks, vps, kv_heads, dim]."""
-    n = case.num_slots(layer)
-    pool = device_pool(case, layer, which, dtype, slots_to=-(-n // vps) * vps)
-    return pool.view(-1, vps, pool.shape[1], pool.shape[2])
 
 
 def run_call(case, layer, call, prefix, window_left, caches, q):
@@ -136,18 +129,14 @@ def run(case):
     # query's fp16 (what kvfuzz's fp8 values are exact in)
     dt = torch.float16 if case.dtype == "fp8_e4m3" else TORCH_DTYPES[case.dtype]
     cache_dt = torch.float8_e4m3fn if case.dtype == "fp8_e4m3" else dt
-    per_layer = {}  # the layer's query on the device and its caches per view page size
+    tensors = LayerTensors(case, dt, cache_dt)  # the layer's query and its caches per view page size
 
     def run_layer_call(layer, call, prefix, window_left):
         vps = int(call["view_page_size"])
         if vps % 16:
             raise kv.Unsupported(f"view page size {vps}: vLLM's Triton backend takes block sizes that are multiples of 16")
-        if per_layer.get("layer") != layer:
-            per_layer.clear()
-            per_layer.update(layer=layer, q=dev(case.q[layer], dt))
-        if vps not in per_layer:
-            per_layer[vps] = (paged_cache(case, layer, "k", cache_dt, vps), paged_cache(case, layer, "v", cache_dt, vps))
-        return run_call(case, layer, call, prefix, window_left, per_layer[vps], per_layer["q"])
+        q, k_cache, v_cache = tensors(layer, vps)
+        return run_call(case, layer, call, prefix, window_left, (k_cache, v_cache), q)
 
     return run_layers(case, run_layer_call, merge)
 
