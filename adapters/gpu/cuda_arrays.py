@@ -9,6 +9,39 @@ DEV = torch.device("cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
+class _Staging:
+    """Pinned host memory that numpy arrays pass through on their way to the GPU. A copy from
+    pageable memory blocks the host until every kernel queued before it has run (on a GPU shared by
+    several servers, their time slices too), and a request makes dozens; a copy from pinned memory
+    is queued like a kernel. The ring starts over only after the device is synchronized (sync()),
+    when every copy out of it has finished. KVFUZZ_GPU_STAGING=0 copies from pageable memory."""
+    SIZE = 64 << 20
+
+    def __init__(self):
+        self.on = DEV.type == "cuda" and os.environ.get("KVFUZZ_GPU_STAGING", "1") != "0"
+        self.ring, self.used = None, 0
+
+    def to_device(self, a):
+        if not self.on or a.nbytes > self.SIZE // 4:
+            return torch.from_numpy(a).to(DEV)
+        if self.ring is None:
+            self.ring = torch.empty(self.SIZE, dtype=torch.uint8, pin_memory=True)
+        start = -(-self.used // 256) * 256
+        if start + a.nbytes > self.SIZE:  # full: wait for the copies out of it, then start over
+            torch.cuda.synchronize()
+            start = 0
+        self.used = start + a.nbytes
+        part = self.ring[start:self.used]
+        part.numpy()[:] = a.reshape(-1).view(np.uint8)
+        return part.view(torch.from_numpy(a[:0]).dtype).view(a.shape).to(DEV, non_blocking=True)
+
+    def synchronized(self):
+        self.used = 0
+
+
+_STAGING = _Staging()
+
+
 def dev(a, dtype=None, pad_to=None):
     """A numpy array as a CUDA tensor (a CUDA tensor as it is); index arrays of length 0 get one
     unused 0 (a real allocation); pad_to zero-pads the last dimension (zeros add nothing to q.k or
@@ -18,7 +51,7 @@ def dev(a, dtype=None, pad_to=None):
     a = np.ascontiguousarray(a)
     if a.size == 0 and a.ndim == 1:
         a = np.zeros(1, dtype=a.dtype)
-    t = torch.from_numpy(a).to(DEV)
+    t = _STAGING.to_device(a)
     if pad_to is not None and t.shape[-1] < pad_to:
         t = torch.nn.functional.pad(t, (0, pad_to - t.shape[-1]))
     return t if dtype is None else t.to(dtype).contiguous()
@@ -68,6 +101,7 @@ def sync():
     """Waits for the device's kernels (nothing to wait for on the host)."""
     if DEV.type == "cuda":
         torch.cuda.synchronize()
+        _STAGING.synchronized()
 
 
 def host(t):
