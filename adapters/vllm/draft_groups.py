@@ -19,7 +19,7 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   constant position, which is not kvfuzz's draft_decode (draft u written at S + u): not driven.
 - The runner hands each group's block table and slot mapping of the target step
   (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516) and the drafter's own group's
-  CommonAttentionMetadata (`spec_decode_common_attn_metadata`, :2498-2509); the proposer's loop
+  CommonAttentionMetadata (`spec_decode_common_attn_metadata`, :2497-2511); the proposer's loop
   advances the primary group's slots with the release's Triton kernel and every other group's with
   its own code (step3p5.py `_update_positions_dependent_metadata`), and builds each group's metadata
   from the primary's with that group's table and slots (`build_per_group_and_layer_attn_metadata`).

@@ -23,8 +23,9 @@ kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
 Re-expressed runner code (a bug there is not found): the target step's batch (target_step), the
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
 returns them for the history's acceptance; cu_num_draft_tokens; 0.10's prepare_inputs call), the
-configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Unsupported: tree drafting (fake_runner.py), layers in more than
-one KV-cache group (vLLM asserts all drafting layers share one) or, in 0.1x, more than one attention
+configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Layers in
+more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.27.1 on;
+before, vLLM asserts all drafting layers share one). Unsupported: tree drafting (fake_runner.py), or, in 0.1x, more than one attention
 group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
 multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
 drafting layout fits the context, so the clamp at max_model_len runs but is never exercised.
