@@ -24,9 +24,9 @@ Re-expressed runner code (a bug there is not found): the target step's batch (ta
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
 returns them for the history's acceptance; cu_num_draft_tokens; 0.10's prepare_inputs call), the
 configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Layers in
-more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.27.1 on;
-before, vLLM asserts all drafting layers share one). Unsupported: tree drafting (fake_runner.py), or, in 0.1x, more than one attention
-group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
+more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.27.1
+on; before, vLLM asserts all drafting layers share one). Unsupported: tree drafting (fake_runner.py),
+in 0.1x more than one attention group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
 multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
 drafting layout fits the context, so the clamp at max_model_len runs but is never exercised.
 
@@ -154,7 +154,7 @@ def record(vl, setup, module):
     setup.total_tokens = setup.num_tokens
     setup.buffers()
     if not draft_groups.several(setup):
-        common = setup.common_metadata(setup.groups[0])  # the target step's, its slots checked against kvfuzz's
+        common = setup.common_metadata(setup.groups[0])  # the target step's, slots checked against kvfuzz's
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
     proposer = _proposer(vl, eagle, setup, model, proposer_cls)
