@@ -12,9 +12,11 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   called from its initialize_attn_backend, :1725). A gpt-oss target with an EAGLE-3 head passes it
   (the head's layer sits in one group); kvfuzz's case drafts on every one of its layers, so a case of
   several groups is, for EagleProposer, a draft model vLLM refuses at start-up.
-- From 0.27.1 two model-specific proposers drop the assertion: Step3p5MTPProposer (step3p5.py,
+- Two model-specific proposers drop the assertion: Step3p5MTPProposer (step3p5.py, from 0.23.0:
+  kvfuzz bisect answers unsupported up to 0.22.1,
   `method == "mtp"` with a `step3p5_mtp` draft config: speculative.py:2108) drafts on layers of every
-  group, each group's block table and slot mapping its own; Gemma4Proposer (gemma4.py) swaps in each
+  group, each group's block table and slot mapping its own; Gemma4Proposer (gemma4.py, in 0.22.0, not
+  in 0.20.0) swaps in each
   group's block table but its layers share the target's KV (they write nothing) and draft from one
   constant position, which is not kvfuzz's draft_decode (draft u written at S + u): not driven.
 - The runner hands each group's block table and slot mapping of the target step
@@ -64,8 +66,9 @@ def proposer_class(vl, eagle, setup):
             spec.method = method
             spec.draft_model_config.hf_config = types.SimpleNamespace(model_type=model_type, architectures=[arch])
             return getattr(importlib.import_module(module), name)
-    raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version} drafts only with EagleProposer, "
-                          "which asserts that all drafting layers belong to one (validate_same_kv_cache_group)")
+    raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version}'s EagleProposer asserts that all "
+                          "drafting layers belong to one (validate_same_kv_cache_group), and the release has no "
+                          "Step3p5MTPProposer (0.23.0 on) to draft across them")
 
 
 def kv_cache_config(setup):

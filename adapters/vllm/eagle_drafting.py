@@ -24,7 +24,7 @@ Re-expressed runner code (a bug there is not found): the target step's batch (ta
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
 returns them for the history's acceptance; cu_num_draft_tokens; 0.10's prepare_inputs call), the
 configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Layers in
-more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.27.1
+more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.23.0
 on; before, vLLM asserts all drafting layers share one). Unsupported: tree drafting (fake_runner.py),
 in 0.1x more than one attention group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
 multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
@@ -389,6 +389,10 @@ def _check_pass(setup, seen):
         got = slots[:n].cpu().numpy().astype(np.int64)
         if not np.array_equal(got, want):
             b = int(np.nonzero(got != want)[0][0])
+            if got[b] < 0:  # PADDING_SLOT_ID: vLLM writes no K/V for the token (what it does past max_model_len)
+                raise RuntimeError(f"layer {l}: vLLM's drafting step {setup.draft_step} leaves request row {b}'s draft "
+                                   f"(position {int(setup.draft_positions[b])}) unwritten (PADDING_SLOT_ID), "
+                                   f"kvfuzz's cache holds it at {int(want[b])}")
             raise RuntimeError(f"layer {l}: vLLM's drafting step {setup.draft_step} writes request row {b}'s draft "
                                f"(position {int(setup.draft_positions[b])}) at slot {int(got[b])}, kvfuzz's cache "
                                f"holds it at {int(want[b])}")
