@@ -12,13 +12,12 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   called from its initialize_attn_backend, :1725). A gpt-oss target with an EAGLE-3 head passes it
   (the head's layer sits in one group); kvfuzz's case drafts on every one of its layers, so a case of
   several groups is, for EagleProposer, a draft model vLLM refuses at start-up.
-- Two model-specific proposers drop the assertion: Step3p5MTPProposer (step3p5.py, from 0.23.0:
-  kvfuzz bisect answers unsupported up to 0.22.1,
+- Two model-specific proposers drop the assertion. Step3p5MTPProposer (step3p5.py, from 0.23.0;
   `method == "mtp"` with a `step3p5_mtp` draft config: speculative.py:2108) drafts on layers of every
-  group, each group's block table and slot mapping its own; Gemma4Proposer (gemma4.py, in 0.22.0, not
-  in 0.20.0) swaps in each
-  group's block table but its layers share the target's KV (they write nothing) and draft from one
-  constant position, which is not kvfuzz's draft_decode (draft u written at S + u): not driven.
+  group, each group's block table and slot mapping its own. Gemma4Proposer (gemma4.py, from 0.22.0)
+  swaps in each group's block table, but its layers share the target's KV (they write nothing) and
+  draft from one constant position, which is not kvfuzz's draft_decode (draft u written at S + u):
+  not driven.
 - The runner hands each group's block table and slot mapping of the target step
   (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516) and the drafter's own group's
   CommonAttentionMetadata (`spec_decode_common_attn_metadata`, :2497-2511); the proposer's loop
