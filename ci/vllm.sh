@@ -94,6 +94,8 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/draft_decode_rejected.json:clean
        triton:corpus/vllm/draft_decode_rejected.json:clean
        fa:corpus/vllm/draft_extend_v2.json:clean
+       fa:corpus/vllm/draft_decode_groups_gpt_oss.json:clean
+       triton:corpus/vllm/draft_decode_groups_gpt_oss.json:clean
        flashinfer:corpus/vllm/flashinfer_decode_swa.json:clean
        flashinfer:corpus/vllm/flashinfer_mixed_swa.json:clean
        flashinfer:corpus/vllm/fa_full_graph_decode.json:clean

@@ -176,6 +176,21 @@ grep -q "vllm-sync-draft-seq-lens-cpu" "$WORK/syncfull.out" && fail "a full laye
 line "$WORK/sync30.jsonl" metadata vllm_fa_0_30_0:fa draft_decode chunked 0 "$LOCAL"
 sync_replay "$WORK/sync30.jsonl"
 run sync30 1 $VLLM
+# - kvfuzz-vllm-step3p5-draft-last-position (Step3p5MTPProposer's other groups leave the draft at
+#   max_model_len - 1 unwritten): known for that crash in a 0.33.0 draft decode; a draft written at a wrong
+#   slot (the same crash family, vllm_draft_test's slot-one-late mechanism), the same message outside
+#   drafting, and the unwritten draft in 0.11.0 (before the entry's first release) are not it.
+PAD="RuntimeError: layer N: vLLMQs draft (position N) unwritten (PADDING_SLOT_ID), kvfuzz's cache holds it at N @ _check_pass"
+line "$WORK/pad.jsonl" crash vllm_fa_0_33_0:fa draft_decode - 0 "$PAD"
+run pad 0 $VLLM
+grep -q "^known *kvfuzz-vllm-step3p5-draft-last-position" "$WORK/pad.out" || fail "the unwritten last draft is not kvfuzz-vllm-step3p5-draft-last-position"
+line "$WORK/padslot.jsonl" crash vllm_fa_0_33_0:fa draft_decode - 0 "RuntimeError: layer N: vLLMQs draft (position N) at slot N, kvfuzz's cache holds it at N @ _check_pass"
+run padslot 1 $VLLM
+grep -q "kvfuzz-vllm-step3p5-draft-last-position" "$WORK/padslot.out" && fail "a draft at a wrong slot is kvfuzz-vllm-step3p5-draft-last-position"
+line "$WORK/padverify.jsonl" crash vllm_fa_0_33_0:fa target_verify - 0 "$PAD"
+run padverify 1 $VLLM
+line "$WORK/padold.jsonl" crash vllm_fa_0_11_0:fa draft_decode - 0 "$PAD"
+run padold 1 $VLLM
 
 # FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
 # its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather

@@ -9,6 +9,9 @@
 #    own key missing);
 #  - rejected-not-subtracted: vllm#29845 reverted (the padded drafter batch's seq_lens keep the
 #    rejected tokens): metadata, in-bounds, oracle.
+#  - group-table-not-swapped: a drafting step on sliding and full layers (draft_decode_groups_gpt_oss.json,
+#    Step3p5MTPProposer) whose full layers get the sliding group's block table: in-bounds, oracle; the
+#    same case unsupported on 0.11.0 with vLLM's reason (validate_same_kv_cache_group).
 # (0.11.0's findings on the seed triage as vllm#29845: ci/vllm.sh known and releases, in vllm_seeds_test.)
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
 #  - the target step's rejected tokens past the drafting layout (draft_decode_swa_rejected.json clean on
@@ -46,6 +49,20 @@ mutant seq-lens-not-advanced v1/spec_decode/utils.py \
 mutant rejected-not-subtracted v1/spec_decode/llm_base_proposer.py \
   '            common_attn_metadata.seq_lens -= num_rejected_tokens_gpu' '            pass' \
   "$REJECTED" "(too large)"
+# Drafting across KV-cache groups (draft_groups.py; draft_decode_groups_gpt_oss.json, clean in ci/vllm.sh
+# seeds): Step3p5MTPProposer building every group's metadata with the drafter's own group's block table
+# (the sliding group's, pages translated to the SWA pool and null where the window left) instead of the
+# table the runner handed for the group: the full layers' reads are wrong (in-bounds, oracle).
+mutant group-table-not-swapped v1/spec_decode/step3p5.py \
+  '                cm.block_table_tensor = self._per_group_block_tables[gid][:num_reqs]' \
+  '                cm.block_table_tensor = common_attn_metadata.block_table_tensor' \
+  corpus/vllm/draft_decode_groups_gpt_oss.json "in-bounds: layer 1 (full)"
+# where the release has no multi-group proposer (up to 0.22.1), vLLM's reason, unsupported
+out=$("$K" check corpus/vllm/draft_decode_groups_gpt_oss.json --backend vllm_fa_0_11_0:fa \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/0.11.0 --backend fa" 2>&1)
+grep -q "^unsupported: .*validate_same_kv_cache_group" <<<"$out" &&
+  echo "ok: draft_decode_groups_gpt_oss.json is unsupported on 0.11.0 (validate_same_kv_cache_group)" ||
+  { fail "draft_decode_groups_gpt_oss.json on 0.11.0 is not answered with validate_same_kv_cache_group"; echo "$out" | tail -3; }
 
 # The target step's rejected tokens past the drafting layout: kvfuzz's accept freed their columns,
 # vLLM keeps their blocks. The adapter checks no slot of them and hands their pages the null block;

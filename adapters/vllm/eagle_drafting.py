@@ -23,9 +23,10 @@ kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
 Re-expressed runner code (a bug there is not found): the target step's batch (target_step), the
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
 returns them for the history's acceptance; cu_num_draft_tokens; 0.10's prepare_inputs call), the
-configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Unsupported: tree drafting (fake_runner.py), layers in more than
-one KV-cache group (vLLM asserts all drafting layers share one) or, in 0.1x, more than one attention
-group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
+configuration the proposer's __init__ reads and its runner's attention groups (_proposer). Layers in
+more than one KV-cache group draft with the release's multi-group proposer (draft_groups.py: 0.23.0
+on; before, vLLM asserts all drafting layers share one). Unsupported: tree drafting (fake_runner.py),
+in 0.1x more than one attention group (its proposer builds every draft layer's metadata with attn_groups[0][0]'s builder),
 multi-token drafting where the proposer refuses the backend's metadata (0.10's Triton). kvfuzz's
 drafting layout fits the context, so the clamp at max_model_len runs but is never exercised.
 
@@ -38,6 +39,8 @@ from dataclasses import fields
 
 import numpy as np
 import torch
+
+import draft_groups
 
 MODES = ("draft_decode", "draft_extend_v2")
 HIDDEN = 8  # the stand-in draft model's hidden size (no value reaches a kernel the plan reads)
@@ -145,19 +148,20 @@ def record(vl, setup, module):
     impls = publish_layers(vl, setup, setup.backend.get_impl_cls(), [module, vl.utils])
     for impl in impls.values():
         attention_run._bind_kernel(impl, module)
-    if len({g.kv_gid for g in setup.groups}) != 1:
-        raise _unsupported("the layers form several KV-cache groups: vLLM asserts that all drafting layers "
-                           "belong to one (validate_same_kv_cache_group)")
+    proposer_cls = draft_groups.proposer_class(vl, eagle, setup)  # several KV-cache groups: draft_groups.py
     # the drafter's passes run attention eagerly over the real tokens (its PIECEWISE graphs pad the
     # model's tokens only): a CUDA-graph case's padded tokens lie in no kernel row
     setup.total_tokens = setup.num_tokens
     setup.buffers()
-    g0 = setup.groups[0]
-    common = setup.common_metadata(g0)  # the target step's, its slots checked against kvfuzz's cache
-    _host_seq_lens(setup, common)
+    if not draft_groups.several(setup):
+        common = setup.common_metadata(setup.groups[0])  # the target step's, slots checked against kvfuzz's
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
-    proposer = _proposer(vl, eagle, setup, model)
+    proposer = _proposer(vl, eagle, setup, model, proposer_cls)
+    if draft_groups.several(setup):  # each group's table and slots, as the runner hands them
+        common = draft_groups.hand_groups(setup, proposer)
+    _host_seq_lens(setup, common)
+    model.returns_tuple = proposer.model_returns_tuple() if hasattr(proposer, "model_returns_tuple") else True
     allowed = getattr(proposer, "allowed_attn_types", None)  # 0.10 on CUDA: FlashAttention and TreeAttention
     metadata_name = setup.backend.__name__.replace("Backend", "Metadata")
     if allowed and proposer.num_speculative_tokens > 1 and metadata_name not in {c.__name__ for c in allowed}:
@@ -216,6 +220,7 @@ class _DraftModel(torch.nn.Module):
         super().__init__()
         self.setup, self.impls, self.rec, self.fc = setup, impls, rec, forward_context
         self.target_pass, self.passes, self.seen = target_pass, 0, None
+        self.returns_tuple = True  # EAGLE's pair; the proposer's model_returns_tuple() where it has one
 
     def forward(self, input_ids=None, positions=None, hidden_states=None, inputs_embeds=None, **kwargs):
         n = int(positions.shape[-1])
@@ -233,9 +238,9 @@ class _DraftModel(torch.nn.Module):
                 self.impls[l].forward(layer, q, k, v, self.setup.kv_caches[l], metadata, out)
         self.passes += 1
         h = torch.zeros(n, HIDDEN, dtype=self.setup.dtype, device=self.setup.device)
-        return h, h
+        return (h, h) if self.returns_tuple else h
 
-    def compute_logits(self, hidden_states, *sampling_metadata):
+    def compute_logits(self, hidden_states, *sampling_metadata, **kwargs):  # MTP: spec_step_idx
         return torch.zeros(int(hidden_states.shape[0]), 4, device=hidden_states.device)
 
 
@@ -249,10 +254,10 @@ def _inputs(setup, l, n):
     return layer, q[:n], k[:n], v[:n], out[:n]
 
 
-def _proposer(vl, eagle, setup, model):
-    """The release's EagleProposer (its own __init__, on the runner's namespace configuration with the
-    fields it reads) over the runner's attention groups (0.1x reads runner.attn_groups) or its own
-    (0.2x on: _attention_groups), the draft layers the case's."""
+def _proposer(vl, eagle, setup, model, cls):
+    """The release's proposer `cls` (EagleProposer, or draft_groups.py's multi-group one; its own __init__,
+    on the runner's namespace configuration with the fields it reads) over the runner's attention groups
+    (0.1x reads runner.attn_groups) or its own (0.2x on: _attention_groups), the draft layers the case's."""
     config = setup.vllm_config
     ns = types.SimpleNamespace
     config.model_config.enforce_eager = True
@@ -282,7 +287,7 @@ def _proposer(vl, eagle, setup, model):
                        metadata_builder=builders[g.gid])
                     for g in setup.groups]]
     runner = ns(attn_groups=attn_groups)
-    proposer = eagle.EagleProposer(config, setup.device, runner)
+    proposer = cls(config, setup.device, runner)
     proposer.model = model
     if hasattr(proposer, "draft_attn_groups"):  # 0.2x on: the proposer's own attention groups
         _attention_groups(eagle, proposer, setup, layer_names)
@@ -297,13 +302,18 @@ def _proposer(vl, eagle, setup, model):
 def _attention_groups(eagle, proposer, setup, layer_names):
     """0.2x on: the proposer's initialize_attn_backend forms its attention groups (by backend) and
     their builders from the KV-cache group of the draft layers."""
-    base = sys.modules[type(proposer).__mro__[1].__module__]
     ns = types.SimpleNamespace
     backend_of = {f"layers.{l}": g.backend_cls for g in setup.groups for l in g.layer_ids}
     layers = {name: ns(get_attn_backend=(lambda b: lambda: b)(backend_of[name])) for name in layer_names}
-    base.get_layers_from_vllm_config = lambda cfg, cls, names=None: {
-        k: v for k, v in layers.items() if names is None or k in names}
+    for cls in type(proposer).__mro__:  # where initialize_attn_backend looks the layers up
+        module = sys.modules[cls.__module__]
+        if hasattr(module, "get_layers_from_vllm_config"):
+            module.get_layers_from_vllm_config = lambda cfg, c, names=None: {
+                k: v for k, v in layers.items() if names is None or k in names}
     proposer._draft_attn_layer_names = set(layer_names)
+    if draft_groups.several(setup):
+        proposer.initialize_attn_backend(draft_groups.kv_cache_config(setup))
+        return
     g = setup.groups[0]
     kv_config = ns(kv_cache_groups=[ns(layer_names=layer_names, kv_cache_spec=g.group_spec)])
     proposer.initialize_attn_backend(kv_config)
@@ -379,6 +389,10 @@ def _check_pass(setup, seen):
         got = slots[:n].cpu().numpy().astype(np.int64)
         if not np.array_equal(got, want):
             b = int(np.nonzero(got != want)[0][0])
+            if got[b] < 0:  # PADDING_SLOT_ID: vLLM writes no K/V for the token (what it does past max_model_len)
+                raise RuntimeError(f"layer {l}: vLLM's drafting step {setup.draft_step} leaves request row {b}'s draft "
+                                   f"(position {int(setup.draft_positions[b])}) unwritten (PADDING_SLOT_ID), "
+                                   f"kvfuzz's cache holds it at {int(want[b])}")
             raise RuntimeError(f"layer {l}: vLLM's drafting step {setup.draft_step} writes request row {b}'s draft "
                                f"(position {int(setup.draft_positions[b])}) at slot {int(got[b])}, kvfuzz's cache "
                                f"holds it at {int(want[b])}")
