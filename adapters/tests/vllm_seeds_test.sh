@@ -16,8 +16,9 @@
 #    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
 #  - attention sinks (gpt-oss): a seed on FlashAttention and Triton, which catches impls built without
 #    them; FlashAttention's cascade drops them on 0.11.0 (a known issue) and keeps them on 0.28.0;
-#  - fp8 KV caches: FlashMLA's fp8 FULL-graph seed clean on the newest release, found as vllm#33638 on
-#    0.15.0 (known), and a num_splits of another schedule caught;
+#  - fp8 KV caches (--kv-cache-dtype fp8): FlashMLA's fp8 FULL-graph seed clean on the newest release
+#    (seeds) and found as vllm#33638 on 0.15.0 (known): two adapter runs, 6 s each at load 2 on the
+#    2 shared cores (2026-11-28); its schedule checks on hand-made calls: vllm_mla_fp8_test;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -109,13 +110,4 @@ out=$("$K" check $seed --backend vllm_fa_0_28_0:fa \
   --adapter "$SRC/.sglang/venv/bin/python adapters/vllm/vllm_planner.py --site .vllm/0.28.0 --backend fa" 2>&1)
 if grep -q "ok (every property)" <<<"$out"; then echo "ok: $(basename $seed) is clean on 0.28.0"
 else fail "$seed on 0.28.0"; echo "$out" | tail -3; fi
-# fp8 KV cache (--kv-cache-dtype fp8): FlashMLA's fp8 schedule (get_mla_metadata_dense_fp8) copied into
-# the persistent buffers keeps the FULL-graph seed clean on the newest release (ci/vllm.sh seeds) and is
-# vllm#33638 on 0.15.0 (ci/vllm.sh known); a num_splits made for another schedule than the tile schedule
-# handed with it is caught (plan-run:mla_num_splits). Measured: the seed 11 s, the known run 11 s, this
-# mutant 11 s at load 6 on the shared 2 cores (2026-11-28).
-mutant fp8-num-splits-of-another-schedule mla_recorder.py \
-  'torch.full((int(cache_seqlens.shape[0]) + 1,), len(self.mla_schedules),' \
-  'torch.full((int(cache_seqlens.shape[0]) + 1,), len(self.mla_schedules) + 1,' \
-  corpus/vllm/mla_fp8_graph_decode.json "plan-run:mla_num_splits" mla_flashmla "$NEWEST" "--kv-cache-dtype fp8"
 [ $failures -eq 0 ] && echo "vllm seeds test: ok" || { echo "vllm seeds test: $failures failure(s)"; exit 1; }
