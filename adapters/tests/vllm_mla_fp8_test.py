@@ -19,23 +19,14 @@ import sys
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "vllm"), os.path.join(HERE, "..")]
-try:
-    import torch
-except ImportError as e:
-    print(f"SKIPPED: {e}")
-    sys.exit(0)
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "vllm"), os.path.join(HERE, "..")]
+from checks import Checks, need  # noqa: E402
 
+torch, = need("torch")
 from mla_backends import HEAD_SIZE, scaled_fp8_quant  # noqa: E402
 from mla_recorder import MlaRecorder, tag_cache  # noqa: E402
 
-failures = []
-
-
-def check(ok, what):
-    print(("ok: " if ok else "FAIL: ") + what)
-    if not ok:
-        failures.append(what)
+check = Checks("vllm mla fp8 test")
 
 
 def gathered(cache):
@@ -112,7 +103,4 @@ check(fp8_decode([5, 70], [5, 70], splits_of=True) == ["mla_num_splits"],
 check(fp8_decode([5, 70], [5, 70], splits_len=2) == ["mla_num_splits"],
       "num_splits shorter than the kernel's batch + 1 is plan-run:mla_num_splits")
 
-if failures:
-    print(f"vllm mla fp8 test: {len(failures)} failure(s)")
-    sys.exit(1)
-print("vllm mla fp8 test: ok")
+check.exit()
