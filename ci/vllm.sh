@@ -5,7 +5,8 @@
 # KV-cache grouping build each case's metadata; kvfuzz's checked page_table (fa, triton) or
 # paged_csr (flashinfer, tree: flashinfer_paged) executor runs it.
 #
-#   bash ci/vllm.sh install            # installs the release and those of the releases table (for ctest);
+#   bash ci/vllm.sh install            # installs the release, those of the releases table and those of the
+#                                      # known issues' minimal cases (for ctest);
 #                                      # needs no kvfuzz build (every other command does)
 #   bash ci/vllm.sh seeds              # the seed cases on the release (VLLM_VERSION): each as the newest release does it
 #   bash ci/vllm.sh releases           # known bugs found in the release that shipped them, gone in the
@@ -68,11 +69,13 @@ BACKENDS=${BACKENDS:-fa triton flashinfer}
 family_executor() { case $1 in fa|triton) echo fa ;; flashinfer|tree) echo flashinfer_paged ;; mla_*) echo mla ;; esac; }
 adapter() { echo "$PY adapters/vllm/vllm_planner.py --site $ROOT/$1 --device $DEVICE --backend $2"; }
 # found_each BACKEND RELEASE FILE...: check_kinds's lines for the cases, one adapter process for all
-# ("unsupported" where the adapter answers so, which the verdicts count as not found)
+# ("unsupported" where the adapter answers so, which the verdicts count as not found); SEED_FLAGS:
+# more planner flags
 found_each() {
   local backend=$1 release=$2
   shift 2
-  check_kinds "vllm_${backend}_${release//./_}:$(family_executor "$backend")" "$(adapter "$release" "$backend")" "$@"
+  check_kinds "vllm_${backend}_${release//./_}:$(family_executor "$backend")" \
+    "$(adapter "$release" "$backend")${SEED_FLAGS:+ $SEED_FLAGS}" "$@"
 }
 found() { found_each "$1" "$3" "$2" | cut -f2; }  # found BACKEND CASE RELEASE: the case's kinds
 # What ci/engine_env.sh's releases_table and known_table call.
@@ -80,7 +83,8 @@ found_at() { found "$1" "$2" "$3"; }
 backend_name() { echo "vllm_$1_${2//./_}"; }
 adapter_at() { adapter "$2" "$1"; }
 
-# The seed cases: backend : case file : what the newest release does with it
+# The seed cases: backend : case file : what the newest release does with it [: planner flags, the
+# words joined by commas]
 #   clean      every property holds (the metadata path the case exercises works)
 #   found=ID   a finding, triaged by adapters/vllm/known_issues.json entry ID
 seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
@@ -109,7 +113,8 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        mla_flashattn:corpus/vllm/mla_verify_chain.json:clean
        fa:corpus/vllm/gpt_oss_sinks_graph_decode.json:clean
        triton:corpus/vllm/gpt_oss_sinks_graph_decode.json:clean
-       fa:corpus/vllm/fa_sinks_cascade_heuristic.json:clean"
+       fa:corpus/vllm/fa_sinks_cascade_heuristic.json:clean
+       mla_flashmla:corpus/vllm/mla_fp8_graph_decode.json:clean:--kv-cache-dtype,fp8"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without
@@ -124,25 +129,30 @@ case "$1" in
     for row in $rows; do
       IFS=: read -r _ _ _ shipped fixed <<<"$row"
       install "$shipped" && install "$fixed"
+    done
+    # and the release of every known issue's minimal case (`known` runs each there)
+    for release in $(python3 -c 'import json, sys; print(*sorted({i["minimal_case"]["release"] for i in json.load(open(sys.argv[1]))["issues"]}))' adapters/vllm/known_issues.json); do
+      install "$release"
     done ;;
   seeds)
     failed=0
     printf '%-8s %-32s %-10s %-30s %s\n' backend case expect "vllm $VERSION" verdict
-    declare -A kinds  # "backend file" -> kinds: each backend's seeds checked by one adapter process
-    for backend in $(for seed in $seeds; do echo "${seed%%:*}"; done | sort -u); do
-      while IFS=$'\t' read -r file got; do kinds["$backend $file"]=$got; done < <(found_each "$backend" "$VERSION" \
-        $(for seed in $seeds; do IFS=: read -r b f _ <<<"$seed"; [ "$b" != "$backend" ] || echo "$f"; done))
+    declare -A kinds  # "backend:flags file" -> kinds: each backend's seeds of one set of flags checked by one adapter process
+    for run in $(for seed in $seeds; do IFS=: read -r b _ _ f <<<"$seed"; echo "$b:$f"; done | sort -u); do
+      IFS=: read -r backend flags <<<"$run"
+      while IFS=$'\t' read -r file got; do kinds["$run $file"]=$got; done < <(SEED_FLAGS=${flags//,/ } found_each "$backend" "$VERSION" \
+        $(for seed in $seeds; do IFS=: read -r b f _ fl <<<"$seed"; [ "$b:$fl" != "$run" ] || echo "$f"; done))
     done
     for seed in $seeds; do
-      IFS=: read -r backend file expect <<<"$seed"
-      got=${kinds["$backend $file"]}
+      IFS=: read -r backend file expect flags <<<"$seed"
+      got=${kinds["$backend:$flags $file"]}
       verdict=ok
       case $expect in
         clean) [ -z "$got" ] || verdict="NOT CLEAN" ;;
         *)     is_finding "$got" || verdict="NOT FOUND" ;;
       esac
       [ "$verdict" = ok ] || failed=1
-      printf '%-8s %-32s %-10s %-30s %s\n' "$backend" "$(basename "$file" .json)" "$expect" "${got:-clean}" "$verdict"
+      printf '%-8s %-32s %-10s %-30s %s\n' "$backend" "$(basename "$file" .json)${flags:+ (${flags//,/ })}" "$expect" "${got:-clean}" "$verdict"
     done
     exit $failed ;;
   releases)

@@ -192,6 +192,26 @@ run padverify 1 $VLLM
 line "$WORK/padold.jsonl" crash vllm_fa_0_11_0:fa draft_decode - 0 "$PAD"
 run padold 1 $VLLM
 
+# - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
+#   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
+#   mechanism on the bf16 path (no flag: FlashMLASchedMeta keeps its own buffers), another plan-run argument
+#   under fp8, and 0.19.0 (the fix) are not it.
+fp8_replay() { sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend mla_flashmla --kv-cache-dtype fp8'\"|" "$1"; }
+line "$WORK/fp8sched.jsonl" plan-run vllm_mla_flashmla_0_15_0:mla decode full 0 "plan-run:cache_seqlens" '{"graph": true}'
+fp8_replay "$WORK/fp8sched.jsonl"
+run fp8sched 0 $VLLM
+grep -q "^known *vllm#33638" "$WORK/fp8sched.out" || fail "FlashMLA's fp8 schedule replayed from the capture is not vllm#33638"
+line "$WORK/fp8bf16.jsonl" plan-run vllm_mla_flashmla_0_15_0:mla decode full 0 "plan-run:cache_seqlens" '{"graph": true}'
+run fp8bf16 1 $VLLM
+grep -q "vllm#33638" "$WORK/fp8bf16.out" && fail "the bf16 path's schedule mismatch (no --kv-cache-dtype fp8) is vllm#33638"
+line "$WORK/fp8table.jsonl" plan-run vllm_mla_flashmla_0_15_0:mla decode full 0 "plan-run:block_table" '{"graph": true}'
+fp8_replay "$WORK/fp8table.jsonl"
+run fp8table 1 $VLLM
+grep -q "vllm#33638" "$WORK/fp8table.out" && fail "a replayed block table under fp8 is vllm#33638"
+line "$WORK/fp8fixed.jsonl" plan-run vllm_mla_flashmla_0_19_0:mla decode full 0 "plan-run:cache_seqlens" '{"graph": true}'
+fp8_replay "$WORK/fp8fixed.jsonl"
+run fp8fixed 1 $VLLM
+grep -q "^regression *vllm#33638" "$WORK/fp8fixed.out" || fail "FlashMLA's fp8 schedule replayed from the capture in 0.19.0 is not a regression"
 # FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
 # its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather
 # reading evicted keys (unowned-slot) are known; a key read twice, an unowned slot outside a hybrid pool, or

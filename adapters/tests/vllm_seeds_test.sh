@@ -16,12 +16,15 @@
 #    release and, as vLLM's cascade attention, on 0.11.0; two cascade mutants caught;
 #  - attention sinks (gpt-oss): a seed on FlashAttention and Triton, which catches impls built without
 #    them; FlashAttention's cascade drops them on 0.11.0 (a known issue) and keeps them on 0.28.0;
+#  - fp8 KV caches (--kv-cache-dtype fp8): FlashMLA's fp8 FULL-graph seed clean on the newest release
+#    (seeds) and found as vllm#33638 on 0.15.0 (known): two adapter runs, 6 s each at load 2 on the
+#    2 shared cores (2026-11-28); its schedule checks on hand-made calls: vllm_mla_fp8_test;
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
 # there is no .sglang/venv with torch; ci/test.sh installs both (ci/sglang.sh, ci/vllm.sh) first.
 # Usage: vllm_seeds_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-NEEDS="0.33.0 0.10.2 0.11.0 0.27.1 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
+NEEDS="0.33.0 0.10.2 0.11.0 0.15.0 0.27.1 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 
 cd "$SRC"
 KVFUZZ=$K bash ci/vllm.sh seeds || fail "ci/vllm.sh seeds"
@@ -56,7 +59,7 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
 mutant triton-page-size-off-kv-heads recorder.py '"view_page_size": int(k.shape[1]),' '"view_page_size": int(k.shape[2]),' \
   corpus/vllm/verify_chain_swa.json ": metadata:" triton
 # A flag the backend has no use for is refused (exit 2, naming it), never silently ignored.
-for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor"; do
+for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor" "--backend fa --kv-cache-dtype fp8"; do
   # shellcheck disable=SC2086  # the flags are words
   msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site "$SRC/.vllm/$NEWEST" $flags 2>&1 </dev/null)
   rc=$?

@@ -244,7 +244,7 @@ class Setup:
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
             shape = self.attn.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
-            t = torch.zeros(shape, dtype=self.dtype, device=self.device)
+            t = torch.zeros(shape, dtype=getattr(self.attn, "cache_dtype", self.dtype), device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
 
@@ -290,7 +290,7 @@ class Setup:
                               max_model_len=max_len, chunked_prefill_enabled=True,
                               disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
         layout = self.vl.kv_cache_layout(self.backend)
-        cache_config = ns(cache_dtype="auto", block_size=self.page_size, kv_sharing_fast_prefill=False,
+        cache_config = ns(cache_dtype=getattr(self.attn, "kv_cache_dtype", "auto"), block_size=self.page_size, kv_sharing_fast_prefill=False,
                           use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)

@@ -22,13 +22,15 @@ import types
 
 import torch
 
-from fake_runner import construct
+from fake_runner import UnsupportedCase, construct
 
 DIMS = dict(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
 HEAD_SIZE = DIMS["kv_lora_rank"] + DIMS["qk_rope_head_dim"]  # the latent cache's width: 576
 BACKENDS = {"flashmla": "FlashMLABackend", "flashattn_mla": "FlashAttnMLABackend", "triton_mla": "TritonMLABackend"}
 # Block sizes of releases whose backends do not state them (0.1x): FlashMLA's kernel pages are 64
 # tokens (the CUDA platform forces block_size 64), FlashAttention's a multiple of 16.
+# vLLM's --kv-cache-dtype values modelled, and the cache tensor's dtype (None: the model's)
+CACHE_DTYPES = {"auto": None, "fp8": torch.uint8}
 OLD_BLOCK_SIZES = {"flashmla": lambda ps: ps == 64, "flashattn_mla": lambda ps: ps % 16 == 0,
                    "triton_mla": lambda ps: ps > 0}
 
@@ -66,12 +68,27 @@ class _NoDevice:
         return value
 
 
+def scaled_fp8_quant(input, scale=None, num_token_padding=None, scale_ub=None, use_per_token_if_dynamic=False,
+                     output=None, group_shape=None):
+    """vllm._custom_ops.scaled_fp8_quant with a per-tensor scale (static_scaled_fp8_quant): e4m3 of
+    input / scale, saturated at +-448; how the fp8 decode path quantizes its query (with layer._q_scale)."""
+    if scale is None or scale.numel() != 1 or num_token_padding:
+        raise NotImplementedError("scaled_fp8_quant: only a static per-tensor scale is modelled")
+    quantized = (input.to(torch.float32) / scale.to(torch.float32)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
+    if output is not None:
+        output.copy_(quantized)
+        quantized = output
+    return quantized, scale
+
+
 class MlaBackend:
     mla = True
     dtype = torch.float32
 
-    def __init__(self, vl, which, workspace="release"):
-        """workspace: the context gather's workspace, in tokens: "release" (the release's own size,
+    def __init__(self, vl, which, workspace="release", kv_cache_dtype="auto"):
+        """kv_cache_dtype: the latent cache's ("auto": the model's dtype; "fp8": e4m3 bytes, vLLM's
+        --kv-cache-dtype fp8, which FlashMLA decodes with flash_mla_with_kvcache_fp8 from 0.15 on).
+        workspace: the context gather's workspace, in tokens: "release" (the release's own size,
         determine_chunked_prefill_workspace_size: at least 8 x max_model_len, so a kvfuzz case gathers
         its context in one chunk) or "floor" (max_num_seqs x block_size, the floor 0.1x enforces and
         what the 64 Ki cap comes to at max_num_seqs 1024 and block size 64: contexts span chunks)."""
@@ -80,6 +97,11 @@ class MlaBackend:
         self.workspace = workspace
         if which not in BACKENDS:
             raise ValueError(f"MLA backend {which}: one of {sorted(BACKENDS)}")
+        if kv_cache_dtype not in CACHE_DTYPES:
+            raise ValueError(f"kv_cache_dtype {kv_cache_dtype}: one of {sorted(CACHE_DTYPES)}")
+        self.kv_cache_dtype = kv_cache_dtype
+        # the cache tensor's dtype: vLLM allocates an fp8 cache as bytes (the impls view it as fp8)
+        self.cache_dtype = CACHE_DTYPES[kv_cache_dtype] or self.dtype
         self.vl, self.which = vl, which
         self.common = vl._first("vllm.model_executor.layers.attention.mla_attention",
                                 "vllm.v1.attention.backends.mla.common", attr="MLACommonMetadataBuilder")
@@ -110,14 +132,23 @@ class MlaBackend:
                 return True
         return False
 
+    def check_cache_dtype(self):
+        """UnsupportedCase where the release's backend does not take the cache dtype (its
+        supported_kv_cache_dtypes, which vLLM's backend selection checks)."""
+        taken = getattr(self.backend, "supported_kv_cache_dtypes", None)
+        if self.kv_cache_dtype != "auto" and (taken is None or self.kv_cache_dtype not in taken):
+            raise UnsupportedCase(f"vLLM {self.vl.version}'s {self.name} backend does not list {self.kv_cache_dtype} "
+                                  f"in its supported_kv_cache_dtypes ({taken}: 0.10.2's and 0.11.0's list none, and "
+                                  "their FlashMLA impl hands its kernel no descales)")
+
     def kv_cache_shape(self, num_blocks, block_size, num_kv_heads, head_size):
         return (num_blocks, block_size, HEAD_SIZE)
 
     def layer_spec(self, setup, x):
         it = self.vl.kv_cache_interface
         cls = getattr(it, "MLAAttentionSpec", it.FullAttentionSpec)
-        return construct(cls, block_size=setup.page_size, num_kv_heads=1, head_size=HEAD_SIZE, dtype=self.dtype,
-                         use_mla=True, cache_dtype_str="auto")
+        return construct(cls, block_size=setup.page_size, num_kv_heads=1, head_size=HEAD_SIZE, dtype=self.cache_dtype,
+                         use_mla=True, cache_dtype_str=self.kv_cache_dtype)
 
     def configure(self, config, setup):
         """The model an MLA model's config says: DeepSeek-V3's dims, one latent KV head, and per layer
@@ -148,7 +179,7 @@ class MlaBackend:
         """The backend's impl of one layer, with the weights its decode path multiplies by (zeros)."""
         m, h = setup.model, setup.model["q_heads"]
         args = dict(num_heads=h, head_size=HEAD_SIZE, scale=m["sm_scale"], num_kv_heads=1, alibi_slopes=None,
-                    sliding_window=None, kv_cache_dtype="auto", logits_soft_cap=None,
+                    sliding_window=None, kv_cache_dtype=self.kv_cache_dtype, logits_soft_cap=None,
                     attn_type=self.vl.AttentionType.DECODER, kv_sharing_target_layer_name=None,
                     qk_head_dim=DIMS["qk_nope_head_dim"] + DIMS["qk_rope_head_dim"], kv_b_proj=TagProjection(h),
                     **DIMS)
@@ -242,6 +273,7 @@ class MlaBackend:
         """Every kernel the backends launch, routed to the case's recorder (looked up at call time)."""
         rec = lambda name: lambda *a, **k: getattr(self.recorder, name)(*a, **k)  # noqa: E731
         kernels = {"flash_mla_with_kvcache": "flash_mla", "get_mla_metadata": "mla_schedule",
+                   "flash_mla_with_kvcache_fp8": "flash_mla_fp8", "get_mla_metadata_dense_fp8": "mla_schedule_fp8",
                    "decode_attention_fwd": "triton_decode", "flash_attn_varlen_func": "fa_decode",
                    "get_scheduler_metadata": "get_scheduler_metadata"}
         for name, method in kernels.items():
@@ -250,5 +282,6 @@ class MlaBackend:
         self._prefill_module().flash_attn_varlen_func = rec("fa_prefill")
         ops = self.common.ops
         ops.gather_and_maybe_dequant_cache = rec("gather")
+        ops.scaled_fp8_quant = scaled_fp8_quant  # the fp8 decode path's query (a stub module: one object)
         ops.concat_and_cache_mla = lambda *a, **k: None  # the cache write: kvfuzz writes K itself
         self.common.merge_attn_states = lambda *a, **k: None  # values are not computed here

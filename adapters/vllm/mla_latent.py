@@ -21,8 +21,8 @@ import torch
 import mla_graph
 from engine import mla_plan
 from fake_runner import UnsupportedCase
-from mla_backends import DIMS, HEAD_SIZE
-from mla_recorder import MlaRecorder
+from mla_backends import DIMS
+from mla_recorder import MlaRecorder, tag_cache
 
 
 def plan(vl, setup):
@@ -35,6 +35,7 @@ def plan(vl, setup):
     m = setup.model
     if m["softcap"]:
         raise UnsupportedCase("a soft cap: vLLM's MLA impls take none")
+    attn.check_cache_dtype()
     rec = attn.recorder = MlaRecorder(setup)
     g = setup.groups[0]
     full = mla_graph.full_graph(vl, setup, attn)  # the CUDA-graph mode first: the builder reads it
@@ -90,7 +91,7 @@ def _tagged_inputs(setup, attn):
     k_pe = slot_tag.view(t, 1, 1).expand(t, 1, DIMS["qk_rope_head_dim"]).contiguous()
     cache = setup.kv_caches[setup.groups[0].layer_ids[0]]
     blocks, ps = cache.shape[0], cache.shape[1]
-    cache.copy_(torch.arange(1, blocks * ps + 1, dtype=dt).view(blocks, ps, 1).expand(blocks, ps, HEAD_SIZE))
+    tag_cache(cache, torch.arange(1, blocks * ps + 1, dtype=torch.int64).view(blocks, ps))
     return q, kv_c, k_pe, cache
 
 

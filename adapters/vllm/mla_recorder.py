@@ -28,6 +28,24 @@ from engine.tensors import host
 from recorder import Recorder
 
 
+def tag_cache(cache, slot_tags):
+    """Fill the latent cache's rows with their tags (slot_tags: [blocks, page] of slot + 1): each value
+    of a model-dtype cache; an fp8 cache (bytes, --kv-cache-dtype fp8) holds them as int32 words,
+    which the gather stand-in reads back (a tag is no fp8 value)."""
+    if cache.element_size() == 1:
+        words = cache.view(torch.uint8).view(*cache.shape[:-1], -1, 4).view(torch.int32).squeeze(-1)
+        words.copy_(slot_tags.to(torch.int32).unsqueeze(-1).expand_as(words))
+    else:
+        cache.copy_(slot_tags.to(cache.dtype).unsqueeze(-1).expand_as(cache))
+
+
+def cache_rows(cache):
+    """The latent cache's rows as the tags tag_cache wrote: [slots, width]."""
+    if cache.element_size() == 1:
+        return cache.contiguous().view(torch.uint8).reshape(-1, cache.shape[-1]).view(torch.int32)
+    return cache.reshape(-1, cache.shape[-1])
+
+
 def tags(t, what):
     """The tags of a tagged tensor's rows (first value of each, minus 1); rows must be uniform."""
     rows = t.reshape(t.shape[0], -1).to(torch.float64)
@@ -52,7 +70,7 @@ class MlaRecorder(Recorder):
     # -- decode --------------------------------------------------------------------------------------
     def _decode(self, block_table, seq_lens, kernel, q_per_row=None, cu_seqlens_q=None, schedule=None):
         """One decode kernel call: its rows' queries are q_per_row each or told by cu_seqlens_q; schedule:
-        (FlashMLA's tile schedule as handed, its q_tokens). While capturing, the tensors are kept and
+        (FlashMLA's tile schedule as handed, its num_splits or None, its q_tokens). While capturing, the tensors are kept and
         read at replay (replayed())."""
         call = {"kernel": kernel, "layer": self.layer, "block_table": block_table, "seq_lens": seq_lens,
                 "q_per_row": q_per_row, "cu_seqlens_q": cu_seqlens_q, "schedule": schedule}
@@ -83,27 +101,46 @@ class MlaRecorder(Recorder):
 
     def flash_mla(self, q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata=None,
                   num_splits=None, softmax_scale=None, causal=False, **others):
-        """FlashMLA: q [batch, q_per_row, heads, d], one row per request, bottom-right causal."""
+        """FlashMLA: q [batch, q_per_row, heads, d], one row per request, bottom-right causal; the output
+        is in the model's dtype (an fp8 cache's query is e4m3)."""
         if not causal and q.shape[1] > 1:
             raise NotImplementedError("flash_mla_with_kvcache(causal=False) over several queries is not modelled")
         self._check_page_size(int(k_cache.shape[1]), "flash_mla_with_kvcache")
         schedule = None
         if tile_scheduler_metadata is not None and torch.is_tensor(tile_scheduler_metadata):
-            schedule = (tile_scheduler_metadata, int(q.shape[1]) * int(q.shape[2]))
+            splits = num_splits if torch.is_tensor(num_splits) else None
+            schedule = (tile_scheduler_metadata, splits, int(q.shape[1]) * int(q.shape[2]))
         self._decode(block_table, cache_seqlens, "flash_mla_with_kvcache", q_per_row=int(q.shape[1]), schedule=schedule)
         b, s, h = q.shape[0], q.shape[1], q.shape[2]
-        return torch.zeros(b, s, h, head_dim_v, dtype=q.dtype), torch.zeros(b, h, s, dtype=torch.float32)
+        return torch.zeros(b, s, h, head_dim_v, dtype=self.setup.dtype), torch.zeros(b, h, s, dtype=torch.float32)
 
-    def mla_schedule(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k, *args, **kwargs):
+    def mla_schedule(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k, *args, lazy=None, **kwargs):
         """get_mla_metadata: FlashMLA's tile schedule, made at metadata build for the seq_lens it is
-        shown; what it returns holds the schedule's index (1-based), which the kernel call looks up."""
-        seq_lens = None if self.lazy_schedule else host(cache_seqlens, "cache_seqlens").to(torch.int64)
+        shown (lazy: by the kernel's first call, self.lazy_schedule by default); what it returns (the
+        tile schedule, num_splits) holds the schedule's index (1-based), which the kernel call looks up."""
+        lazy = self.lazy_schedule if lazy is None else lazy
+        seq_lens = None if lazy else host(cache_seqlens, "cache_seqlens").to(torch.int64)
         self.mla_schedules.append({"seq_lens": seq_lens,
                                    "q_tokens": int(num_q_tokens_per_head_k)})
         marker = torch.full((1, 8), len(self.mla_schedules), dtype=torch.int32)
         return marker, torch.full((int(cache_seqlens.shape[0]) + 1,), len(self.mla_schedules), dtype=torch.int32)
 
-    def _check_mla_schedule(self, marker, q_tokens, cache_seqlens, layer):
+    def mla_schedule_fp8(self, cache_seqlens, num_q_tokens_per_head_k, num_heads_k):
+        """get_mla_metadata_dense_fp8 (0.15 on, fp8 KV cache): the fp8 kernel's tile schedule and
+        num_splits, made at metadata build from the seq_lens it is shown (a tensor pair, as 0.1x's
+        get_mla_metadata made; a FULL graph replays the tensors the capture was handed)."""
+        return self.mla_schedule(cache_seqlens, num_q_tokens_per_head_k, num_heads_k, lazy=False)
+
+    def flash_mla_fp8(self, q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata, num_splits,
+                      softmax_scale=None, causal=False, descale_q=None, descale_k=None):
+        """flash_mla_with_kvcache_fp8: FlashMLA's decode over the fp8 latent cache, the same rows,
+        table and schedule as flash_mla_with_kvcache's (the per-tensor descales scale values only)."""
+        return self.flash_mla(q, k_cache, block_table, cache_seqlens, head_dim_v, tile_scheduler_metadata,
+                              num_splits, softmax_scale, causal)
+
+    def _check_mla_schedule(self, marker, num_splits, q_tokens, cache_seqlens, layer):
+        """The schedule the kernel is handed against the seq_lens it reads: its tile schedule's (and
+        num_splits', where handed) schedule must be one made for these seq_lens."""
         index = int(host(marker, "tile_scheduler_metadata").reshape(-1)[0]) - 1
         where = f"flash_mla_with_kvcache against FlashMLA schedule {index}"
         if not 0 <= index < len(self.mla_schedules):
@@ -116,6 +153,9 @@ class MlaRecorder(Recorder):
         if not torch.equal(s["seq_lens"], ran):
             self.agree.note("cache_seqlens", s["seq_lens"].tolist(), ran.tolist(), layer, where)
         self.agree.check("q_tokens", s["q_tokens"], q_tokens, layer, where)
+        if num_splits is not None:  # the kernel reads batch + 1 of them
+            splits = host(num_splits, "num_splits").to(torch.int64)[: int(ran.shape[0]) + 1] - 1
+            self.agree.check("mla_num_splits", [index] * (int(ran.shape[0]) + 1), splits.tolist(), layer, where)
 
     def triton_decode(self, q, k_buffer, v_buffer, o, *rest, **kwargs):
         """Triton MLA: one kernel row per query, each reading keys [0, b_seq_len[row]). Arguments after
@@ -161,7 +201,7 @@ class MlaRecorder(Recorder):
             batch = int(batch_size)
             seqs = torch.repeat_interleave(torch.arange(batch), cu[1:batch + 1] - cu[:batch])
         ps = int(src_cache.shape[1])
-        flat = src_cache.reshape(-1, src_cache.shape[-1])
+        flat = cache_rows(src_cache)
         rows = torch.arange(seqs.shape[0])
         position = (starts[seqs] if starts is not None else 0) + rows - cu[seqs]
         outside = (position < 0) | (position // ps >= bt.shape[1])
@@ -169,7 +209,10 @@ class MlaRecorder(Recorder):
             i = int(torch.nonzero(outside)[0])
             raise RuntimeError(f"gather_and_maybe_dequant_cache: row {i} (request {int(seqs[i])}) reads position "
                                f"{int(position[i])}, outside its block-table row of {bt.shape[1]} blocks")
-        dst[: seqs.shape[0]] = flat[bt[seqs, position // ps] * ps + position % ps].to(dst.dtype)
+        read = flat[bt[seqs, position // ps] * ps + position % ps]
+        if read.shape[-1] != dst.shape[-1]:  # an fp8 cache's int32 words: the tags, dequantized as values
+            read = (tags(read, "an fp8 latent cache row") + 1).unsqueeze(-1).expand(-1, dst.shape[-1])
+        dst[: seqs.shape[0]] = read.to(dst.dtype)
 
     def fa_prefill(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, cu_seqlens_k=None, causal=False,
                    return_softmax_lse=False, block_table=None, seqused_k=None, out=None, **others):

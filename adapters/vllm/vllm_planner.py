@@ -2,6 +2,7 @@
 
     python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
         [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
+        [--kv-cache-dtype auto|fp8]   # mla_*: vLLM's --kv-cache-dtype (fp8: the latent cache in e4m3 bytes)
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
@@ -53,6 +54,10 @@ def parse_args():
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
                         "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
                         "where async scheduling, vLLM's default with EAGLE, hands none (eagle_drafting.py)")
+    p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
+                   help="vLLM's --kv-cache-dtype: auto (the model's dtype) or fp8 (e4m3 bytes; MLA backends: the "
+                        "release's fp8 decode path, FlashMLA's get_mla_metadata_dense_fp8 and "
+                        "flash_mla_with_kvcache_fp8 from 0.15 on, recorded; mla_backends.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -65,6 +70,8 @@ def parse_args():
         p.error(f"--allocator vllm: the page_table backends (fa, triton) map vLLM's blocks back, not --backend {args.backend}")
     if args.runner != "v1" and args.backend not in ("fa", "triton"):
         p.error(f"--runner {args.runner}: Model Runner V2 is modelled on --backend fa and triton, not {args.backend}")
+    if args.kv_cache_dtype != "auto" and not args.backend.startswith("mla_"):
+        p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on the MLA backends (mla_*), not --backend {args.backend}")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -94,7 +101,7 @@ from mla_backends import MlaBackend  # noqa: E402
 SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2"], "layer_kinds": "all",
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
-ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace) if ARGS.backend in MLA else None  # what MLA layers answer
+ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace, ARGS.kv_cache_dtype) if ARGS.backend in MLA else None  # what MLA layers answer
 # FlashAttention and Triton take gpt-oss's attention sinks (the impl's `sinks`: s_aux / sinks, recorded)
 BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, dict(SUPPORTS, sinks=True)),
             "triton": ("page_table", triton_page_table.plan, dict(SUPPORTS, sinks=True)),
