@@ -148,14 +148,17 @@ Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t toke
     const double x = static_cast<double>(out.out_at(layer, token, head)[ch % c.vd]) *
                      (static_cast<double>(k.total) + sink_weight(sinks, head));
     // With sinks a count x comes back as x / (n + e^sink), whole counts included (x = n is not 1.0):
-    // each rounding of the output (a part's, then the merge's) moves x by up to x * 2^-b. Past
-    // half a count apart the probes cannot tell counts apart: unresolved, not a finding.
-    const double slack = sinks.empty() || !std::isfinite(x) ? 0.25 : std::max(0.25, 2.0 * c.unit_roundoff * std::abs(x));
+    // each rounding of the output (a part's, then the merge's) moves x by up to x * 2^-b. Once that
+    // reaches half a count, counts cannot be told apart: the read set is unresolved, not a finding.
+    const double slack =
+        sinks.empty() || !std::isfinite(x) ? 0.25 : std::max(0.25, 2.0 * c.unit_roundoff * std::abs(x));
     if (slack >= 0.5) {
       k.unresolved = true;
       return k;
     }
-    if (!std::isfinite(x) || x < -slack || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + slack || std::abs(x - std::round(x)) > slack) {
+    if (!std::isfinite(x) || x < -slack ||
+        x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + slack ||
+        std::abs(x - std::round(x)) > slack) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
       k.problem = os.str();
