@@ -95,6 +95,11 @@ MATCHERS = {
     "deterministic": lambda v, fp: fp["context"]["deterministic"] == v,
     "pool_elements_min": lambda v, fp: fp["context"]["pool_elements"] >= v,
     "v_narrower_qk_dim_max": lambda v, fp: fp["context"]["v_head_dim"] < fp["context"]["head_dim"] <= v,
+    # V of another width than Q/K, both at most v (FA3 runs such pairs <= 64 on its (64, 64) kernel)
+    "v_unlike_qk_dim_max": lambda v, fp: fp["context"]["v_head_dim"] != fp["context"]["head_dim"]
+    and max(fp["context"]["v_head_dim"], fp["context"]["head_dim"]) <= v,
+    # the model has attention sinks; absent from fingerprints of kvfuzz before 2026-11-28: no sinks
+    "sinks": lambda v, fp: fp["context"].get("sinks", False) == v,
 }
 
 

@@ -17,6 +17,11 @@ fp flashinfer_paged_csr corpus/gpu/flashinfer_mask_indptr_empty_row.json &
 fp sglang_triton corpus/gpu/sglang_triton_window0.json &
 fp sglang_triton corpus/gpu/sglang_triton_extend_narrow_v.json &
 fp sglang_triton corpus/sglang/triton_verify_tree_window.json &
+[ -d "${KVFUZZ_FA3:-/tmp/sgl_fa3}/sgl_kernel" ] && for c in corpus/gpu/fa3_paged_v_wider.json corpus/gpu/fa3_sinks_empty_row.json; do
+  # FA3 unpacked as docs/gpu.md "Real FA3" says (KVFUZZ_FA3, default /tmp/sgl_fa3); else skipped
+  timeout 150 build/fuzz/kvfuzz fingerprint "$c" --backend fa:fa3_page_table --adapter \
+    "KVFUZZ_FA3=${KVFUZZ_FA3:-/tmp/sgl_fa3} python3 adapters/gpu/fa3_page_table.py" >>$OUT/gpu_corpus.jsonl 2>>$OUT/gpu_corpus.err &
+done
 wait
 fp flashinfer_paged_csr corpus/gpu/flashinfer_mask_indptr_crash.json
 echo "fingerprints done after $(( $(date +%s) - t0 )) s" >> $OUT/c.log

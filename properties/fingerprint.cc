@@ -113,7 +113,8 @@ nlohmann::json Fingerprint::to_json() const {
             {"deterministic", deterministic},
             {"pool_elements", pool_elements},
             {"head_dim", head_dim},
-            {"v_head_dim", v_head_dim}}}};
+            {"v_head_dim", v_head_dim},
+            {"sinks", sinks}}}};
 }
 
 Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
@@ -146,6 +147,7 @@ Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
                      std::max(s.model.head_dim, s.model.v_head_dim);
   fp.head_dim = s.model.head_dim;
   fp.v_head_dim = s.model.v_head_dim;
+  fp.sinks = !s.model.sinks.empty();
   return fp;
 }
 

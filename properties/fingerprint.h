@@ -44,6 +44,7 @@ struct Fingerprint {
   int64_t pool_elements = 0;   // one layer's K pool: slots x kv_heads x max(head_dim, v_head_dim)
   int32_t head_dim = 0;
   int32_t v_head_dim = 0;
+  bool sinks = false;  // the model has attention sinks (Model::sinks)
 
   std::string key() const;
   nlohmann::json to_json() const;

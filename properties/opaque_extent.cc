@@ -28,6 +28,7 @@ struct Coding {
   int32_t base = 2;      // owner digits
   int32_t owners = 0;    // batch rows, then "another request", then "no live token"
   int32_t owner_probes = 1, column_probes = 1, per_channel = 1;
+  double unit_roundoff = 0.0;  // 2^-b of the executor's output dtype (b significand bits)
   std::map<int32_t, int32_t> row_of_request;
 
   int32_t other() const { return owners - 2; }
@@ -60,6 +61,7 @@ Coding make_coding(const CaseContext& ctx, int32_t output_bits) {
     ++c.owner_probes;
   }
   c.per_channel = std::max(1, (std::min(output_bits, 18) - 2) / 2);
+  c.unit_roundoff = std::ldexp(1.0, -output_bits);
   int32_t max_cols = 1;
   for (const LogicalRow& row : ctx.logical().rows) max_cols = std::max(max_cols, row.kv_cols);
   // Keys of other requests (foreign reads) may have larger columns; the owner probes catch them.
@@ -103,6 +105,7 @@ struct Counts {
   int64_t total = 0;            // m, from the LSE
   std::vector<int64_t> channel;  // [C]
   std::string problem;          // why the output does not decode
+  bool unresolved = false;      // the output's precision cannot tell whole counts apart: not checked
 };
 
 // e^sink of q head h (Model::sinks), the term a sink adds to the probes' row sums (every logit 0);
@@ -144,7 +147,18 @@ Counts decode(const Coding& c, const RunOutput& out, int32_t layer, int64_t toke
     const int32_t head = source[static_cast<size_t>(ch / c.vd)];
     const double x = static_cast<double>(out.out_at(layer, token, head)[ch % c.vd]) *
                      (static_cast<double>(k.total) + sink_weight(sinks, head));
-    if (!std::isfinite(x) || x < -0.25 || x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + 0.25 || std::abs(x - std::round(x)) > 0.25) {
+    // With sinks a count x comes back as x / (n + e^sink), whole counts included (x = n is not 1.0):
+    // each rounding of the output (a part's, then the merge's) moves x by up to x * 2^-b. Once that
+    // reaches half a count, counts cannot be told apart: the read set is unresolved, not a finding.
+    const double slack =
+        sinks.empty() || !std::isfinite(x) ? 0.25 : std::max(0.25, 2.0 * c.unit_roundoff * std::abs(x));
+    if (slack >= 0.5) {
+      k.unresolved = true;
+      return k;
+    }
+    if (!std::isfinite(x) || x < -slack ||
+        x > static_cast<double>(k.total) * (packed ? std::ldexp(1.0, 2 * c.per_channel) : 1.0) + slack ||
+        std::abs(x - std::round(x)) > slack) {
       std::ostringstream os;
       os << "probe output channel " << ch << " times " << k.total << " reads is " << x << ", not a whole count";
       k.problem = os.str();
@@ -377,6 +391,11 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       bool decodable = true;
       for (int32_t o = 0; o < c.owner_probes && decodable; ++o) {
         const Counts k = decode(c, outputs[first_owner + static_cast<size_t>(o)], layer, token, false, source, m.sinks);
+        if (k.unresolved) {
+          r.columns_known = false;
+          decodable = false;
+          break;
+        }
         if (!k.problem.empty()) {
           undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;
@@ -414,6 +433,11 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
       bool overflow = false;
       for (int32_t q = 0; q < c.column_probes; ++q) {
         const Counts k = decode(c, outputs[first_column + static_cast<size_t>(q)], layer, token, true, source, m.sinks);
+        if (k.unresolved) {
+          r.columns_known = false;
+          decodable = false;
+          break;
+        }
         if (!k.problem.empty()) {
           undecodable("undecodable", "the read set does not decode: " + k.problem);
           decodable = false;

@@ -21,7 +21,11 @@ i attends key j when, with d = i + seqlen_k - seqlen_q (the bottom-right alignme
   window_size (l, r):    d - l <= j (l >= 0) and j <= d + r (r >= 0)
   attention_chunk c > 0: j >= d // c * c
 GQA: query head h reads KV head h // (heads / kv_heads). Scores are q.k * softmax_scale, soft-capped
-as softcap * tanh(s / softcap) when softcap > 0. A query with no key gets 0 (lse -inf). Queries past
+as softcap * tanh(s / softcap) when softcap > 0. A query with no key gets 0 (lse -inf). Sinks (one
+bf16 logit per q head: FA3 refuses other dtypes, "sinks must have dtype bfloat16", H100) add
+e^sink to each query's denominator once and to its LSE (as FA3 does on rows with keys, computed by
+adapters/gpu/fa3_sinks_lse.py); a query with no key then gets 0 and lse = sink, where FA3 returns
+lse -inf (adapters/gpu/fa3_mechanisms.py sinks, H100): not modelled, the documented semantics are. Queries past
 max_seqlen_q in their entry are not computed by the kernel (its grid covers max_seqlen_q rows): NaN
 here. softmax_lse is [heads, total_q] (varlen) or [batch, heads, seqlen_q], natural log.
 
@@ -31,7 +35,10 @@ Dao-AILab/flash-attention hopper/flash_api.cpp at commit 0251105a2fb19d2957484b7
 NotImplementedError), K or V of another dtype than Q (:721-722), page_table not int32 (:735),
 cu_seqlens_q not int32 or without max_seqlen_q (:744-745), head dim above 256 (:780), heads not a
 multiple of KV heads (:781), V head dim unlike Q/K's outside (128, 192] x (96, 128] or Q/K <= 64 x
-V <= 512 (:783), either head dim not a multiple of 8 (:855-856).
+V <= 512 (:783), either head dim not a multiple of 8 (:855-856). Taken but computed otherwise by
+FA3, and computed here as documented: V unlike Q/K with both <= 64 on a paged cache (FA3's (64, 64)
+kernel loads V with K's column predicate, paged_kv.h:130: V's channels past Q/K's width come back 0;
+adapters/gpu/fa3_mechanisms.py vdim, H100).
 
 Where FA3 faults: a page id outside k_cache is a fault only for keys the kernel loads. FA3 loads
 whole tiles of kBlockN keys, for each block of kBlockM (packed) query rows those from n_block_min to
@@ -52,7 +59,7 @@ flash_fwd_combine_kernel.h:465) while the split buffers are sized for the call's
 splits that were not allocated (vllm#25490's illegal memory access): this stand-in raises
 RuntimeError for it, where FA3 has undefined behaviour. A schedule this module did not make is
 refused (NotImplementedError). Arguments that change the math and that sglang does not pass on
-these paths (new K/V, rotary, descales, sinks, score/mask mods, leftpad, batch index) raise
+these paths (new K/V, rotary, descales, score/mask mods, leftpad, batch index) raise
 NotImplementedError rather than being ignored.
 """
 import math
@@ -61,7 +68,7 @@ import torch
 
 # Arguments accepted at their default only (any other value would change the math modelled here).
 _ONLY_DEFAULT = ("k", "v", "qv", "rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad", "rotary_seqlens",
-                 "q_descale", "k_descale", "v_descale", "sinks", "score_mod", "aux_tensors", "mask_mod", "sfq", "sfk",
+                 "q_descale", "k_descale", "v_descale", "score_mod", "aux_tensors", "mask_mod", "sfq", "sfk",
                  "sfv", "rel_bias", "rel_bias_prep_cache")
 # Arguments that only tune the schedule (which keys are read does not depend on them).
 _SCHEDULE = ("cu_seqlens_k_new", "rotary_interleaved", "sm_margin", "ver", "only_qv", "max_seqlen_k")
@@ -185,8 +192,9 @@ class _Params:
         return out
 
 
-def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded):
-    """One batch entry: q [seqlen_q, H, D] -> (out [seqlen_q, H, Dv] float32, lse [H, seqlen_q])."""
+def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded, sinks=None):
+    """One batch entry: q [seqlen_q, H, D] -> (out [seqlen_q, H, Dv] float32, lse [H, seqlen_q]); sinks [H]
+    (one logit per q head) or None."""
     sq, heads = q.shape[0], q.shape[1]
     page = k_cache.shape[1]
     j = torch.arange(seqlen_k, device=q.device)
@@ -219,6 +227,8 @@ def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, s
         keep &= j[None, :] >= torch.div(d, chunk, rounding_mode="floor") * chunk
     s = s.masked_fill(~keep[None], -math.inf)
     lse = torch.logsumexp(s, dim=-1)  # [H, seqlen_q]; -inf for a query with no key
+    if sinks is not None:  # e^sink joins every query's denominator once, and the LSE (module docstring)
+        lse = torch.logaddexp(lse, sinks.float().to(q.device)[:, None].expand_as(lse))
     p = torch.where(keep[None], torch.exp(s - lse.clamp_min(-1e30)[..., None]), torch.zeros_like(s))
     return torch.einsum("hqk,khd->qhd", p, v), lse
 
@@ -259,7 +269,7 @@ def _check_schedule(schedule, params, num_splits):
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=None, cu_seqlens_q=None,
                             max_seqlen_q=None, softmax_scale=None, causal=False, window_size=(-1, -1),
                             attention_chunk=None, softcap=0.0, return_softmax_lse=False, out=None,
-                            scheduler_metadata=None, num_splits=0, pack_gqa=None, **other):
+                            scheduler_metadata=None, num_splits=0, pack_gqa=None, sinks=None, **other):
     """FA3's flash_attn_with_kvcache over a paged cache, computed as documented (module docstring)."""
     for name, value in other.items():
         if name in _ONLY_DEFAULT and value is not None:
@@ -271,6 +281,9 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
     heads, dv = q.shape[-2], v_cache.shape[-1]
     _check_shapes(q.dtype, k_cache.dtype, v_cache.dtype, q.shape[-1], dv, heads, k_cache.shape[-2])
     _check(page_table.dtype == torch.int32, "page_table must have dtype torch.int32")
+    if sinks is not None:
+        _check(sinks.dtype == torch.bfloat16, "sinks must have dtype bfloat16")
+        _check(tuple(sinks.shape) == (heads,), f"sinks must have shape ({heads}), got {list(sinks.shape)}")
     varlen = cu_seqlens_q is not None
     if varlen:
         _check(cu_seqlens_q.dtype == torch.int32, "cu_seqlens_q must have dtype torch.int32")
@@ -296,7 +309,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
         n = min(hi - lo, limit)  # rows past max_seqlen_q: not computed
         loaded = params.loaded(hi - lo, int(lens[b]), n)
         o, l_ = _entry(qs[lo:hi], k_cache, v_cache, page_table[b], int(lens[b]), scale, causal, window, chunk,
-                       float(softcap or 0.0), loaded)
+                       float(softcap or 0.0), loaded, sinks)
         result[lo:lo + n], lse[:, lo:lo + n] = o[:n], l_[:, :n]
     result = result.to(q.dtype)
     if not varlen:

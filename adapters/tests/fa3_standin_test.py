@@ -135,6 +135,27 @@ def merge_error(rng):
     return float((merged - whole).abs().max())
 
 
+def sinks(failures, rng):
+    """Sinks (bf16, one logit per q head) fold e^sink into each query's denominator and its LSE once;
+    fp32 sinks are refused as FA3 refuses them ("sinks must have dtype bfloat16", H100)."""
+    k_cache, v_cache, table, kpos, vpos = paged(rng, [7], 2, 1, 64, 64)
+    q = torch.from_numpy(rng.standard_normal((3, 2, 64)).astype(np.float16))
+    sink = torch.tensor([1.5, -0.75], dtype=torch.bfloat16)
+    out, lse = call(q, k_cache, v_cache, table, [7], sinks=sink, return_softmax_lse=True)
+    s = np.einsum("qhd,kd->qhk", q.double().numpy(), kpos[0][:, 0].astype(np.float64)) / 8.0  # softmax_scale 64^-0.5
+    s = np.where(np.arange(7)[None, None, :] <= np.arange(4, 7)[:, None, None], s, -np.inf)  # causal
+    total = np.exp(s).sum(-1) + np.exp(sink.double().numpy())[None, :]
+    ref = np.einsum("qhk,kd->qhd", np.exp(s) / total[..., None], vpos[0][:, 0].astype(np.float64))
+    err_o, err_l = float(np.abs(out.double().numpy() - ref).max()), float(np.abs(lse.T.double().numpy() - np.log(total)).max())
+    without = float(np.abs(call(q, k_cache, v_cache, table, [7])[0].double().numpy() - ref).max())
+    print(f"sinks: output error {err_o:.2e}, LSE error {err_l:.2e}; the call without them: {without:.2e}")
+    if not (err_o < 5e-3 and err_l < 1e-5 and without > 5e-2):
+        failures.append(f"sinks: output error {err_o}, LSE error {err_l}, without sinks {without}")
+    got = raises(RuntimeError, lambda: call(q, k_cache, v_cache, table, [7], sinks=sink.float()))
+    if got != "sinks must have dtype bfloat16":
+        failures.append(f"fp32 sinks: {got!r}, not FA3's refusal")
+
+
 def raises(kind, fn):
     """The exception fn raises if it is of kind (its message), else None."""
     try:
@@ -294,6 +315,7 @@ def main():
     if not err < 5e-3:
         failures.append(f"merge_state_v2 is off by {err}")
     refusals(failures)
+    sinks(failures, rng)
     faults(failures, rng)
     schedules(failures, rng)
     for f in failures:

@@ -30,9 +30,12 @@ def fingerprint_for(clause, issue, release):
                "hybrid": clause.get("hybrid", False), "sliding_layers": clause.get("sliding_layers", False),
                "graph": clause.get("graph", False),
                "deterministic": clause.get("deterministic", False),
-               "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8}
+               "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8,
+               "sinks": clause.get("sinks", False)}
     if "v_narrower_qk_dim_max" in clause:
         context["head_dim"], context["v_head_dim"] = clause["v_narrower_qk_dim_max"], clause["v_narrower_qk_dim_max"] // 2
+    if "v_unlike_qk_dim_max" in clause:
+        context["head_dim"], context["v_head_dim"] = 8, clause["v_unlike_qk_dim_max"] // 2
     kind = first(clause.get("layer_kinds", ["sliding_window" if "windows" in clause or "window_min" in clause else "full"]))
     window = first(clause["windows"]) if "windows" in clause else clause.get("window_min", 3)
     if "mechanisms" in clause:

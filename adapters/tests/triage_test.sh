@@ -336,9 +336,10 @@ $TRIAGE "$WORK/known.jsonl" --issues "$WORK/no_match.json" >"$WORK/no_match.out"
 [ $? -eq 2 ] || fail "an issue with neither match nor groups: not exit 2"
 
 # The GPU entries' minimal cases, fingerprinted on an H100 (corpus/gpu/fingerprints.jsonl, recorded by
-# kvfuzz fingerprint through each executor, 2026-11-26): every line known, every entry seen.
+# kvfuzz fingerprint through each executor, 2026-11-26; the FA3 lines from the 2026-11-28 campaign's
+# shrunk findings, context.sinks added from their cases): every line known, every entry seen.
 $TRIAGE "$SRC/corpus/gpu/fingerprints.jsonl" $GPU --version sglang=0.5.23 --version flashinfer=0.7.2.post1 \
-  --version torch=2.11.0 --version triton=3.6.0 --json-out "$WORK/gpu_corpus.json" >"$WORK/gpu_corpus.out" 2>&1 ||
+  --version torch=2.11.0 --version triton=3.6.0 --version sgl-kernel=0.4.3 --json-out "$WORK/gpu_corpus.json" >"$WORK/gpu_corpus.out" 2>&1 ||
   fail "the recorded GPU corpus fingerprints: exit $? ($(tail -1 "$WORK/gpu_corpus.out"))"
 for id in $(python3 -c 'import json, sys; print(" ".join(i["id"] for i in json.load(open(sys.argv[1]))["issues"]))' \
               "$SRC/adapters/gpu/known_issues.json"); do
