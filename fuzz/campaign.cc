@@ -15,6 +15,7 @@
 #include "backends/registry.h"
 #include "fuzz/campaign_record.h"
 #include "fuzz/case_check.h"
+#include "fuzz/compile_ahead.h"
 #include "fuzz/finding_index.h"
 #include "fuzz/replay.h"
 #include "fuzz/shrink.h"
@@ -321,6 +322,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
       }
     });
   }
+  CompileAhead ahead(o, sh.shapes, sh.next);  // warm-ups of the next run's variants, beside the jobs
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {
@@ -364,6 +366,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     }
   });
   for (std::thread& w : workers) w.join();
+  ahead.finish();
   if (deadline.joinable()) {
     {
       std::lock_guard<std::mutex> lock(deadline_mu);
@@ -379,6 +382,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   sh.summary.cases = sh.done.load();
   sh.summary.seconds = elapsed();
   sh.summary.stopped = stopping(o);
+  sh.summary.compile_ahead = ahead.on();
   record.finish(sh.summary);
   return sh.summary;
 }

@@ -67,6 +67,9 @@ struct CampaignOptions {
   // Seed of the shapes (default: `seed`). Kept fixed while `seed` changes, a campaign draws new
   // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
   std::optional<uint64_t> shape_seed;
+  // With shape runs (shape_run > 1) and executor servers: the servers build the next run's kernel
+  // variants while they serve the current run's cases (compile_ahead.h); false: --no-compile-ahead.
+  bool compile_ahead = true;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
   // Set from a signal handler to end early: no new case starts, shrinking stops at its next
@@ -106,6 +109,7 @@ struct CampaignSummary {
   int64_t shapes = 0;                     // distinct shapes the cases ran on (reuse_shapes > 0)
   int64_t checked = 0;                    // cases some backend checked (not unsupported by all)
   double first_100_checked_seconds = -1;  // when the 100th of them finished (a cold start's figure)
+  bool compile_ahead = false;             // warm-ups were sent ahead of the runs (compile_ahead.h)
   VariantTallies variants;          // metamorphic variants run and dropped (invalid, unsupported)
   int64_t harness_errors = 0;       // cases where kvfuzz's own checking code failed (not findings)
   std::string first_harness_error;  // its message and saved case

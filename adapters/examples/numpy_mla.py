@@ -144,7 +144,7 @@ def run_prefill(case, layer, linear, out, lse):
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy mla executor (FlashMLA latent decode, gathered MLA prefill)"""
-    kernel_delay()
+    kernel_delay(case)
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

@@ -115,7 +115,7 @@ def run(case):
         ctypes.string_at(0)
     if BREAK == "hang":
         time.sleep(3600)
-    kernel_delay()
+    kernel_delay(case)
     if BREAK == "unsupported" and len(case.layers) > 1:
         raise kv.Unsupported("more than one layer")
     if BREAK == "bad_precision":

@@ -89,7 +89,7 @@ def run_call(case, call, prefix, layer, out, lse):
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy paged_csr executor (FlashInfer wrapper semantics)"""
-    kernel_delay()
+    kernel_delay(case)
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

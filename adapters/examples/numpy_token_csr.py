@@ -123,7 +123,7 @@ def run_extend(case, csr, prefix, layer, out, lse):
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy token_csr executor (sglang Triton decode / extend kernel semantics)"""
-    kernel_delay()
+    kernel_delay(case)
     out_shape, lse_shape = case.output_shapes()
     out = np.zeros(out_shape)
     lse = np.full(lse_shape, -np.inf)

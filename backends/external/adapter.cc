@@ -121,10 +121,46 @@ void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string
 }
 
 AdapterServer* Adapter::least_loaded() const {
+  // A server busy with a warm-up (a compile, maybe for seconds) only when every one is.
   AdapterServer* server = servers_.front().get();
   for (const auto& s : servers_)
-    if (s->load() < server->load()) server = s.get();
+    if (std::pair(s->warming(), s->load()) < std::pair(server->warming(), server->load())) server = s.get();
   return server;
+}
+
+bool Adapter::wants_warm_up(size_t server, const std::string& variant) const {
+  {
+    std::lock_guard<std::mutex> lock(warm_mu_);
+    if (warm_ups_failed_.count(variant) > 0) return false;
+  }
+  return !servers_.at(server)->has_run(variant);
+}
+
+bool Adapter::warm_up(size_t server, const std::string& variant, const std::function<void(const std::string&)>& write) {
+  if (time_is_up()) return true;  // not sent: nothing failed
+  const int64_t id = next_request_++;
+  const std::string dir = requests_dir_ + "/r" + std::to_string(id);
+  const auto t0 = std::chrono::steady_clock::now();
+  bool ok = false;
+  ++stats_.warm_ups;
+  try {
+    std::filesystem::create_directories(dir);
+    write(dir);
+    const nlohmann::json answer =
+        servers_.at(server)->request({{"op", "execute"}, {"id", id}, {"dir", dir}}, variant, false, true).answer;
+    ok = answer.value("ok", false) || answer.contains("unsupported");
+  } catch (const std::exception&) {
+    // died or killed (ServerLost), did not start, or the campaign's time was up (no failure then)
+    ok = time_is_up();
+  }
+  if (!ok) {
+    ++stats_.warm_ups_failed;
+    std::lock_guard<std::mutex> lock(warm_mu_);
+    warm_ups_failed_.insert(variant);
+  }
+  stats_.warm_up_nanoseconds += nanoseconds_since(t0);
+  remove_tree(dir);
+  return ok;
 }
 
 // A failed answer or a lost request on a shared process is not yet the case's: the server retires

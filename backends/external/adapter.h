@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,9 @@ struct AdapterStats {
   // Batching (call_batched): requests that carried several cases, the cases they carried, and
   // how many of those batches failed (their cases then re-run alone).
   std::atomic<int64_t> batches{0}, batched_cases{0}, batches_failed{0};
+  // Compile ahead (warm_up): warm-ups sent, how many failed (their process retired, as after any
+  // failure on a server; never a finding), and their round trips. Not in any figure above.
+  std::atomic<int64_t> warm_ups{0}, warm_ups_failed{0}, warm_up_nanoseconds{0};
 };
 
 // A caller's place in a batched request (Adapter::call_batched); a caller derives its own member
@@ -131,6 +135,16 @@ class Adapter {
   BatchSlot::Outcome call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write, const BatchRead& read,
                                   const std::string& variant);
 
+  // Compile ahead (fuzz/compile_ahead.h): whether server `server` wants a warm-up of `variant` (its
+  // process has not run it, it was never sent one, and no warm-up of it failed on any server), and
+  // a warm-up: one request written by `write`, sent to that server only, outside any case: its
+  // answer is discarded, a failure (which retires the process, as any failure on a server does)
+  // only counted. While it runs, the jobs' requests go to other servers when there are any. False
+  // when it failed; never throws.
+  size_t server_count() const { return servers_.size(); }
+  bool wants_warm_up(size_t server, const std::string& variant) const;
+  bool warm_up(size_t server, const std::string& variant, const std::function<void(const std::string&)>& write);
+
  private:
   Adapter(std::string command, double timeout) : command_(std::move(command)), timeout_(timeout) {}
   std::unique_ptr<AdapterProcess> launch(nlohmann::json* hello);
@@ -167,6 +181,8 @@ class Adapter {
   std::mutex batch_mu_;
   std::condition_variable batch_cv_;
   std::map<std::string, std::shared_ptr<Gathering>> gathering_;
+  mutable std::mutex warm_mu_;
+  std::set<std::string> warm_ups_failed_;  // variants whose warm-up failed: not sent again
 };
 
 }  // namespace kvfuzz

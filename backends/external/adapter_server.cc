@@ -55,6 +55,16 @@ int AdapterServer::load() const {
   return waiting_;
 }
 
+bool AdapterServer::has_run(const std::string& variant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return seen_.count(variant) > 0 || warmed_.count(variant) > 0;
+}
+
+bool AdapterServer::warming() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return warming_ > 0;
+}
+
 uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
   if (stopped_) throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
   while (true) {
@@ -168,10 +178,12 @@ void AdapterServer::retire_locked(uint64_t generation) {
   cv_.notify_all();
 }
 
-AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const std::string& variant, bool alone) {
+AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const std::string& variant, bool alone,
+                                            bool warm_up) {
   const Clock::time_point entered = Clock::now();
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
+  if (warm_up) ++warming_;
   if (alone) {
     ++exclusive_waiting_;
     cv_.wait(lock, [&] { return !exclusive_ && shared_ == 0; });
@@ -183,6 +195,7 @@ AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const
   }
   auto release = [&] {
     --waiting_;
+    if (warm_up) --warming_;
     if (alone) exclusive_ = false;
     else --shared_;
     cv_.notify_all();
@@ -198,7 +211,8 @@ AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const
   const bool idle = head() == nullptr;
   Pending& mine = pending_[id] = Pending{generation, Clock::now(), std::nullopt, false, nullptr};
   if (idle) mine.started = mine.sent;
-  const bool first = !variant.empty() && seen_.insert(variant).second;
+  const bool first = !variant.empty() && !warm_up && seen_.insert(variant).second;
+  if (warm_up) warmed_.insert(variant);
   // Under the lock: the process cannot be replaced meanwhile. A failed write is a death its
   // reader sees.
   process_->try_send(message);

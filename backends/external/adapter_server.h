@@ -62,7 +62,9 @@ class AdapterServer {
   // flight, runs this one by itself and throws BackendFailure "crash" (it died: its exit and log
   // tail) or "hang" (no answer within the timeout: killed), the same findings a per-job worker
   // gives. Starting a process that fails to start or declare throws BackendFailure too.
-  Reply request(const nlohmann::json& message, const std::string& variant, bool alone);
+  // `warm_up` (compile ahead, shared only): a request outside any case; its variant counts as run
+  // (has_run), but a case's first request of it in the process still counts as its first.
+  Reply request(const nlohmann::json& message, const std::string& variant, bool alone, bool warm_up = false);
 
   // The process's declaration: starts it when none has run yet (Adapter::start reads it).
   nlohmann::json hello();
@@ -78,6 +80,10 @@ class AdapterServer {
   // Requests waiting or in flight: the least loaded server takes the next job's request.
   int load() const;
   int64_t restarts() const { return restarts_; }
+  // Whether the running process has run `variant`, or this server was ever sent a warm-up of it
+  // (a process restarted after a failure is not warmed again); whether a warm-up is in flight.
+  bool has_run(const std::string& variant) const;
+  bool warming() const;
 
  private:
   struct Pending {
@@ -112,7 +118,9 @@ class AdapterServer {
   nlohmann::json hello_;
   std::map<int64_t, Pending> pending_;
   std::chrono::steady_clock::time_point last_answer_;
-  std::set<std::string> seen_;  // kernel variants the running process has run
+  std::set<std::string> seen_;    // kernel variants the running process has run
+  std::set<std::string> warmed_;  // ... and those any of its processes was sent as warm-ups
+  int warming_ = 0;               // warm-ups in flight
   int shared_ = 0, exclusive_waiting_ = 0, waiting_ = 0;
   bool exclusive_ = false;
   int64_t restarts_ = 0;

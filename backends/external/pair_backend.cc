@@ -27,6 +27,14 @@ std::string model_variant(const Scenario& s) {
 // (AdapterStats::first_call_nanoseconds).
 std::string kernel_variant(const Scenario& s) { return model_variant(s) + " " + to_string(s.batch.mode); }
 
+// The kernel sees the pools with the step's new K/V already written (set_kv_buffer).
+void store_step_kv(const std::vector<RunInput>& inputs) {
+  for (const RunInput& in : inputs) {
+    const std::vector<int64_t> locs = step_cache_locs(in.batch);
+    for (int32_t l = 0; l < in.pools.layers(); ++l) store_new_kv(l, locs, in);
+  }
+}
+
 }  // namespace
 
 PairBackend::PairBackend(const Backend* planner, std::shared_ptr<Adapter> external_planner, const Backend* executor,
@@ -119,14 +127,9 @@ void PairBackend::run(const Plan& plan, const RunInput& in, RunOutput& out) cons
 
 void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {
   if (executor_) return Backend::run_many(plan, inputs, outputs);
-  // The kernel sees the pools with the step's new K/V already written (set_kv_buffer).
+  store_step_kv(inputs);
   std::vector<std::string> names;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const RunInput& in = inputs[i];
-    const std::vector<int64_t> locs = step_cache_locs(in.batch);
-    for (int32_t l = 0; l < in.pools.layers(); ++l) store_new_kv(l, locs, in);
-    names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
   const std::string variant = kernel_variant(inputs[0].scenario);
   // The kernel's own figures for this request (PROTOCOL.md "precision"), for each value set.
   auto answered = [&](const nlohmann::json& answer, std::vector<RunOutput>& outs) {
@@ -164,6 +167,23 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
         answered(answer, outputs);
       },
       variant, alone);
+}
+
+std::vector<size_t> PairBackend::cold_servers(const Scenario& s) const {
+  std::vector<size_t> cold;
+  if (!ext_executor_) return cold;
+  const std::string variant = kernel_variant(s);
+  for (size_t i = 0; i < ext_executor_->server_count(); ++i)
+    if (ext_executor_->wants_warm_up(i, variant)) cold.push_back(i);
+  return cold;
+}
+
+bool PairBackend::warm_up(const Plan& plan, const RunInput& in, size_t server) const {
+  const std::vector<RunInput> inputs{in};
+  store_step_kv(inputs);
+  return ext_executor_->warm_up(server, kernel_variant(in.scenario), [&](const std::string& dir) {
+    write_execute_request(dir, *family_, plan, inputs, {"main"});
+  });
 }
 
 }  // namespace kvfuzz
