@@ -38,7 +38,7 @@
 #   KVFUZZ_GPU_SHAPE_RUN  runs of this many consecutive cases share one shape (kvfuzz run --shape-run), so
 #                         cases of one shape wait for a server together and batch (default 64 with servers
 #                         and batching, else 1: each case picks its own among the shapes)
-#   KVFUZZ_GPU_COMPILE_AHEAD  with servers and shape runs, 1 (default): each server builds the next run's
+#   KVFUZZ_GPU_COMPILE_AHEAD  with servers and shape runs, 1 (default): each server builds the next runs'
 #                         kernel variants (a warm-up case each, answer discarded) while it serves the
 #                         current run (docs/gpu.md "Executor servers"); 0: kvfuzz run --no-compile-ahead
 #   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new

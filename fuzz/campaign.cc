@@ -322,7 +322,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
       }
     });
   }
-  CompileAhead ahead(o, sh.shapes, sh.next);  // warm-ups of the next run's variants, beside the jobs
+  CompileAhead ahead(o, sh.shapes, sh.next);  // warm-ups of the next runs' variants, beside the jobs
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {

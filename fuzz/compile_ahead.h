@@ -1,10 +1,10 @@
-// Compile ahead: the executor servers build the kernel variants of the next run of cases while
+// Compile ahead: the executor servers build the kernel variants of the next runs of cases while
 // they serve the current one.
 //
 // Where it sits: beside a campaign's jobs (campaign.cc), when its cases share shapes in runs
 // (`--reuse-shapes`, `--shape-run` R > 1) and an external executor runs as servers
-// (`--adapter-servers`). Case i is a pure function of the seed (case_draw.h), so the next run's
-// cases are known before it starts: a thread draws them as the jobs will, and for each kernel
+// (`--adapter-servers`). Case i is a pure function of the seed (case_draw.h), so the next runs'
+// cases are known before they start: a thread draws them as the jobs will, and for each kernel
 // variant (shape and mode, PairBackend) that a server's process has not run yet, plans a case of it
 // and sends it to that server as a warm-up (Adapter::warm_up): a request outside any case, its
 // answer discarded, never checked, never a finding; a failure retires the process as any failure
@@ -12,8 +12,8 @@
 // JIT, Triton, torch.compile), so the jobs' first requests of the run find it built.
 //
 // One warm-up at a time, server after server (the first compiles into the kernel's cache on disk,
-// the others load it into their own process), for cases of the run after the jobs' current one
-// that no job has taken yet. The jobs' requests meanwhile go to the other servers.
+// the others load it into their own process), for cases of the four runs after the jobs' current
+// one that no job has taken yet. The jobs' requests meanwhile go to the other servers.
 //
 //   CompileAhead ahead(options, shapes, claimed);  // starts its thread when it applies
 //   ... the jobs claim cases (claimed: how many this shard's jobs took) ...

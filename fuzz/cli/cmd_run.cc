@@ -109,7 +109,7 @@ void add_run(CLI::App& app, int& exit_code) {
                   "cases on shapes whose kernels earlier campaigns compiled")
       ->check(seed_check());
   cmd->add_flag("--no-compile-ahead", no_compile_ahead,
-                "With --shape-run and --adapter-servers: do not send the servers warm-ups of the next run's kernel "
+                "With --shape-run and --adapter-servers: do not send the servers warm-ups of the next runs' kernel "
                 "variants (by default each server builds them while it serves the current run: the same cases and "
                 "findings, the compiles off the jobs' path)");
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
@@ -189,7 +189,7 @@ void add_run(CLI::App& app, int& exit_code) {
                   << " of them failed alone too (findings)\n";
         if (s.compile_ahead)
           std::cout << "adapter " << a->spec().name << " warm-ups: " << st.warm_ups << " sent, " << st.warm_ups_failed
-                    << " failed (compile ahead: the next run's kernel variants, answers discarded, never findings), "
+                    << " failed (compile ahead: the next runs' kernel variants, answers discarded, never findings), "
                     << std::setprecision(2) << static_cast<double>(st.warm_up_nanoseconds.load()) * 1e-9
                     << " s from sending to answer\n";
         if (a->batches())

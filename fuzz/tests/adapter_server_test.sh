@@ -28,40 +28,18 @@ campaign() {
   echo $? >"$WORK/$name.rc"
 }
 
-# findings NAME: "case_index key" of every finding in the campaign's index, sorted.
-findings() {
-  python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    f = json.loads(line)
-    print(f["case_index"], f["key"])' "$WORK/$1/index.jsonl" | sort
-}
-
-# same WORKERS SERVERS PROPERTY: both campaigns exited 1 with the same findings, some of PROPERTY.
-same() {
-  local a=$1 b=$2 prop=$3
-  for n in "$a" "$b"; do
-    [ "$(cat "$WORK/$n.rc")" = 1 ] || { fail "$n exited $(cat "$WORK/$n.rc"), expected 1"; tail -5 "$WORK/$n.out"; return; }
-  done
-  findings "$a" >"$WORK/$a.findings"
-  findings "$b" >"$WORK/$b.findings"
-  grep -q " $prop/" "$WORK/$a.findings" || { fail "$a: no $prop finding"; return; }
-  if ! diff "$WORK/$a.findings" "$WORK/$b.findings" >"$WORK/$a.diff"; then
-    fail "$b (servers) found other findings than $a (per-job workers):"
-    cat "$WORK/$a.diff"
-    return
-  fi
-  echo "ok: $b: the same $(wc -l <"$WORK/$a.findings") findings as $a"
-}
+# same_findings WORKERS SERVERS PROPERTY: both exited 1 with the same findings, some of PROPERTY.
+# shellcheck source=fuzz/tests/same_findings.sh
+source "$SRC/fuzz/tests/same_findings.sh"
 
 campaign bug_workers 0 24 drop_last_key
 campaign bug_servers 2 24 drop_last_key
-same bug_workers bug_servers cache-extent
+same_findings bug_workers bug_servers cache-extent
 grep -q "servers: 2 (no GPU, no GPU)" "$WORK/bug_servers.out" || fail "bug_servers: no servers line"
 
 campaign crash_workers 0 16 segfault_layers
 campaign crash_servers 1 16 segfault_layers
-same crash_workers crash_servers crash
+same_findings crash_workers crash_servers crash
 # Only the multi-layer cases crashed, and the shared server lost others' requests, re-run alone.
 python3 - "$WORK" <<'PY' || fail "crash attribution"
 import json, re, sys
@@ -106,11 +84,11 @@ PY
 batch_env="KVFUZZ_EXAMPLE_MODES=extend KVFUZZ_EXAMPLE_DELAY=0.03"
 JOBS=6 campaign batch_bug_workers 0 24 "drop_last_key $batch_env" --reuse-shapes 1000
 JOBS=6 campaign batch_bug_servers 1 24 "drop_last_key $batch_env" --reuse-shapes 1000
-same batch_bug_workers batch_bug_servers cache-extent
+same_findings batch_bug_workers batch_bug_servers cache-extent
 batched batch_bug_servers
 JOBS=6 campaign batch_crash_workers 0 24 "segfault_keys $batch_env" --reuse-shapes 1000
 JOBS=6 campaign batch_crash_servers 1 24 "segfault_keys $batch_env" --reuse-shapes 1000
-same batch_crash_workers batch_crash_servers crash
+same_findings batch_crash_workers batch_crash_servers crash
 batched batch_crash_servers
 grep -Eq "batches: .*, [1-9][0-9]* failed" "$WORK/batch_crash_servers.out" || fail "batch_crash_servers: no batch failed"
 # The token_csr family's merge (sglang's Triton kernels): decode and extend batches of the numpy
@@ -137,7 +115,7 @@ for fam in paged_csr mla; do
       BACKEND=numpy_$fam PROFILES="--profile tiny" JOBS=6 \
       campaign "batch_${fam}_$servers" "$servers" "${cases[$fam]}" drop_last_key --reuse-shapes 1000
   done
-  same "batch_${fam}_0" "batch_${fam}_1" cache-extent
+  same_findings "batch_${fam}_0" "batch_${fam}_1" cache-extent
   batched "batch_${fam}_1"
 done
 
@@ -151,7 +129,7 @@ batched batch_sinks
 
 campaign hang_workers 0 3 hang --adapter-timeout 2
 campaign hang_servers 1 3 hang --adapter-timeout 2
-same hang_workers hang_servers hang
+same_findings hang_workers hang_servers hang
 
 # --seconds bounds the checks in flight: with a 1 s kernel, two servers and every case running its
 # metamorphic variants (a dozen requests a case), a case started before the deadline would run

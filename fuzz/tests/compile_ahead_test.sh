@@ -44,36 +44,19 @@ print(first.group(1) if first else "nan", queue.group(1) if queue else "nan",
 PY
 }
 
-# findings NAME: "case_index key" of every finding in the campaign's index, sorted.
-findings() {
-  python3 -c '
-import json, sys
-for line in open(sys.argv[1]):
-    f = json.loads(line)
-    print(f["case_index"], f["key"])' "$WORK/$1/index.jsonl" | sort
-}
+# shellcheck source=fuzz/tests/same_findings.sh
+source "$SRC/fuzz/tests/same_findings.sh"
 
-# compare OFF ON PROPERTY: both exited 1 with the same findings, some of PROPERTY; warm-ups sent by ON only.
+# compare OFF ON PROPERTY: the same findings, some of PROPERTY; warm-ups sent by ON only; the figures.
 compare() {
   local off=$1 on=$2 prop=$3
-  for n in "$off" "$on"; do
-    [ "$(cat "$WORK/$n.rc")" = 1 ] || { fail "$n exited $(cat "$WORK/$n.rc"), expected 1"; tail -5 "$WORK/$n.out"; return; }
-  done
+  same_findings "$off" "$on" "$prop"
   read -r first_off queue_off warm_off _ <<<"$(figures "$off")"
   read -r first_on queue_on warm_on warm_failed <<<"$(figures "$on")"
   echo "$off (--no-compile-ahead): first calls of a variant $first_off s, server queue $queue_off s, wall $(cat "$WORK/$off.wall") s"
   echo "$on (compile ahead):       first calls of a variant $first_on s, server queue $queue_on s, wall $(cat "$WORK/$on.wall") s; warm-ups: $warm_on sent, $warm_failed failed"
   [ "$warm_off" = none ] || fail "$off: a warm-ups line with --no-compile-ahead"
-  [ "$warm_on" != none ] && [ "$warm_on" -gt 0 ] || fail "$on: no warm-ups sent"
-  findings "$off" >"$WORK/$off.findings"
-  findings "$on" >"$WORK/$on.findings"
-  grep -q " $prop/" "$WORK/$off.findings" || fail "$off: no $prop finding"
-  if diff "$WORK/$off.findings" "$WORK/$on.findings" >"$WORK/$on.diff"; then
-    echo "ok: $on: the same $(wc -l <"$WORK/$off.findings") findings as $off"
-  else
-    fail "$on (compile ahead) found other findings than $off:"
-    cat "$WORK/$on.diff"
-  fi
+  if [ "$warm_on" = none ] || [ "$warm_on" -eq 0 ]; then fail "$on: no warm-ups sent"; fi
 }
 
 campaign bug_off drop_last_key 8 --no-compile-ahead
