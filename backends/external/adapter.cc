@@ -129,6 +129,7 @@ AdapterServer* Adapter::least_loaded() const {
 }
 
 bool Adapter::wants_warm_up(size_t server, const std::string& variant) const {
+  if (time_is_up()) return false;
   {
     std::lock_guard<std::mutex> lock(warm_mu_);
     if (warm_ups_failed_.count(variant) > 0) return false;

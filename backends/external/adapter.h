@@ -136,11 +136,11 @@ class Adapter {
                                   const std::string& variant);
 
   // Compile ahead (fuzz/compile_ahead.h): whether server `server` wants a warm-up of `variant` (its
-  // process has not run it, it was never sent one, and no warm-up of it failed on any server), and
-  // a warm-up: one request written by `write`, sent to that server only, outside any case: its
-  // answer is discarded, a failure (which retires the process, as any failure on a server does)
-  // only counted. While it runs, the jobs' requests go to other servers when there are any. False
-  // when it failed; never throws.
+  // process has not run it, it was never sent one, no warm-up of it failed on any server, and the
+  // campaign's time is not up), and a warm-up: one request written by `write`, sent to that server
+  // only, outside any case: its answer is discarded, a failure (which retires the process, as any
+  // failure on a server does) only counted. While it runs, the jobs' requests go to other servers
+  // when there are any. False when it failed; never throws.
   size_t server_count() const { return servers_.size(); }
   bool wants_warm_up(size_t server, const std::string& variant) const;
   bool warm_up(size_t server, const std::string& variant, const std::function<void(const std::string&)>& write);
