@@ -111,7 +111,7 @@ void add_run(CLI::App& app, int& exit_code) {
   cmd->add_flag("--no-compile-ahead", no_compile_ahead,
                 "With --shape-run and --adapter-servers: do not send the servers warm-ups of the next runs' kernel "
                 "variants (by default each server builds them while it serves the current run: the same cases and "
-                "findings, the compiles off the jobs' path)");
+                "findings, the compiles before the jobs' first requests)");
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
