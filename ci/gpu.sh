@@ -38,9 +38,10 @@
 #   KVFUZZ_GPU_SHAPE_RUN  runs of this many consecutive cases share one shape (kvfuzz run --shape-run), so
 #                         cases of one shape wait for a server together and batch (default 64 with servers
 #                         and batching, else 1: each case picks its own among the shapes)
-#   KVFUZZ_GPU_COMPILE_AHEAD  with servers and shape runs, 1 (default): each server builds the next runs'
-#                         kernel variants (a warm-up case each, answer discarded) while it serves the
-#                         current run (docs/gpu.md "Executor servers"); 0: kvfuzz run --no-compile-ahead
+#   KVFUZZ_GPU_COMPILE_AHEAD  with servers and shape runs, 1: each server builds the next runs' kernel
+#                         variants (a warm-up case each, answer discarded) while it serves the current run
+#                         (kvfuzz run --compile-ahead; docs/gpu.md "Executor servers"); 0 (default: not yet
+#                         measured on a GPU)
 #   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new
 #                         campaign draws new cases on the shapes whose kernels the caches hold
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
@@ -158,7 +159,7 @@ campaign() {
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-run "$shape_run" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --adapter-servers "$servers" $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
-    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-1}" = 0 ] && echo --no-compile-ahead) --backend "$name" --out "$out/$name" --max-saved 2 \
+    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "$name" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
   echo $((SECONDS - t0)) >"$out/$name.wall"  # the whole campaign, shrinking included, against --seconds

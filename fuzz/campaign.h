@@ -68,8 +68,8 @@ struct CampaignOptions {
   // workloads on the shapes earlier campaigns compiled (a CI keeping its compile caches).
   std::optional<uint64_t> shape_seed;
   // With shape runs (shape_run > 1) and executor servers: the servers build the next run's kernel
-  // variants while they serve the current run's cases (compile_ahead.h); false: --no-compile-ahead.
-  bool compile_ahead = true;
+  // variants while they serve the current run's cases (compile_ahead.h); true: --compile-ahead.
+  bool compile_ahead = false;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
   int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
   // Set from a signal handler to end early: no new case starts, shrinking stops at its next

@@ -72,7 +72,7 @@ void add_run(CLI::App& app, int& exit_code) {
   static int max_saved = 3;
   static int reuse_shapes = 0, shape_run = 1;
   static std::optional<uint64_t> shape_seed;
-  static bool no_compile_ahead = false;
+  static bool compile_ahead = false;
   static std::string shard;
   cmd->add_option("--seconds", seconds, "Stop after this many seconds")->check(non_negative());
   cmd->add_option("--cases", cases, "Stop after this many cases")->check(non_negative());
@@ -108,10 +108,10 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Seed of the shapes --reuse-shapes draws (default: --seed); keep it while --seed changes to draw new "
                   "cases on shapes whose kernels earlier campaigns compiled")
       ->check(seed_check());
-  cmd->add_flag("--no-compile-ahead", no_compile_ahead,
-                "With --shape-run and --adapter-servers: do not send the servers warm-ups of the next runs' kernel "
-                "variants (by default each server builds them while it serves the current run: the same cases and "
-                "findings, the compiles before the jobs' first requests)");
+  cmd->add_flag("--compile-ahead", compile_ahead,
+                "With --shape-run and --adapter-servers: send the servers warm-ups of the next runs' kernel variants, "
+                "so each builds them while it serves the current run (the same cases and findings; off by default "
+                "until measured on a GPU: docs/gpu.md)");
   cmd->add_option("--max-saved", max_saved, "Cases saved (and shrunk) per fingerprint key; the index (OUT/index.jsonl) lists every finding")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -146,7 +146,7 @@ void add_run(CLI::App& app, int& exit_code) {
     o.reuse_shapes = reuse_shapes;
     o.shape_run = shape_run;
     o.shape_seed = shape_seed;
-    o.compile_ahead = !no_compile_ahead;
+    o.compile_ahead = compile_ahead;
     o.live_progress = isatty(STDERR_FILENO) != 0;
     o.shard_index = part->first;
     o.shard_count = part->second;
