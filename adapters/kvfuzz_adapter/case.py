@@ -105,8 +105,8 @@ class Case(_Base):
 
     def k_cache(self, layer):
         """[slots, kv_heads, head_dim] float32: the layer's pool (full or SWA: self.layers[layer]["pool"]).
-        A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that."""
-        Stored values: times k_scale(layer) is what a kernel reads.
+        A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that. It holds
+        what the cache stores: times k_scale(layer) is what a kernel reads."""
         return self._pool(layer, "k")
 
     def v_cache(self, layer):
