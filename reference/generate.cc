@@ -1,6 +1,5 @@
 #include "reference/generate.h"
 
-#include <cmath>
 #include <iterator>
 
 #include "reference/validate.h"
@@ -16,7 +15,8 @@ std::string_view to_string(Profile p) {
     case Profile::long_: return "long";
     case Profile::gpt_oss:
       return "gpt-oss";
-    case Profile::fp8: return "fp8";
+    case Profile::fp8:
+      return "fp8";
   }
   return "?";
 }
@@ -37,22 +37,10 @@ ProfileBounds bounds(Profile p) {
     case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
     case Profile::gpt_oss:
       return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};  // generate_gpt_oss_model
-    case Profile::fp8: return bounds(Profile::small);
+    case Profile::fp8:
+      return bounds(Profile::small);
   }
   return bounds(Profile::small);
-}
-
-namespace {
-
-}  // namespace
-
-void generate_kv_scales(Rng rng, Model& m) {
-  for (Layer& l : m.layers)
-    for (float* scale : {&l.k_scale, &l.v_scale}) {
-      if (rng.chance(1, 4) || (m.mla && scale == &l.v_scale)) continue;  // MLA: the latent's one scale
-      const auto mantissa = static_cast<float>(8 + rng.below(8));
-      *scale = std::ldexp(mantissa / 8.0f, static_cast<int>(rng.below(11)) - 8);
-    }
 }
 
 namespace {

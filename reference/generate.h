@@ -29,8 +29,8 @@ namespace kvfuzz {
 // `fp8` draws small cases on fp8_e4m3 caches with per-layer K and V scales (generate_kv_scales),
 // as vLLM stores `--kv-cache-dtype fp8` caches.
 enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss, fp8 };
-inline constexpr Profile kProfiles[] = {Profile::tiny,   Profile::small,   Profile::medium, Profile::large,
-                                        Profile::long_,  Profile::gpt_oss, Profile::fp8};
+inline constexpr Profile kProfiles[] = {Profile::tiny,  Profile::small,   Profile::medium, Profile::large,
+                                        Profile::long_, Profile::gpt_oss, Profile::fp8};
 
 std::string_view to_string(Profile p);
 std::optional<Profile> parse_profile(std::string_view s);

@@ -53,7 +53,8 @@ ValueSource::ValueSource(const Scenario& s)
 
 void ValueSource::dequantize(int32_t layer, Tensor t, size_t n, float* out) const {
   if (t == Tensor::q || layer < 0 || static_cast<size_t>(layer) >= layers_.size()) return;
-  const float scale = t == Tensor::k ? layers_[static_cast<size_t>(layer)].k_scale : layers_[static_cast<size_t>(layer)].v_scale;
+  const float scale =
+      t == Tensor::k ? layers_[static_cast<size_t>(layer)].k_scale : layers_[static_cast<size_t>(layer)].v_scale;
   if (scale == 1.0f) return;
   for (size_t d = 0; d < n; ++d) out[d] = dequantize_fp8(out[d], scale);
 }
@@ -93,8 +94,8 @@ void ValueSource::fill(int32_t layer, Tensor t, int32_t request, int32_t column,
     fill_signature(t, request, column, n, out.data());
   } else {
     const uint64_t stream = stream_key(layer, t, request, head);
-    fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(column) + 1ULL) * kColumnStep),
-                significand_, scale_, n, out.data());
+    fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(column) + 1ULL) * kColumnStep), significand_,
+                scale_, n, out.data());
   }
   dequantize(layer, t, n, out.data());
 }

@@ -14,8 +14,8 @@
 // [-2^p, 2^p - 1]; m = t + 1 when t < 0, else t; the value is m * 2^-(p-1): |value| < 2, exact in
 // the dtype. K and V of a layer with fp8 scales (Layer::k_scale, v_scale) are what a kernel reads
 // from the cache: dequantize_fp8(x, scale) of the value x drawn (dtype.h), so the oracle, the pools
-// and the new K/V all hold the dequantized values. K and V of a column in a shared prefix (a `share` op) are its owner's
-// (shared_prefix.h): the request that wrote them.
+// and the new K/V all hold the dequantized values. K and V of a column in a shared prefix (a `share` op) are its
+// owner's (shared_prefix.h): the request that wrote them.
 //
 //   ValueSource src(scenario);
 //   std::vector<float> k(model.head_dim);

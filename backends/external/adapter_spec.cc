@@ -161,7 +161,8 @@ Support AdapterSpec::supports(const Scenario& s, int32_t kernel_page_size) const
   if (m.q_heads != m.kv_heads && !gqa) return no("GQA");
   if (!m.sinks.empty() && !sinks) return no("attention sinks (declare supports.sinks)");
   // a planner never sees values: only an executor reads the scales
-  if (role == AdapterRole::executor && !kv_scales && std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.scaled(); }))
+  if (role == AdapterRole::executor && !kv_scales &&
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.scaled(); }))
     return no("fp8 KV-cache scales (declare supports.kv_scales)");
   return {};
 }
@@ -185,7 +186,8 @@ std::string AdapterSpec::support_line() const {
      << (page_sizes ? join(*page_sizes) : "any") << "; head dims " << (head_dims ? join(*head_dims) : "any")
      << (mla ? "; MLA" : "") << (non_mla ? "" : "; MLA only") << (hybrid_swa ? "" : "; no hybrid SWA")
      << (cuda_graph ? "" : "; no CUDA graphs") << (softcap ? "" : "; no softcap") << (gqa ? "" : "; no GQA")
-     << (sinks ? "; sinks" : "") << (kv_scales ? "; kv scales" : "") << "; precision P " << p_dtype << ", output " << out_dtype;
+     << (sinks ? "; sinks" : "") << (kv_scales ? "; kv scales" : "") << "; precision P " << p_dtype << ", output "
+     << out_dtype;
   return os.str();
 }
 

@@ -24,8 +24,8 @@ TEST(KvScales, DequantizeIsStoredTimesScaleSaturated) {
   EXPECT_EQ(dequantize_fp8(1.0f, 0.375f), 0.375f * 2.75f);  // 2.666.. stored as 2.75
   EXPECT_EQ(dequantize_fp8(1.875f, 0x1p-8f), 1.75f);        // 480 saturates at 448: 448 / 256
   EXPECT_EQ(dequantize_fp8(-1.875f, 0x1p-8f), -1.75f);
-  EXPECT_EQ(dequantize_fp8(0.125f, 16.0f), 0.125f);         // 2^-7 stored: a subnormal, exact
-  EXPECT_EQ(dequantize_fp8(0.109375f, 16.0f), 0.125f);      // 3.5 * 2^-9: subnormal, ties to even
+  EXPECT_EQ(dequantize_fp8(0.125f, 16.0f), 0.125f);     // 2^-7 stored: a subnormal, exact
+  EXPECT_EQ(dequantize_fp8(0.109375f, 16.0f), 0.125f);  // 3.5 * 2^-9: subnormal, ties to even
   EXPECT_TRUE(std::isnan(dequantize_fp8(NAN, 0.5f)));
 }
 
@@ -102,7 +102,8 @@ TEST(KvScales, ValueSourceHoldsWhatTheKernelReads) {
       scaled_src.fill(0, t, 0, col, 0, {a.data(), static_cast<size_t>(w)});
       src.fill(0, t, 0, col, 0, {b.data(), static_cast<size_t>(w)});
       for (int32_t d = 0; d < w; ++d) {
-        const float want = t == Tensor::q ? b[static_cast<size_t>(d)] : dequantize_fp8(b[static_cast<size_t>(d)], scale);
+        const float want =
+            t == Tensor::q ? b[static_cast<size_t>(d)] : dequantize_fp8(b[static_cast<size_t>(d)], scale);
         ASSERT_EQ(a[static_cast<size_t>(d)], want);
         ASSERT_EQ(cols[static_cast<size_t>(col * dim + d)], want);
         changed += a[static_cast<size_t>(d)] != b[static_cast<size_t>(d)];
