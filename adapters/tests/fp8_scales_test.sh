@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # fp8 KV caches with per-tensor scales (model.layers[i].k_scale / v_scale, docs/cases.md) through
 # the protocol: an executor gets the stored values and the scales, and must read stored * scale.
-#  - cases of the fp8 profile are clean on the numpy executors of three families (page_table,
-#    token_csr, paged_csr), which dequantize as a kernel does;
+#  - cases of the fp8 profile are clean on the numpy executors of four families (page_table,
+#    token_csr, paged_csr; mla on an MLA seed), which dequantize as a kernel does;
 #  - numpy_page_table with the scales ignored (KVFUZZ_EXAMPLE_BREAK=kv_scale_ignored) or applied
 #    twice (kv_scale_twice) is caught on every case (oracle findings), and the same planted bugs are
 #    clean on the same cases without scales (so what is caught is the scale path);
@@ -36,6 +36,12 @@ for ex in numpy_page_table numpy_token_csr numpy_paged_csr; do
   { [ "$rc" = 0 ] && [ "$(grep -c ": ok (every property)" "$WORK/$ex.out")" -ge "$n" ]; } ||
     { fail "$ex is not clean on the fp8 profile's scaled cases (exit $rc)"; tail -5 "$WORK/$ex.out"; }
 done
+# an MLA model (fp8 seed 15, a mixed batch): the latent's one scale, k_scale, read for K and for V (its prefix)
+"$K" gen --seed 15 --profile fp8 >"$WORK/mla.json"
+grep -q '"mla": true' "$WORK/mla.json" && grep -q '"k_scale"' "$WORK/mla.json" || fail "fp8 seed 15 is no scaled MLA case"
+check numpy_mla numpy_mla "" "$WORK/mla.json"
+{ [ "$rc" = 0 ] && grep -q ": ok (every property)" "$WORK/numpy_mla.out"; } ||
+  { fail "numpy_mla is not clean on a scaled MLA case (exit $rc)"; tail -5 "$WORK/numpy_mla.out"; }
 for variant in kv_scale_ignored kv_scale_twice; do
   check "$variant" numpy_page_table "$variant" "${cases[@]}"
   found=$(awk '/^== /{c=$2} /: oracle: /{print c}' "$WORK/$variant.out" | sort -u | wc -l)
