@@ -185,6 +185,13 @@ nlohmann::json repro_bundle(const Scenario& s, const std::string& backend, const
       throw InvalidCase(
           "the case shares prefix pages (a share op): the reproducer templates do not model shared "
           "prefixes yet; replay it with kvfuzz check");
+  // The templates make values from the seed as they were drawn: an fp8 cache's per-tensor scales
+  // (Layer::k_scale) would need the stored values and the scales in the kernel call, which they lack.
+  for (const Layer& l : s.model.layers)
+    if (l.scaled())
+      throw InvalidCase(
+          "the case has fp8 KV-cache scales (model.layers[].k_scale / v_scale): the reproducer templates "
+          "do not model them yet; replay it with kvfuzz check");
   const BackendName n = split(backend);
   const Prepared p = prepare(s);
   const LogicalBatch lb = derive_logical(s);

@@ -324,7 +324,8 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   std::vector<RunInput> inputs;
   std::vector<RunOutput> outputs;
   for (size_t i = 0; i < fns.size(); ++i) {
-    pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i]));
+    // the probes' codes are stored unscaled; the NaN run's values are the case's, scaled
+    pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i], /*scaled=*/nan_run && i == 0));
     tensors.push_back(std::make_unique<BatchTensors>(s, fb, fns[i]));
   }
   for (size_t i = 0; i < fns.size(); ++i) {

@@ -96,7 +96,14 @@ Tolerance tolerance(const Scenario& s, const PrecisionModel& pm, int64_t n, doub
 
   // P below the P dtype's normal range: an absolute error per key, against a row sum >= 1 (the
   // key of the final max has p = 1), over at most n keys of |v| < v_max.
-  const double v_max = s.values.fill == Fill::signature ? ValueSource(s).signature_radix() : 2.0;
+  const double v_bound = s.values.fill == Fill::signature ? ValueSource(s).signature_radix() : 2.0;
+  // An fp8 V scale (Layer::v_scale; MLA: k_scale): e4m3(v / scale) * scale is off by 2^-4
+  // relatively, or by half the subnormal spacing, 2^-10 scale, absolutely. Unit scales: unchanged.
+  double v_max = v_bound;
+  for (const Layer& l : s.model.layers) {
+    const double scale = s.model.mla ? l.k_scale : l.v_scale;
+    if (scale != 1.0) v_max = std::max(v_max, v_bound * (1.0 + 0x1p-4) + 0x1p-10 * scale);
+  }
   const double subnormal = subnormal_error(pm.p_dtype) * (1.0 + beta) * keys * v_max / (1.0 - lam);
 
   // Ratio (and merges): err <= c_s S + c_o |o| + c_abs.

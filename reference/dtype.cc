@@ -73,4 +73,6 @@ float round_to(DType d, float x) {
   return x;
 }
 
+float dequantize_fp8(float x, float scale) { return round_to(DType::fp8_e4m3, x / scale) * scale; }
+
 }  // namespace kvfuzz

@@ -28,4 +28,12 @@ double unit_roundoff(DType d);
 // fp8_e4m3 as its converters do; NaN stays NaN. Exact for every input in range.
 float round_to(DType d, float x);
 
+// An fp8 KV cache with a per-tensor scale, as vLLM's cache writers store one and its kernels read
+// it: the cache holds e4m3(x / scale), the fp32 quotient rounded and saturated at +-448
+// (vllm/v1/attention/ops/triton_reshape_and_cache_flash.py:126,140 in 0.33.0: `key_load /
+// tl.load(k_scale)` stored to an fp8 cache), and a kernel reads stored * scale
+// (triton_unified_attention.py:56, `_cast_kv_tile`). Returns what the kernel reads.
+//   dequantize_fp8(1.875f, 0.375f) == 1.875f;  dequantize_fp8(1.75f, 0x1p-8f) == 1.75f  (448 * 2^-8)
+float dequantize_fp8(float x, float scale);
+
 }  // namespace kvfuzz

@@ -15,6 +15,8 @@ std::string_view to_string(Profile p) {
     case Profile::long_: return "long";
     case Profile::gpt_oss:
       return "gpt-oss";
+    case Profile::fp8:
+      return "fp8";
   }
   return "?";
 }
@@ -35,6 +37,8 @@ ProfileBounds bounds(Profile p) {
     case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
     case Profile::gpt_oss:
       return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};  // generate_gpt_oss_model
+    case Profile::fp8:
+      return bounds(Profile::small);
   }
   return bounds(Profile::small);
 }
@@ -92,6 +96,10 @@ CaseShape draw_shape(const Rng& rng, const ProfileBounds& b, Profile profile) {
   shape.model = profile == Profile::gpt_oss ? generate_gpt_oss_model(rng.fork("model"), b, shape.page_size)
                                             : generate_model(rng.fork("model"), b, shape.page_size);
   shape.dtype = generate_values(rng.fork("values")).dtype;
+  if (profile == Profile::fp8) {  // streams of their own: the other profiles' draws are unchanged
+    shape.dtype = DType::fp8_e4m3;
+    generate_kv_scales(rng.fork("kv_scales"), shape.model);
+  }
   return shape;
 }
 
@@ -140,6 +148,13 @@ Scenario generate(uint64_t seed, Profile profile) {
   for (uint64_t attempt = 0; attempt < 8; ++attempt) {
     const Rng rng = root.fork(attempt);
     if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b, profile))) return *s;
+  }
+  if (profile == Profile::fp8) {  // outside the size chain: the last resort, scaled
+    Scenario s = fallback(seed);
+    s.values.dtype = DType::fp8_e4m3;
+    s.model.layers[0].k_scale = 0.375f;
+    s.model.layers[0].v_scale = 0x1p-8f;
+    return s;
   }
   if (profile == Profile::gpt_oss) {  // outside the size chain: the last resort, with a sink
     Scenario s = fallback(seed);

@@ -26,9 +26,11 @@ namespace kvfuzz {
 // RAM in kvfuzz, ~11 GB in a Python adapter and ~4 GB of /dev/shm (README, "Size profiles").
 // `gpt-oss` draws small cases on gpt-oss-shaped models (generate_gpt_oss_model): eight q heads per
 // KV head, sliding-window and full layers alternating, and a learned attention sink per q head.
-enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss };
-inline constexpr Profile kProfiles[] = {Profile::tiny,  Profile::small, Profile::medium,
-                                        Profile::large, Profile::long_, Profile::gpt_oss};
+// `fp8` draws small cases on fp8_e4m3 caches with per-layer K and V scales (generate_kv_scales),
+// as vLLM stores `--kv-cache-dtype fp8` caches.
+enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss, fp8 };
+inline constexpr Profile kProfiles[] = {Profile::tiny,  Profile::small,   Profile::medium, Profile::large,
+                                        Profile::long_, Profile::gpt_oss, Profile::fp8};
 
 std::string_view to_string(Profile p);
 std::optional<Profile> parse_profile(std::string_view s);
@@ -68,6 +70,10 @@ Model generate_model(Rng rng, const ProfileBounds& b, int32_t page_size);
 // and one sink logit per q head, a multiple of 1/8 (exact in bf16, gpt-oss's parameter dtype).
 Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size);
 int32_t generate_page_size(Rng& rng, const ProfileBounds& b);
+// The `fp8` profile's per-tensor scales, per layer (Layer::k_scale, v_scale): 1 a quarter of the
+// time, else m/8 * 2^e with m in [8, 15] and e in [-8, 2] (4 significand bits, limits.h); at 2^-8
+// the largest values saturate at 448.
+void generate_kv_scales(Rng rng, Model& m);
 // A length in [1, max], often at a page boundary.
 int32_t corner_length(Rng& rng, int32_t page_size, int32_t max);
 // Fills cache sizes, history and batch; returns false if this draw could not be made valid.

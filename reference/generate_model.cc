@@ -129,4 +129,13 @@ Model generate_gpt_oss_model(Rng rng, const ProfileBounds& b, int32_t page_size)
   return m;
 }
 
+void generate_kv_scales(Rng rng, Model& m) {
+  for (Layer& l : m.layers)
+    for (float* scale : {&l.k_scale, &l.v_scale}) {
+      if (rng.chance(1, 4) || (m.mla && scale == &l.v_scale)) continue;  // MLA: the latent's one scale
+      const auto mantissa = static_cast<float>(8 + rng.below(8));
+      *scale = std::ldexp(mantissa / 8.0f, static_cast<int>(rng.below(11)) - 8);
+    }
+}
+
 }  // namespace kvfuzz

@@ -29,6 +29,11 @@ inline constexpr int32_t kMaxDeviceSms = 1024;
 inline constexpr double kMaxSmScale = 16.0;
 inline constexpr double kMaxSoftcap = 1e4;
 inline constexpr double kMaxSink = 1e4;  // |model.sinks[h]|: a logit, like the capped ones
+// model.layers[i].k_scale / v_scale (fp8 caches): 2^-8 (|x| < 2 saturates at 448) to 2^4, with at
+// most 4 significand bits, so stored * scale (4 bits times 4) is exact in fp16, bf16 and fp32.
+inline constexpr double kMinKvScale = 0x1p-8;
+inline constexpr double kMaxKvScale = 0x1p4;
+inline constexpr int32_t kKvScaleBits = 4;
 inline constexpr int32_t kMaxRequestId = 1 << 20;
 // K and V floats over all layers' pools, dense: 2^28 floats is 1 GiB, and slots per pool. The
 // generator's CPU profiles (tiny..large) size their pools under both.

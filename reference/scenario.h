@@ -40,7 +40,13 @@ struct Layer {
   LayerKind kind = LayerKind::full;
   int32_t window = 0;  // sliding_window only: radius W
   int32_t chunk = 0;   // chunked only: C, a multiple of the page size
+  // fp8_e4m3 caches only: vLLM's per-layer per-tensor scales (layer._k_scale, layer._v_scale). The
+  // cache stores e4m3(x / scale), saturated; a kernel reads stored * scale (dtype.h dequantize_fp8).
+  // 1 = unscaled (every case before them). MLA: the latent has one scale, k_scale.
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
 
+  bool scaled() const { return k_scale != 1.0f || v_scale != 1.0f; }
   bool operator==(const Layer&) const = default;
 };
 

@@ -21,6 +21,9 @@ json layer_json(const Layer& l) {
   json j = {{"kind", to_string(l.kind)}};
   if (l.kind == LayerKind::sliding_window) j["window"] = l.window;
   if (l.kind == LayerKind::chunked) j["chunk"] = l.chunk;
+  // Written only when not 1: a case without scales keeps its bytes.
+  if (l.k_scale != 1.0f) j["k_scale"] = static_cast<double>(l.k_scale);
+  if (l.v_scale != 1.0f) j["v_scale"] = static_cast<double>(l.v_scale);
   return j;
 }
 
@@ -262,6 +265,13 @@ Model read_model(const json& j) {
                                    {LayerKind::full, LayerKind::sliding_window, LayerKind::chunked});
     if (l.kind == LayerKind::sliding_window) l.window = lf.int32("window");
     if (l.kind == LayerKind::chunked) l.chunk = lf.int32("chunk");
+    for (auto [key, scale] : {std::pair{"k_scale", &l.k_scale}, std::pair{"v_scale", &l.v_scale}}) {
+      if (!lf.has(key)) continue;  // absent: 1, unscaled
+      const double d = lf.number(key);
+      if (static_cast<double>(static_cast<float>(d)) != d)
+        Fields::fail(lf.sub(key), "expected a float32 value (vLLM's scales are float32)");
+      *scale = static_cast<float>(d);
+    }
     lf.finish();
     m.layers.push_back(l);
   }

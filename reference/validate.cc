@@ -194,6 +194,29 @@ void validate_batch_shape(const Scenario& s) {
 
 void validate_values(const ValueConfig&) {}  // every seed, dtype, fill and poison is valid
 
+// Per-tensor fp8 scales: only on fp8_e4m3 caches, in range, few significand bits (limits.h).
+void validate_kv_scales(const Scenario& s) {
+  for (size_t i = 0; i < s.model.layers.size(); ++i) {
+    const Layer& l = s.model.layers[i];
+    for (auto [name, scale] : {std::pair{"k_scale", l.k_scale}, std::pair{"v_scale", l.v_scale}}) {
+      const std::string f = at("model.layers", i) + "." + name;
+      if (scale == 1.0f) continue;
+      if (s.values.dtype != DType::fp8_e4m3)
+        fail(f, "a scale other than 1 needs an fp8 cache (values.dtype fp8_e4m3, is " +
+                    std::string(to_string(s.values.dtype)) + ")");
+      if (!(scale >= limits::kMinKvScale && scale <= limits::kMaxKvScale))
+        fail(f, std::to_string(scale) + " is out of range [2^-8, 2^4]");
+      int e;
+      const double frac = std::frexp(static_cast<double>(scale), &e);
+      if (std::ldexp(frac, limits::kKvScaleBits) != std::nearbyint(std::ldexp(frac, limits::kKvScaleBits)))
+        fail(f, std::to_string(scale) + " has more than " + str(limits::kKvScaleBits) +
+                    " significand bits (stored * scale must be exact in the kernel's dtype)");
+      if (s.model.mla && std::string_view(name) == "v_scale")
+        fail(f, "must be 1 on an MLA model (the latent cache has one scale, k_scale)");
+    }
+  }
+}
+
 void validate_work(const Scenario& s) {
   const LogicalBatch lb = derive_logical(s);
   const int64_t width = int64_t{s.model.q_heads} * (s.model.head_dim + s.model.v_head_dim);
@@ -250,6 +273,7 @@ void validate(const Scenario& s) {
   validate_history_shape(s);
   validate_batch_shape(s);
   validate_values(s.values);
+  validate_kv_scales(s);
   // The replay checks what depends on the order of events: live requests, pool capacity,
   // context length, pending drafts, and the batch against the requests it names.
   validate_memory(s, prepare(s).cache);

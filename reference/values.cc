@@ -48,7 +48,16 @@ ValueSource::ValueSource(const Scenario& s)
       v_head_dim_(s.model.v_head_dim),
       mla_(s.model.mla),
       significand_(significand_bits(s.values.dtype)),
-      scale_(std::ldexp(1.0f, 1 - significand_)) {}
+      scale_(std::ldexp(1.0f, 1 - significand_)),
+      layers_(s.model.layers) {}
+
+void ValueSource::dequantize(int32_t layer, Tensor t, size_t n, float* out) const {
+  if (t == Tensor::q || layer < 0 || static_cast<size_t>(layer) >= layers_.size()) return;
+  const float scale =
+      t == Tensor::k ? layers_[static_cast<size_t>(layer)].k_scale : layers_[static_cast<size_t>(layer)].v_scale;
+  if (scale == 1.0f) return;
+  for (size_t d = 0; d < n; ++d) out[d] = dequantize_fp8(out[d], scale);
+}
 
 int32_t ValueSource::width(Tensor t) const { return t == Tensor::v ? v_head_dim_ : head_dim_; }
 
@@ -81,10 +90,14 @@ void ValueSource::fill(int32_t layer, Tensor t, int32_t request, int32_t column,
   if (mla_ && t == Tensor::v) t = Tensor::k;  // the latent: V is a prefix of K
   if (t != Tensor::q) request = shared_.owner(request, column);
   const auto n = static_cast<size_t>(std::min<int64_t>(static_cast<int64_t>(out.size()), width(t)));
-  if (cfg_.fill == Fill::signature) return fill_signature(t, request, column, n, out.data());
-  const uint64_t stream = stream_key(layer, t, request, head);
-  fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(column) + 1ULL) * kColumnStep),
-              significand_, scale_, n, out.data());
+  if (cfg_.fill == Fill::signature) {
+    fill_signature(t, request, column, n, out.data());
+  } else {
+    const uint64_t stream = stream_key(layer, t, request, head);
+    fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(column) + 1ULL) * kColumnStep), significand_,
+                scale_, n, out.data());
+  }
+  dequantize(layer, t, n, out.data());
 }
 
 void ValueSource::fill_columns(int32_t layer, Tensor t, int32_t request, int32_t column, int32_t count,
@@ -104,6 +117,7 @@ void ValueSource::fill_columns(int32_t layer, Tensor t, int32_t request, int32_t
     if (cfg_.fill == Fill::signature) fill_signature(t, owner, c, n, o);
     else fill_random(mix64(stream + static_cast<uint64_t>(static_cast<uint32_t>(c) + 1ULL) * kColumnStep),
                      significand_, scale_, n, o);
+    dequantize(layer, t, n, o);
     std::fill(o + n, o + stride, 0.0f);
   }
 }

@@ -12,8 +12,10 @@
 // x = lowbias32(((lo + d * 0x9e3779b9) mod 2^32) xor hi), with lo, hi the halves of the column key.
 // The top p + 1 bits of x (p = the dtype's significand bits) read as a signed integer t in
 // [-2^p, 2^p - 1]; m = t + 1 when t < 0, else t; the value is m * 2^-(p-1): |value| < 2, exact in
-// the dtype. K and V of a column in a shared prefix (a `share` op) are its owner's
-// (shared_prefix.h): the request that wrote them.
+// the dtype. K and V of a layer with fp8 scales (Layer::k_scale, v_scale) are what a kernel reads
+// from the cache: dequantize_fp8(x, scale) of the value x drawn (dtype.h), so the oracle, the pools
+// and the new K/V all hold the dequantized values. K and V of a column in a shared prefix (a `share` op) are its
+// owner's (shared_prefix.h): the request that wrote them.
 //
 //   ValueSource src(scenario);
 //   std::vector<float> k(model.head_dim);
@@ -23,6 +25,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "reference/scenario.h"
 #include "reference/shared_prefix.h"
@@ -66,6 +69,8 @@ class ValueSource {
  private:
   uint64_t stream_key(int32_t layer, Tensor t, int32_t request, int32_t head) const;
   void fill_signature(Tensor t, int32_t request, int32_t column, size_t n, float* out) const;
+  // A layer's fp8 scales applied to n values of tensor t (q, or a scale of 1: unchanged).
+  void dequantize(int32_t layer, Tensor t, size_t n, float* out) const;
 
   SharedPrefixes shared_;
   ValueConfig cfg_;
@@ -73,6 +78,7 @@ class ValueSource {
   bool mla_;
   int32_t significand_;
   float scale_;  // 2^-(significand_ - 1)
+  std::vector<Layer> layers_;  // their k_scale, v_scale
 };
 
 }  // namespace kvfuzz

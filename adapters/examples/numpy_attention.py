@@ -12,6 +12,12 @@ import numpy as np
 LOG2E = 1.0 / math.log(2.0)
 
 
+def dequantize(stored, scale):
+    """What a kernel reads from an fp8 cache with a per-tensor scale (case.k_scale / v_scale):
+    stored * scale, in float32 (exact: the scales have at most 4 significand bits)."""
+    return stored if scale == 1.0 else stored * np.float32(scale)
+
+
 def attend(q, k, v, visible, sm_scale, softcap):
     """q [n_q, Hq, D], k [n_k, Hkv, D], v [n_k, Hkv, Dv], visible [n_q, n_k] ->
     out [n_q, Hq, Dv], natural-log lse [n_q, Hq]; a query that sees no key gets 0 and -inf."""

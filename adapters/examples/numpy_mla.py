@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
 from example_env import cut_last_key, declared_modes, kernel_delay  # noqa: E402
-from numpy_attention import attend, merge, take  # noqa: E402
+from numpy_attention import attend, dequantize, merge, take  # noqa: E402
 
 
 def lowest_positions(layer, positions):
@@ -59,7 +59,8 @@ def run_latent_decode(case, layer, out, lse):
     if m["tree_mask"]:
         mask = case.array("decode.custom_mask")
         mask_indptr = case.array("decode.mask_indptr").astype(np.int64)
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    k_pool = dequantize(case.k_cache(layer), case.k_scale(layer))  # an fp8 cache read by its scales
+    v_pool = dequantize(case.v_cache(layer), case.v_scale(layer))
     q_all = case.q[layer]
     ps, splits = plan["page_size"], max(1, m["num_splits"])
     if ps <= 0:
@@ -121,7 +122,8 @@ def run_prefill(case, layer, linear, out, lse):
     bs = case.plan["prefill"]["block_size"]
     if bs <= 0:
         raise ValueError(f"block_size {bs}")
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    k_pool = dequantize(case.k_cache(layer), case.k_scale(layer))  # an fp8 cache read by its scales
+    v_pool = dequantize(case.v_cache(layer), case.v_scale(layer))
     q_all = case.q[layer]
     for r in range(len(kv_lens)):
         q0 = int(take(qo_indptr, r))
@@ -139,7 +141,7 @@ def run_prefill(case, layer, linear, out, lse):
 
 
 @kv.executor(name="numpy_mla", family="mla", batch=True,
-             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "kv_scales": True, "page_sizes": "any",
                        "mla": True, "non_mla": False},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):

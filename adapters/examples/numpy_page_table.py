@@ -22,7 +22,9 @@ as PyTorch's paged flex attention does, which kvfuzz reports as a note, not a fi
 unsupported, which answers every case with more than one layer unsupported (kv.Unsupported); and
 bad_precision, which answers a per-case precision kvfuzz must refuse (tile_keys 0); sink_every_part
 (the model's attention sinks folded into every call of a layer, so a cascade's merge counts them
-once per part, where the plan hands them to one call: its `sinks`).
+once per part, where the plan hands them to one call: its `sinks`); kv_scale_ignored and
+kv_scale_twice (an fp8 cache's stored values read without the layer's k_scale / v_scale, or
+multiplied by them twice).
 KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of
 one shape may come as one, on executor servers: docs/gpu.md "Batching").
 """
@@ -38,7 +40,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
 from example_env import BREAK, cut_last_key, declared_modes, kernel_delay  # noqa: E402
-from numpy_attention import attend, fold_sinks, merge  # noqa: E402
+from numpy_attention import attend, dequantize, fold_sinks, merge  # noqa: E402
 
 
 def group_of(case, layer):
@@ -90,7 +92,13 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
         if window_left >= 0:
             visible &= keys[None, :] >= last_key - window_left
         # Rows by slot (case.pool_rows): the pools of `long` cases come sparse and are not materialized.
-        k, v = case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots)
+        # An fp8 cache's stored values times the layer's scales, as the kernel dequantizes its tiles;
+        # the planted bugs ignore them or apply them twice.
+        k_scale, v_scale = {"kv_scale_ignored": (1.0, 1.0),
+                            "kv_scale_twice": (case.k_scale(layer) ** 2, case.v_scale(layer) ** 2)}.get(
+            BREAK, (case.k_scale(layer), case.v_scale(layer)))
+        k = dequantize(case.pool_rows(layer, "k", slots), k_scale)
+        v = dequantize(case.pool_rows(layer, "v", slots), v_scale)
         if BREAK == "gqa_mod":  # every q head its own copy of kv head h % kv_heads
             heads = np.arange(q_all.shape[1]) % k.shape[1]
             k, v = k[:, heads], v[:, heads]
@@ -105,8 +113,8 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
 
 
 @kv.executor(name="numpy_page_table", family="page_table", batch=True,
-             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16"], "page_sizes": "any", "mla": True,
-                       "non_mla": True, "sinks": True},
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+                       "mla": True, "non_mla": True, "sinks": True, "kv_scales": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):
     """numpy page_table executor (flash_attn_with_kvcache semantics)"""

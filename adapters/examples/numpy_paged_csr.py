@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
 from example_env import cut_last_key, declared_modes, kernel_delay  # noqa: E402
-from numpy_attention import LOG2E, attend, merge_base2, take  # noqa: E402
+from numpy_attention import LOG2E, attend, dequantize, merge_base2, take  # noqa: E402
 
 
 def run_call(case, call, prefix, layer, out, lse):
@@ -45,7 +45,8 @@ def run_call(case, call, prefix, layer, out, lse):
     if paged:
         indices = case.array(prefix + "kv_indices").astype(np.int64)
         last_page_len = case.array(prefix + "kv_last_page_len").astype(np.int64)
-        k_src, v_src = case.k_cache(layer), case.v_cache(layer)
+        k_src = dequantize(case.k_cache(layer), case.k_scale(layer))  # an fp8 cache read by its scales
+        v_src = dequantize(case.v_cache(layer), case.v_scale(layer))
     else:
         k_src, v_src = case.k_new[layer], case.v_new[layer]
     if call["has_mask"]:
@@ -84,7 +85,7 @@ def run_call(case, call, prefix, layer, out, lse):
 
 
 @kv.executor(name="numpy_paged_csr", family="paged_csr", batch=True,
-             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "kv_scales": True, "page_sizes": "any",
                        "mla": True, "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kvfuzz_adapter as kv  # noqa: E402
 from example_env import declared_modes, kernel_delay  # noqa: E402
-from numpy_attention import attend, merge, take  # noqa: E402
+from numpy_attention import attend, dequantize, merge, take  # noqa: E402
 
 MIN_BLOCK_KV = 32  # decode_attention.py: a split's keys are a multiple of this
 
@@ -59,7 +59,8 @@ def run_decode(case, csr, prefix, layer, out, lse):
     kv_indptr = case.array(prefix + "kv_indptr").astype(np.int64)
     kv_indices = case.array(prefix + "kv_indices").astype(np.int64)
     num_kv_splits = case.array(prefix + "num_kv_splits").astype(np.int64)
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    k_pool = dequantize(case.k_cache(layer), case.k_scale(layer))  # an fp8 cache read by its scales
+    v_pool = dequantize(case.v_cache(layer), case.v_scale(layer))
     q_all = case.q[layer]
     rows = case.plan["rows"]
     for split in range(case.plan["max_kv_splits"]):
@@ -86,7 +87,8 @@ def run_extend(case, csr, prefix, layer, out, lse):
     if plan["use_custom_mask"]:
         mask = case.array("custom_mask")
         mask_indptr = case.array("mask_indptr").astype(np.int64)
-    k_pool, v_pool = case.k_cache(layer), case.v_cache(layer)
+    k_pool = dequantize(case.k_cache(layer), case.k_scale(layer))  # an fp8 cache read by its scales
+    v_pool = dequantize(case.v_cache(layer), case.v_scale(layer))
     q_all, k_new, v_new = case.q[layer], case.k_new[layer], case.v_new[layer]
     for i in range(plan["padded_bs"]):
         q0 = int(take(qo_indptr, i))
@@ -118,7 +120,7 @@ def run_extend(case, csr, prefix, layer, out, lse):
 
 
 @kv.executor(name="numpy_token_csr", family="token_csr", batch=True,
-             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
+             supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "kv_scales": True, "page_sizes": "any",
                        "mla": True, "non_mla": True},
              precision={"p_dtype": "fp32", "out_dtype": "fp32"})
 def run(case):

@@ -109,8 +109,10 @@ def call_lse(case, layer, call, prefix, window_left, attend):
             visible &= keys[None, :] <= q_pos[:, None]
         if window_left >= 0:
             visible &= keys[None, :] >= q_pos[:, None] - window_left
-        _, lse[q0:q1] = attend(q[q0:q1], case.pool_rows(layer, "k", slots), case.pool_rows(layer, "v", slots), visible,
-                               case.sm_scale, case.softcap)
+        # an fp8 cache's stored values times the layer's scales, as the kernel reads them (1: unscaled)
+        k = case.pool_rows(layer, "k", slots) * np.float32(case.k_scale(layer))
+        v = case.pool_rows(layer, "v", slots) * np.float32(case.v_scale(layer))
+        _, lse[q0:q1] = attend(q[q0:q1], k, v, visible, case.sm_scale, case.softcap)
     return lse
 
 

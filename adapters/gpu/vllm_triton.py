@@ -7,17 +7,22 @@ Python source (VLLM_SITE, default .vllm/0.33.0: `ci/vllm.sh install` puts it the
 packs it for the GPU machine), with the arguments TritonAttentionImpl.forward passes:
   unified_attention(q, k_cache, v_cache, out, cu_seqlens_q, max_seqlen_q, seqused_k = cache_seqlens,
       max_seqlen_k, softmax_scale, causal, window_size = (window_left, 0) or (-1, -1),
-      block_table = page_table, softcap, q_descale = None, k_descale, v_descale = None)
+      block_table = page_table, softcap, q_descale = None, k_descale, v_descale, kv_quant_mode)
 with the cache viewed [blocks, view_page_size, kv_heads, head_dim] over the layer's pool, as vLLM's
-Triton backend views its KV cache (k_descale/v_descale: the unit scales of an unquantized layer,
-`layer._k_scale`). So `--backend vllm_triton_0_33_0:vllm_triton` (vllm_planner.py --backend triton)
+Triton backend views its KV cache. k_descale/v_descale are the layer's `layer._k_scale` /
+`_v_scale` expanded to (num_seqs, kv_heads) (triton_attn.py:666-679 in 0.33.0): the case's fp8
+scales (case.k_scale / v_scale), 1 on an unscaled case; kv_quant_mode is FP8_PER_TENSOR on an fp8
+cache, as the impl's get_kv_quant_mode("fp8") gives (kv_cache_interface.py:147-148; passed at
+triton_attn.py:726), else NONE; releases whose kernel has no kv_quant_mode (0.11.0) dequantize
+every fp8 tile by the scales. So `--backend vllm_triton_0_33_0:vllm_triton` (vllm_planner.py --backend triton)
 runs vLLM's builder and vLLM's kernel end to end. The 2D kernel runs (no seq_threshold_3D: the
 split-softmax 3D kernel needs the impl's scratch; which keys are read does not depend on it).
 The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
 page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
 suffix) are merged by that LSE.
-Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache with unit descales, an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
+Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache holding the stored values, read by the case's per-layer scales: supports
+kv_scales; an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
 plan states. Unsupported: MLA, a V head dim other than K's (the kernel's cache has one head
 size), head dims below 32 (HEAD_DIMS), a view page size that is not a multiple of 16 (vLLM's Triton backend takes
 MultipleOf(16) block sizes: a token-slot table of sglang's planner is not what vLLM runs).
@@ -29,6 +34,7 @@ triton#11584), as adapters/tests/vllm_triton_kernel_test.sh does in CI.
         --adapter ".sglang/venv/bin/python adapters/gpu/vllm_triton.py"
 """
 import importlib
+import inspect
 import os
 import sys
 
@@ -58,7 +64,7 @@ DTYPES = ["fp16", "bf16", "fp8_e4m3"] + (["fp32"] if DEV.type == "cpu" else [])
 KERNEL_MODULES = ("vllm.v1.attention.ops.triton_unified_attention", "vllm.attention.ops.triton_unified_attention")
 
 
-def load_kernel(site):
+def load_kernel(site):  # -> (version, unified_attention, its module)
     """The release's unified_attention and what it imports (vllm.envs, vllm.logger, vllm.platforms,
     vllm.triton_utils, the attention ops: about 30 files), through vllm_import's stubs, on
     vllm_release's sm90 CUDA platform (the kernel asks it only for Blackwell tunings)."""
@@ -75,7 +81,8 @@ def load_kernel(site):
     version = release_of(site, "vllm")
     for name in KERNEL_MODULES:
         try:
-            return version, importlib.import_module(name).unified_attention
+            module = importlib.import_module(name)
+            return version, module.unified_attention, module
         except ModuleNotFoundError as e:
             if not name.startswith(e.name or "?"):  # the kernel file is there, one of its imports is not
                 raise
@@ -83,7 +90,16 @@ def load_kernel(site):
     sys.exit(2)
 
 
-VERSION, UNIFIED_ATTENTION = load_kernel(os.path.abspath(SITE))
+VERSION, UNIFIED_ATTENTION, KERNEL_MODULE = load_kernel(os.path.abspath(SITE))
+
+
+def quant_mode(case):
+    """The kv_quant_mode argument TritonAttentionImpl.forward passes (its get_kv_quant_mode: fp8 caches
+    FP8_PER_TENSOR, else NONE), where the release's kernel takes one (0.33.0; 0.11.0's has none)."""
+    modes = getattr(KERNEL_MODULE, "KVQuantMode", None)
+    if modes is None or "kv_quant_mode" not in inspect.signature(UNIFIED_ATTENTION).parameters:
+        return {}
+    return {"kv_quant_mode": modes.FP8_PER_TENSOR if case.dtype == "fp8_e4m3" else modes.NONE}
 
 
 def run_call(case, layer, call, prefix, window_left, caches, q):
@@ -98,13 +114,17 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
     sinks = {"sinks": dev(np.asarray(call["sinks"], dtype=np.float32))} if call.get("sinks") else {}
     if tokens:
         table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
-        unit = torch.ones((), dtype=torch.float32, device=DEV)
+        # layer._k_scale / _v_scale (fp32 scalars) expanded to (num_seqs, kv_heads), as forward() does
+        descale = (rows, caches[0].shape[2])  # the cache is [blocks, view_page_size, kv_heads, head_dim]
+        k_descale = torch.tensor(case.k_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
+        v_descale = torch.tensor(case.v_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
         UNIFIED_ATTENTION(
             q=q[:tokens], k=caches[0], v=caches[1], out=out[:tokens], cu_seqlens_q=dev(cu_q),
             max_seqlen_q=int(call["max_seqlen_q"]), seqused_k=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
             max_seqlen_k=int(call["max_seqlen_k"]), softmax_scale=float(case.sm_scale), causal=bool(call["causal"]),
             window_size=(window_left, 0) if window_left >= 0 else (-1, -1), block_table=dev(table.astype(np.int32)),
-            softcap=float(case.softcap or 0.0), q_descale=None, k_descale=unit, v_descale=unit, **sinks)
+            softcap=float(case.softcap or 0.0), q_descale=None, k_descale=k_descale, v_descale=v_descale, **sinks,
+            **quant_mode(case))
         sync()
     o = np.zeros((n_tokens, q.shape[1], case.model["v_head_dim"]))
     o[:tokens] = host(out[:tokens])
@@ -117,7 +137,8 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
 @kv.executor(name="vllm_triton", family="page_table", batch=True,
              supports={"modes": "all", "layer_kinds": "all", "dtypes": DTYPES,
                        "page_sizes": [16, 32, 64, 128, 256], "head_dims": HEAD_DIMS, "mla": False, "non_mla": True,
-                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True},
+                       "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True,
+                       "kv_scales": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 16})
 def run(case):
     """vLLM's unified_attention Triton kernel over the paged pool"""
@@ -125,8 +146,8 @@ def run(case):
         raise kv.Unsupported("a V head dim other than K's: vLLM's Triton KV cache has one head size")
     if case.dtype == "bf16" and DEV.type == "cpu":
         raise kv.Unsupported("bf16 in Triton's interpreter (its tl.dot multiplies bf16 bit patterns: triton#11584)")
-    # an fp8 KV cache is read as vLLM reads one: fp8 blocks, dequantized by the unit scales into the
-    # query's fp16 (what kvfuzz's fp8 values are exact in)
+    # an fp8 KV cache is read as vLLM reads one: fp8 blocks of the stored values, dequantized by the
+    # layer's scales into the query's fp16 (what stored * scale is exact in)
     dt = torch.float16 if case.dtype == "fp8_e4m3" else TORCH_DTYPES[case.dtype]
     cache_dt = torch.float8_e4m3fn if case.dtype == "fp8_e4m3" else dt
     tensors = LayerTensors(case, dt, cache_dt)  # the layer's query and its caches per view page size

@@ -88,9 +88,25 @@ class Case(_Base):
     def v_new(self):
         return self._set("v_new")
 
+    def k_scale(self, layer):
+        """The fp8 scale a kernel reads layer's K pool by (vLLM's layer._k_scale): the pools hold what
+        the cache stores, e4m3(k / scale), and attention reads stored * scale. 1.0 where the value set
+        has none (PROTOCOL.md "kv_scales"); an adapter sees scales other than 1 only where it
+        declares supports={"kv_scales": True}. MLA: the latent's one scale."""
+        return self._scale(layer, "k")
+
+    def v_scale(self, layer):
+        """The fp8 scale of layer's V pool (vLLM's layer._v_scale); MLA: k_scale."""
+        return self._scale(layer, "k" if self.model["mla"] else "v")
+
+    def _scale(self, layer, which):
+        scales = self.manifest["sets"][self.value_set].get("kv_scales")
+        return float(scales[which][layer]) if scales else 1.0
+
     def k_cache(self, layer):
         """[slots, kv_heads, head_dim] float32: the layer's pool (full or SWA: self.layers[layer]["pool"]).
-        A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that."""
+        A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that. It holds
+        what the cache stores: times k_scale(layer) is what a kernel reads."""
         return self._pool(layer, "k")
 
     def v_cache(self, layer):

@@ -43,7 +43,8 @@ def executor(name=None, family="page_table", supports=None, precision=None, desc
 
     supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
     "any", "head_dims": [...] or "any", "mla": bool, "hybrid_swa": bool, "cuda_graph": bool,
-    "softcap": bool, "gqa": bool, "sinks": bool (attention sinks, default false)}. precision: {"p_dtype": "cache" | "fp32" | ..., "out_dtype":
+    "softcap": bool, "gqa": bool, "sinks": bool (attention sinks, default false), "kv_scales": bool (fp8
+    caches with per-tensor scales: case.k_scale / v_scale, default false)}. precision: {"p_dtype": "cache" | "fp32" | ..., "out_dtype":
     "cache" | "fp32" | "bf16" | "fp16", "max_merges": int, "row_sum": "fp32" | "p", "qk_products":
     "fp32" | "cache" | "cache_mha", "tile_keys": int, "split_keys": int}: how the kernel rounds, for
     the oracle's error bound (PROTOCOL.md). batch=True: fn may be handed several independent cases of

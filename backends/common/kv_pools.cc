@@ -64,7 +64,7 @@ Poison finite_poison(DType dtype) {
 KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueSource& values)
     : KvPools(s, cache, value_fn(values), s.values.poison ? nan_poison() : Poison{}) {}
 
-KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison) {
+KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison, bool scaled) {
   const Model& m = s.model;
   for (int32_t l = 0; l < static_cast<int32_t>(m.layers.size()); ++l) {
     KvPool p;
@@ -75,12 +75,18 @@ KvPools::KvPools(const Scenario& s, const CacheState& cache, const ValueFn& valu
     p.v_head_dim = m.v_head_dim;
     p.mla = m.mla;
     p.content_ = p.kind == PoolKind::swa ? &cache.swa_content : &cache.full_content;
-    // The fill row: the poison's pattern, else its value in every element.
-    auto fill = [](float value, const std::vector<float>& row, int64_t width) {
-      return row.empty() ? std::vector<float>(static_cast<size_t>(width), value) : row;
+    if (scaled) {
+      p.k_scale = m.layers[static_cast<size_t>(l)].k_scale;
+      p.v_scale = m.layers[static_cast<size_t>(l)].v_scale;
+    }
+    // The fill row: the poison's pattern, else its value in every element; stored, so read scaled.
+    auto fill = [](float value, const std::vector<float>& row, int64_t width, float scale) {
+      std::vector<float> r = row.empty() ? std::vector<float>(static_cast<size_t>(width), value) : row;
+      for (float& x : r) x *= scale;
+      return r;
     };
-    p.k_fill_ = fill(poison.k, poison.k_row, p.k_width());
-    if (!m.mla) p.v_fill_ = fill(poison.v, poison.v_row, p.v_width());
+    p.k_fill_ = fill(poison.k, poison.k_row, p.k_width(), p.k_scale);
+    if (!m.mla) p.v_fill_ = fill(poison.v, poison.v_row, p.v_width(), p.v_scale);
     const auto blocks = static_cast<size_t>((p.num_slots + KvPool::kBlockSlots - 1) / KvPool::kBlockSlots);
     p.k_blocks_.resize(blocks);
     if (!m.mla) p.v_blocks_.resize(blocks);

@@ -45,6 +45,10 @@ class KvPool {
   int64_t num_slots = 0;
   int32_t kv_heads = 0, head_dim = 0, v_head_dim = 0;
   bool mla = false;
+  // The fp8 scales (Layer::k_scale, v_scale) a kernel reads this pool by: rows hold what the kernel
+  // reads, stored * scale; the exchange sends an executor the stored values, row / scale, and the
+  // scales (backends/external/exchange.cc). 1 for probe runs, whose codes are stored as they are.
+  float k_scale = 1.0f, v_scale = 1.0f;
 
   const float* k(int64_t slot, int32_t head, const Where& where) const {
     check(slot, where);
@@ -120,7 +124,9 @@ Poison finite_poison(DType dtype);
 class KvPools {
  public:
   KvPools(const Scenario& s, const CacheState& cache, const ValueSource& values);
-  KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison);
+  // scaled: the layers' fp8 scales apply (the values are the value source's, dequantized, and the
+  // poison is a stored value, read times the scale); false for probe runs.
+  KvPools(const Scenario& s, const CacheState& cache, const ValueFn& values, Poison poison, bool scaled = true);
   const KvPool& layer(int32_t l) const { return pools_[static_cast<size_t>(l)]; }
   KvPool& layer(int32_t l) { return pools_[static_cast<size_t>(l)]; }
   int32_t layers() const { return static_cast<int32_t>(pools_.size()); }

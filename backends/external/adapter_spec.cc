@@ -1,5 +1,6 @@
 #include "backends/external/adapter_spec.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "backends/contract/families.h"
@@ -117,6 +118,7 @@ AdapterSpec parse_spec(const nlohmann::json& hello, const std::string& command) 
   spec.softcap = p.flag("softcap", true);
   spec.gqa = p.flag("gqa", true);
   spec.sinks = p.flag("sinks", false);
+  spec.kv_scales = p.flag("kv_scales", false);
   const nlohmann::json& prec = hello.contains("precision") ? hello["precision"] : empty;
   const Parser q{prec, where + " precision"};
   spec.p_dtype = q.text("p_dtype", "cache");
@@ -158,6 +160,10 @@ Support AdapterSpec::supports(const Scenario& s, int32_t kernel_page_size) const
   if (m.softcap != 0 && !softcap) return no("softcap");
   if (m.q_heads != m.kv_heads && !gqa) return no("GQA");
   if (!m.sinks.empty() && !sinks) return no("attention sinks (declare supports.sinks)");
+  // a planner never sees values: only an executor reads the scales
+  if (role == AdapterRole::executor && !kv_scales &&
+      std::any_of(m.layers.begin(), m.layers.end(), [](const Layer& l) { return l.scaled(); }))
+    return no("fp8 KV-cache scales (declare supports.kv_scales)");
   return {};
 }
 
@@ -180,7 +186,8 @@ std::string AdapterSpec::support_line() const {
      << (page_sizes ? join(*page_sizes) : "any") << "; head dims " << (head_dims ? join(*head_dims) : "any")
      << (mla ? "; MLA" : "") << (non_mla ? "" : "; MLA only") << (hybrid_swa ? "" : "; no hybrid SWA")
      << (cuda_graph ? "" : "; no CUDA graphs") << (softcap ? "" : "; no softcap") << (gqa ? "" : "; no GQA")
-     << (sinks ? "; sinks" : "") << "; precision P " << p_dtype << ", output " << out_dtype;
+     << (sinks ? "; sinks" : "") << (kv_scales ? "; kv scales" : "") << "; precision P " << p_dtype << ", output "
+     << out_dtype;
   return os.str();
 }
 

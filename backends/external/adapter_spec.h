@@ -34,6 +34,8 @@ struct AdapterSpec {
   bool mla = false, non_mla = true, hybrid_swa = true, cuda_graph = true, softcap = true, gqa = true;
   bool sinks =
       false;  // attention sinks (Model::sinks): off unless declared, as a kernel without them would ignore them
+  bool kv_scales = false;  // fp8 caches with per-tensor scales (Layer::k_scale): off unless declared, as
+                           // an executor that ignored them would read the stored values unscaled
   // The kernel's precision: P rounded to `p_dtype` before P.V, the output rounded to `out_dtype`
   // ("cache" for either: the case's dtype; properties/tolerance.h).
   std::string p_dtype = "cache", out_dtype = "fp32";

@@ -38,8 +38,10 @@ std::vector<float> read_float(const std::string& path, const std::vector<int64_t
   return a.as_float(path);
 }
 
-// Rows [n][kv_heads][dim] of a pool, one per slot, as float32.
+// Rows [n][kv_heads][dim] of a pool, one per slot, as float32: what the cache stores, so the
+// pool's row over its fp8 scale (exact: the row is stored * scale, kv_pools.h).
 NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, int64_t count) {
+  const float scale = t == Tensor::k || p.mla ? p.k_scale : p.v_scale;
   const int64_t width = t == Tensor::k ? p.k_width() : p.v_width();
   const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
   NpyArray a{npy_descr<float>(), {count, p.kv_heads, dim}, {}};
@@ -48,7 +50,8 @@ NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, in
   for (int64_t i = 0; i < count; ++i) {
     const int64_t slot = slots.empty() ? i : slots[static_cast<size_t>(i)];
     const float* row = t == Tensor::k ? p.k_slot(slot) : p.v_slot(slot);
-    std::copy(row, row + width, out + i * width);
+    if (scale == 1.0f) std::copy(row, row + width, out + i * width);
+    else std::transform(row, row + width, out + i * width, [scale](float x) { return x / scale; });
   }
   return a;
 }
@@ -67,7 +70,9 @@ void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int6
   nlohmann::json parts = nlohmann::json::object();
   put(sub, name + ".slots", vec(slots), parts);
   put(sub, name + ".rows", pool_rows(p, t, slots, static_cast<int64_t>(slots.size())), parts);
-  put(sub, name + ".fill", NpyArray::of<float>({p.kv_heads, dim}, fill.data(), fill.size()), parts);
+  std::vector<float> stored(fill.begin(), fill.end());
+  for (float& x : stored) x /= t == Tensor::k || p.mla ? p.k_scale : p.v_scale;
+  put(sub, name + ".fill", NpyArray::of<float>({p.kv_heads, dim}, stored.data(), stored.size()), parts);
   index[name] = {{"dtype", npy_descr<float>()},
                  {"shape", {p.num_slots, p.kv_heads, dim}},
                  {"sparse", true},
@@ -199,6 +204,17 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
         put(sub, std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l), all, index);
       }
     }
+    // The fp8 scales the kernel reads this set's pools by (PROTOCOL.md), only where one is not 1:
+    // the same for every case of a batch (pair_backend.cc's model_variant).
+    nlohmann::json k_scales = nlohmann::json::array(), v_scales = nlohmann::json::array();
+    bool scaled = false;
+    for (int32_t l = 0; l < L; ++l) {
+      const KvPool& p = (*cases.front())[j].pools.layer(l);
+      k_scales.push_back(p.k_scale);
+      v_scales.push_back(p.v_scale);
+      scaled = scaled || p.k_scale != 1.0f || p.v_scale != 1.0f;
+    }
+    if (scaled) index["kv_scales"] = {{"k", k_scales}, {"v", v_scales}};
     sets[set_names[j]] = index;
   }
   write_json(dir + "/manifest.json", {{"op", "execute"},

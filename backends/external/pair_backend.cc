@@ -11,14 +11,18 @@ namespace kvfuzz {
 namespace {
 
 // The model side of a kernel variant: dtype, heads, head widths, MLA, softcap on or off, page
-// size, layer kinds (what cases must share to batch, with their plan's structure).
+// size, layer kinds and fp8 scales (what cases must share to batch, with their plan's structure).
 std::string model_variant(const Scenario& s) {
   const Model& m = s.model;
   std::string v = std::string(to_string(s.values.dtype)) + " heads " + std::to_string(m.q_heads) + "/" +
                   std::to_string(m.kv_heads) + " dims " + std::to_string(m.head_dim) + "/" +
                   std::to_string(m.v_head_dim) + (m.mla ? " mla" : "") + (m.softcap > 0 ? " softcap" : "") + " ps " +
                   std::to_string(s.cache.page_size) + " layers";
-  for (const Layer& l : m.layers) v += " " + to_string(l.kind);
+  for (const Layer& l : m.layers) {
+    v += " " + to_string(l.kind);
+    // a batched call hands the kernel one pair of fp8 scales per layer
+    if (l.scaled()) v += " scales " + std::to_string(l.k_scale) + "/" + std::to_string(l.v_scale);
+  }
   return v;
 }
 

@@ -223,6 +223,24 @@ TEST(AdapterSpec, ChecksCasesAgainstTheDeclaration) {
   EXPECT_TRUE(parse_spec(with, "cmd").supports(s, 16).ok);
 }
 
+// fp8 scales only where an executor declares them (it must read stored * scale); a planner never
+// sees values, so it is not asked.
+TEST(AdapterSpec, ScaledFp8CachesOnlyWhereDeclared) {
+  nlohmann::json decl = hello();
+  decl["supports"]["dtypes"] = {"fp8_e4m3"};
+  Scenario s = generate(1, Profile::small);
+  s.batch.mode = Mode::decode;
+  s.values.dtype = DType::fp8_e4m3;
+  EXPECT_TRUE(parse_spec(decl, "cmd").supports(s, 16).ok);
+  s.model.layers.back().v_scale = 0.375f;
+  EXPECT_NE(parse_spec(decl, "cmd").supports(s, 16).why.find("fp8 KV-cache scales"), std::string::npos);
+  nlohmann::json planner = decl;
+  planner["role"] = "planner";
+  EXPECT_TRUE(parse_spec(planner, "cmd").supports(s, 16).ok);
+  decl["supports"]["kv_scales"] = true;
+  EXPECT_TRUE(parse_spec(decl, "cmd").supports(s, 16).ok);
+}
+
 // What an executor declares of its arithmetic reaches the oracle's bound (properties/tolerance.h).
 TEST(AdapterSpec, PrecisionDeclarationReachesTheBound) {
   nlohmann::json j = hello();
