@@ -26,11 +26,15 @@ Re-expressed (a bug there is not found): the BlockTables arguments initialize_kv
 the specs (model_runner.py:645-673: block sizes, slot_mapping_enabled, sliding_window_reach), the
 request state's num_computed_tokens (kvfuzz's seq_len minus the step's tokens), is_prefilling
 (a row of more than one token outside a verify step; kvfuzz has no prompt lengths).
-Not modelled (answered unsupported): V2's CUDA graphs (gpu/cudagraph_utils.py), its speculators
-(gpu/spec_decode/: drafting steps), backends other than FlashAttention and Triton.
+CUDA-graph batches: V2's CudaGraphManager dispatches the step; a FULL graph is captured with V2's
+dummy batch over these same persistent buffers (InputBuffers, BlockTables), then the replay refills
+them (v2_graph.py); PIECEWISE and NONE run eagerly, as above.
+Not modelled (answered unsupported): its speculators (gpu/spec_decode/: drafting steps), backends
+other than FlashAttention and Triton.
 
     if v2_runner.available(vl): inputs = v2_runner.V2Inputs(vl, setup)
     common = inputs.common_metadata(g)      # group g's CommonAttentionMetadata, built by V2's code
+    inputs.runtime_mode()                   # a CUDA-graph batch: "FULL" (then capture=True, then replay)
 """
 import importlib
 import importlib.util
@@ -41,8 +45,8 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
-from kv_cache_manager import lowest_visible
 import v2_graph
+from kv_cache_manager import lowest_visible
 
 RUNNERS = ("v1", "v2", "auto")
 
