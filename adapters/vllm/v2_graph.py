@@ -24,14 +24,16 @@ pipeline-parallel group and the platform's graph pool), the query_start_loc the 
 prepare_inputs writes (model_runner.py:1461-1484: cumsum, padded with num_tokens), the uniform
 token count (vllm/v1/worker/utils.py get_uniform_decode_token_count: a batch with every row of
 one length; kvfuzz's batches have no prefill rows in a decode or verify step), the capture's
-warm-up pass (V2 builds the capture metadata twice, model_runner capture(): the second is captured).
+warm-up pass (V2 builds the capture metadata twice, cudagraph_utils.py:464-482: warm-up, then the
+captured pass; the adapter builds it once).
 The cudagraph mode is attention_run.resolve_cudagraph_mode's (V1's rule), not V2's
 resolve_cudagraph_mode_and_sizes.
 
-    mode = v2_graph.dispatch(vl, setup)                       # "FULL", "PIECEWISE" or "NONE"
-    commons = v2_graph.capture_inputs(inputs, desc)           # per KV-cache group
+    desc = v2_graph.dispatch(vl, setup)      # desc.cg_mode.name: "FULL", "PIECEWISE" or "NONE"
+    v2_graph.capture_inputs(inputs, desc, [[keep] for keep in groups], kv_cache_config)  # each keeps its common
 """
 import importlib
+import inspect
 import types
 
 import numpy as np
@@ -74,8 +76,6 @@ def dispatch(vl, setup):
 
 
 def _params(fn):
-    import inspect
-
     return inspect.signature(fn).parameters
 
 
@@ -102,7 +102,7 @@ def capture_inputs(inputs, desc, attn_groups, kv_cache_config):
     cu.prepare_inputs_to_capture(**{k: v for k, v in known.items() if k in params})
 
 
-def replay_batch(inputs, desc, idx_mapping, computed, qsl_np, block_tables, slot_mappings, upper, is_prefilling):
+def replay_batch(inputs, desc, idx_mapping, qsl_np, block_tables, slot_mappings, upper, is_prefilling):
     """The InputBatch fields prepare_attn reads for a FULL replay of desc (model_runner.py:1540-1590):
     padded request and token counts, the persistent query_start_loc and seq_lens."""
     from v2_runner import _Unset

@@ -265,7 +265,7 @@ class V2Inputs:
         is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify")
         attn_groups = [[h] for h in held]
         if phase == "replay":  # the release's prepare_attn with the padded sizes (FULL)
-            batch = v2_graph.replay_batch(self, self.desc, idx_mapping, computed, qsl_np,
+            batch = v2_graph.replay_batch(self, self.desc, idx_mapping, qsl_np,
                                           block_tables, slot_mappings, v2_graph.padded_upper_bound(upper, npad),
                                           is_prefilling)
             self.model_state.prepare_attn(batch, self.vl.cudagraph_mode("FULL"), block_tables, slot_mappings,
