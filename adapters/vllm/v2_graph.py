@@ -21,11 +21,12 @@ What runs unchanged (0.33.0 lines; 0.27.1 and 0.28.0 have the same calls):
   padded sizes (desc.num_reqs rows, desc.num_tokens tokens).
 Re-expressed (a bug there is not found): CudaGraphManager.__init__'s fields (its constructor asks the
 pipeline-parallel group and the platform's graph pool), the query_start_loc the runner's
-prepare_inputs writes (model_runner.py:1461-1484: cumsum, padded with num_tokens), the uniform
-token count (vllm/v1/worker/utils.py get_uniform_decode_token_count: a batch with every row of
-one length; kvfuzz's batches have no prefill rows in a decode or verify step), the capture's
-warm-up pass (V2 builds the capture metadata twice, cudagraph_utils.py:464-482: warm-up, then the
-captured pass; the adapter builds it once).
+prepare_inputs writes (model_runner.py:1461-1484: cumsum, padded with num_tokens), whether a row
+prefills (what the release's uniform-token-count rule asks from 0.28.0 on: kvfuzz has no prompt
+lengths, so a row prefills where it has more than one token outside a verify step, or no cached
+context; the rule itself is the release's), the capture's warm-up pass (V2 builds the capture
+metadata twice, cudagraph_utils.py:464-482: warm-up, then the captured pass; the adapter builds it
+once).
 The cudagraph mode is attention_run.resolve_cudagraph_mode's (V1's rule), not V2's
 resolve_cudagraph_mode_and_sizes.
 
@@ -70,9 +71,28 @@ def dispatch(vl, setup):
     manager._graphs_captured = True  # capture_model() ran at start-up
     n, tokens = setup.bs, int(setup.num_tokens)
     max_query = int(setup.query_lens.max()) if n else 0
-    uniform = max_query if n and tokens == n * max_query else None
+    # whether a row prefills (0.33.0 decode_graph_eligible, model_runner.py:1355-1367: a one-token step
+    # over cached context counts as a decode); kvfuzz has no prompt lengths, so a row prefills where it
+    # has more than one token outside a verify step (is_prefilling, v2_runner.py) or no context yet
+    computed = setup.seq_lens - setup.query_lens
+    prefilling = bool((((setup.query_lens > 1) & (setup.mode != "target_verify")) | (computed == 0)).any())
+    uniform = _uniform_token_count(cu, n, tokens, max_query, prefilling) if n else None
     kwargs = {"max_query_len": max_query} if "max_query_len" in _params(manager.dispatch) else {}
     return manager.dispatch(n, tokens, uniform, 0, **kwargs)
+
+
+def _uniform_token_count(cu, n, tokens, max_query, prefilling):
+    """The release's own rule: 0.27.1 every row of one length (cudagraph_utils.get_uniform_token_count);
+    0.28.0 and no prefill (worker/utils.py get_uniform_decode_token_count(..., has_prefill)); 0.33.0
+    and decode_graph_eligible (the same function, its fourth argument)."""
+    utils = importlib.import_module("vllm.v1.worker.utils")
+    fn = getattr(utils, "get_uniform_decode_token_count", None)
+    if fn is None:
+        return cu.get_uniform_token_count(n, tokens, max_query)
+    params = _params(fn)
+    if "has_prefill" in params:
+        return fn(n, tokens, max_query, has_prefill=prefilling)
+    return fn(n, tokens, max_query, not prefilling)
 
 
 def _params(fn):
