@@ -92,6 +92,7 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        fa:corpus/vllm/fa_hybrid_swa_null_blocks.json:clean
        fa:corpus/vllm/fa_local_graph_decode.json:clean
        fa:corpus/vllm/fa_full_graph_decode.json:clean
+       fa:corpus/vllm/v2_graph_decode_swa.json:clean
        fa:corpus/vllm/verify_chain_swa.json:clean
        triton:corpus/vllm/verify_chain_swa.json:clean
        triton:corpus/vllm/fa_full_graph_decode.json:clean

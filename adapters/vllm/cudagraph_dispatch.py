@@ -35,6 +35,8 @@ def runtime_mode(vl, setup, cascade):
     mode = comp.cudagraph_mode
     if mode.name == "NONE" or not comp.cudagraph_capture_sizes:
         return "NONE"
+    if setup.v2 is not None:  # Model Runner V2: its CudaGraphManager dispatches (v2_graph.py)
+        return setup.v2.runtime_mode()
     dispatcher = _dispatcher(vl, config)
     dispatcher.initialize_cudagraph_keys(mode, setup.uniform_query_len)
     tokens = int(setup.total_tokens)

@@ -342,7 +342,7 @@ class Setup:
         (_dummy_run(uniform_decode=True): uniform_decode_query_len tokens and seq_len as many per row
         (1 for decode, 1 + k for verify), max_seq_len = max_model_len)."""
         if self.v2 is not None:
-            return self.v2.common_metadata(g)
+            return self.v2.common_metadata(g, capture)
         n = self.bs
         npad = self.padded_rows
         query_lens = np.full(npad, self.uniform_query_len, np.int64) if capture else self.query_lens

@@ -26,11 +26,15 @@ Re-expressed (a bug there is not found): the BlockTables arguments initialize_kv
 the specs (model_runner.py:645-673: block sizes, slot_mapping_enabled, sliding_window_reach), the
 request state's num_computed_tokens (kvfuzz's seq_len minus the step's tokens), is_prefilling
 (a row of more than one token outside a verify step; kvfuzz has no prompt lengths).
-Not modelled (answered unsupported): V2's CUDA graphs (gpu/cudagraph_utils.py), its speculators
-(gpu/spec_decode/: drafting steps), backends other than FlashAttention and Triton.
+CUDA-graph batches: V2's CudaGraphManager dispatches the step; a FULL graph is captured with V2's
+dummy batch over these same persistent buffers (InputBuffers, BlockTables), then the replay refills
+them (v2_graph.py); PIECEWISE and NONE run eagerly, as above.
+Not modelled (answered unsupported): its speculators (gpu/spec_decode/: drafting steps), backends
+other than FlashAttention and Triton.
 
     if v2_runner.available(vl): inputs = v2_runner.V2Inputs(vl, setup)
     common = inputs.common_metadata(g)      # group g's CommonAttentionMetadata, built by V2's code
+    inputs.runtime_mode()                   # a CUDA-graph batch: "FULL" (then capture=True, then replay)
 """
 import importlib
 import importlib.util
@@ -41,6 +45,7 @@ import numpy as np
 import torch
 
 from fake_runner import UnsupportedCase
+import v2_graph
 from kv_cache_manager import lowest_visible
 
 RUNNERS = ("v1", "v2", "auto")
@@ -90,9 +95,6 @@ def check_supported(setup):
     if setup.mode in ("draft_decode", "draft_extend_v2"):
         raise UnsupportedCase("drafting under Model Runner V2: its speculators (vllm/v1/worker/gpu/spec_decode/) "
                               "are not modelled")
-    if setup.graph:
-        raise UnsupportedCase("a CUDA-graph batch under Model Runner V2: its CudaGraphManager "
-                              "(vllm/v1/worker/gpu/cudagraph_utils.py) is not modelled")
     if setup.backend.__name__ not in ("FlashAttentionBackend", "TritonAttentionBackend"):
         raise UnsupportedCase(f"Model Runner V2 with {setup.backend.__name__}: modelled on FlashAttention and Triton")
 
@@ -135,9 +137,11 @@ class V2Inputs:
         self.attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
         s = setup
         self.kv_groups = sorted({g.kv_gid for g in s.groups})
-        self.max_num_reqs = max(int(s.r2t.shape[0]), 1)
+        self.max_num_reqs = max(int(s.r2t.shape[0]), s.padded_bs, 1)  # a CUDA graph's padded rows too
         self.max_tokens = max(s.total_tokens, 1)
-        self._common = None  # built at the first common_metadata(), after any --allocator vllm replay
+        self.desc = None  # the CudaGraphManager's descriptor of the step (runtime_mode), where it has CUDA graphs
+        self.tables = None  # the persistent BlockTables and InputBuffers, made at the first common_metadata(),
+        self._common = {}  # after any --allocator vllm replay; per phase (eager, capture, replay), per group
 
     def _block_tables(self):
         """BlockTables as initialize_kv_cache builds it (model_runner.py:645-730), per KV-cache group."""
@@ -172,12 +176,25 @@ class V2Inputs:
             self.tables.append_block_ids(int(s.rows[i]), tuple(rows[k][i] for k in self.kv_groups), overwrite=True)
         self.tables.apply_staged_writes()
 
-    def common_metadata(self, g):
+    def runtime_mode(self):
+        """The mode V2's CudaGraphManager runs the step in ("FULL", "PIECEWISE", "NONE"; v2_graph.py)."""
+        self.desc = v2_graph.dispatch(self.vl, self.setup)
+        return self.desc.cg_mode.name
+
+    def common_metadata(self, g, capture=False):
         """Group g's CommonAttentionMetadata, as V2's prepare_inputs, prepare_attn and build_attn_metadata
-        leave it (built once per step for every KV-cache group)."""
-        if self._common is None:
-            self._common = self._build()
-        return self._common[self.kv_groups.index(g.kv_gid)]
+        leave it (built once per step for every KV-cache group). Under a FULL CUDA graph: capture, the
+        dummy batch's (prepare_inputs_to_capture); else the replay's, over the same buffers."""
+        full = self.desc is not None and self.desc.cg_mode.name == "FULL"
+        phase = "capture" if capture else ("replay" if full else "eager")
+        if phase not in self._common:
+            if self.tables is None:
+                self.tables = self._block_tables()
+                self._fill()
+                self.buffers = self.input_batch.InputBuffers(self.max_num_reqs, self.max_tokens, self.setup.device)
+                self.model_state = v2_graph.model_state(self)
+            self._common[phase] = self._build(phase)
+        return self._common[phase][self.kv_groups.index(g.kv_gid)]
 
     def _outside(self, block_tables):
         """The entries V2's gather nulled that no query of the attention group's layers reads (wholly below
@@ -210,44 +227,56 @@ class V2Inputs:
                         table[row, lb] = page
                 c["page_table"] = table
 
-    def _build(self):
+    def _build(self, phase):
         s = self.setup
-        self.tables = self._block_tables()
-        self._fill()
-        n, dev = s.bs, s.device
+        held = [_Keep() for _ in self.kv_groups]
+        config = types.SimpleNamespace(kv_cache_groups=[types.SimpleNamespace(layer_names=[]) for _ in self.kv_groups])
+        if phase == "capture":
+            v2_graph.capture_inputs(self, self.desc, [[h] for h in held], config)
+            return [h.common for h in held]
+        n, dev, buffers = s.bs, s.device, self.buffers
+        npad, ntok = (self.desc.num_reqs, self.desc.num_tokens) if phase == "replay" else (n, s.num_tokens)
         idx_mapping = torch.from_numpy(s.rows.astype(np.int64)).to(dev)
         # the request states' num_computed_tokens (req_states.num_computed_tokens, [max_num_reqs])
         computed_np = np.zeros(self.max_num_reqs, np.int32)
         computed_np[s.rows] = s.seq_lens - s.query_lens
         computed = torch.from_numpy(computed_np).to(dev)
-        # query_start_loc: the runner's cumsum (model_runner.py:1463-1470); eager: no padded rows
-        qsl_np = np.zeros(n + 1, np.int32)
-        np.cumsum(s.query_lens, out=qsl_np[1:])
-        qsl = torch.from_numpy(qsl_np).to(dev)
-        buffers = self.input_batch.InputBuffers(self.max_num_reqs, self.max_tokens, dev)
+        # query_start_loc: the runner's cumsum into its persistent buffer, padded with the step's
+        # tokens (model_runner.py:1461-1484)
+        qsl_np = np.full(self.max_num_reqs + 1, s.num_tokens, np.int32)
+        qsl_np[0] = 0
+        np.cumsum(s.query_lens, out=qsl_np[1:n + 1])
+        buffers.query_start_loc.copy_(torch.from_numpy(qsl_np))
+        qsl = buffers.query_start_loc[: npad + 1]
         self.input_batch.prepare_pos_seq_lens(idx_mapping, qsl, computed, buffers.positions, buffers.seq_lens)
         # what V2 computed goes on as computed: its seq_lens to the builders (the reads judge them), its
         # positions to the slot mapping (checked against kvfuzz's writes, as on the V1 path)
-        seq_lens = buffers.seq_lens[:n]
+        seq_lens = buffers.seq_lens[:npad]
         kwargs = {}
         if "num_computed_tokens" in inspect.signature(self.tables.gather_block_tables).parameters:
             kwargs["num_computed_tokens"] = computed
-        block_tables = self.tables.gather_block_tables(idx_mapping, num_reqs_padded=n, **kwargs)
+        block_tables = self.tables.gather_block_tables(idx_mapping, num_reqs_padded=npad, **kwargs)
         self._outside(block_tables)
         slot_mappings = self.tables.compute_slot_mappings(idx_mapping, qsl, buffers.positions[: self.max_tokens],
-                                                          num_tokens_padded=s.num_tokens)
+                                                          num_tokens_padded=ntok)
         for g in s.groups:
             s._check_slots(g, slot_mappings[self.kv_groups.index(g.kv_gid)][: s.num_tokens].cpu().numpy())
         upper = torch.from_numpy((computed_np[s.rows] + s.query_lens).astype(np.int32))
-        held = [_Keep() for _ in self.kv_groups]
-        config = types.SimpleNamespace(kv_cache_groups=[types.SimpleNamespace(layer_names=[]) for _ in self.kv_groups])
+        is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify")
+        attn_groups = [[h] for h in held]
+        if phase == "replay":  # the release's prepare_attn with the padded sizes (FULL)
+            batch = v2_graph.replay_batch(self, self.desc, idx_mapping, qsl_np,
+                                          block_tables, slot_mappings, v2_graph.padded_upper_bound(upper, npad),
+                                          is_prefilling)
+            self.model_state.prepare_attn(batch, self.vl.cudagraph_mode("FULL"), block_tables, slot_mappings,
+                                          attn_groups, config)
+            return [h.common for h in held]
         known = dict(
-            attn_groups=[[h] for h in held], num_reqs=n, num_tokens=s.num_tokens, query_start_loc_gpu=qsl,
-            query_start_loc_cpu=torch.from_numpy(qsl_np), max_query_len=int(s.query_lens.max()), seq_lens=seq_lens,
-            max_seq_len=int(upper.max()), block_tables=block_tables, slot_mappings=slot_mappings, kv_cache_config=config,
-            seq_lens_cpu_upper_bound=upper, positions=buffers.positions[: s.num_tokens],
-            is_prefilling=torch.from_numpy((s.query_lens > 1) & (s.mode != "target_verify")),
-            req_idx=s.rows.astype(np.int64))
+            attn_groups=attn_groups, num_reqs=n, num_tokens=s.num_tokens, query_start_loc_gpu=qsl,
+            query_start_loc_cpu=torch.from_numpy(qsl_np[: n + 1]), max_query_len=int(s.query_lens.max()),
+            seq_lens=seq_lens, max_seq_len=int(upper.max()), block_tables=block_tables, slot_mappings=slot_mappings,
+            kv_cache_config=config, seq_lens_cpu_upper_bound=upper, positions=buffers.positions[: s.num_tokens],
+            is_prefilling=torch.from_numpy(is_prefilling), req_idx=s.rows.astype(np.int64))
         build = self.attn_utils.build_attn_metadata
         params = inspect.signature(build).parameters
         build(**{k: v for k, v in known.items() if k in params})
@@ -272,3 +301,9 @@ class _Keep:
     def build(self, common_prefix_len, common_attn_metadata, **kwargs):
         assert common_prefix_len == 0
         self.common = common_attn_metadata
+
+    def build_metadata_for_cudagraph_capture(self, common, ubatch_idx=0):  # 0.33
+        self.common = common
+
+    def build_for_cudagraph_capture(self, common):  # 0.27.1, 0.28.0: the builder's
+        self.common = common

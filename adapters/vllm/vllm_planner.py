@@ -48,7 +48,7 @@ def parse_args():
                         "dispatcher picks FULL, PIECEWISE or none; cudagraph_dispatch.py)")
     p.add_argument("--runner", choices=["v1", "v2", "auto"], default="v1",
                    help="which model runner prepares the step: V1 (gpu_model_runner.py), Model Runner V2 "
-                        "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager, no drafting: v2_runner.py), or the "
+                        "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager and CUDA graphs, no drafting: v2_runner.py), or the "
                         "one the release's VllmConfig.use_v2_model_runner picks for the case")
     p.add_argument("--no-async-scheduling", action="store_true",
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
@@ -124,8 +124,8 @@ if ARGS.runner == "v2" and not HAS_V2:
     print(f"vllm_planner.py: --runner v2: vLLM {VL.version} has no Model Runner V2 "
           "(vllm/v1/worker/gpu/block_table.py; the releases installed here from 0.27.1 on ship it)", file=sys.stderr)
     sys.exit(2)
-if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2):  # eager steps, no drafting (v2_runner.py)
-    SUPPORTED = dict(SUPPORTED, cuda_graph=False, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
+if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2):  # no drafting (v2_runner.py)
+    SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
           "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
