@@ -23,7 +23,7 @@ campaign() {
   shift 3
   local t0
   t0=$(date +%s.%N)
-  "$K" run --cases $((3 * run)) --seed 5 --profile tiny --jobs 3 --no-shrink --max-saved 1 --metamorphic-every 0 \
+  "$K" run --cases $((3 * run)) --seed "${SEED:-5}" --profile tiny --jobs 3 --no-shrink --max-saved 1 --metamorphic-every 0 \
     --reuse-shapes "$run" --shape-run "$run" --backend numpy_page_table --adapter-servers 2 \
     --adapter "KVFUZZ_EXAMPLE_BREAK=$brk KVFUZZ_EXAMPLE_FIRST_CALL_DELAY=${FIRST:-0.5} python3 $SRC/adapters/examples/numpy_page_table.py" \
     --out "$WORK/$name" "$@" >"$WORK/$name.out" 2>&1
@@ -71,9 +71,10 @@ python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) < 0.9 * float(sys.argv[
 
 # A crash on every case of more than one layer: warm-ups of such a case fail (counted, their server
 # restarted, their variant not warmed again) and are no findings; the cases' own crashes are found
-# as without. Timing plays no part: both at once.
-FIRST=0.05 campaign crash_off segfault_layers 2 &
-FIRST=0.05 campaign crash_on segfault_layers 2 --compile-ahead
+# as without. Timing plays no part: both at once. Seed 2: its shapes include multi-layer models (a
+# shape fixes the model, so a seed whose runs draw only one-layer models crashes nothing).
+SEED=2 FIRST=0.05 campaign crash_off segfault_layers 2 &
+SEED=2 FIRST=0.05 campaign crash_on segfault_layers 2 --compile-ahead
 wait
 compare crash_off crash_on crash
 
