@@ -25,8 +25,13 @@ def triage(folder):
     if not os.path.isdir(folder):
         return 3, [], f"no findings folder {folder}"
     versions = [f"--version={v}" for v in os.environ.get("KVFUZZ_GPU_VERSIONS", "").split()]
-    issues = [a for path in [ISSUES] + os.environ.get("KVFUZZ_GPU_ISSUES", "").split() for a in ("--issues", path)]
-    result = subprocess.run(TRIAGE + [folder] + issues + versions, capture_output=True, text=True)
+    issues = ISSUES
+    extra = os.environ.get("KVFUZZ_GPU_ISSUES", "").split()
+    if extra:  # triage takes one file: the lists joined, next to the folder
+        issues = folder + ".issues.json"
+        with open(issues, "w") as f:
+            json.dump({"issues": [i for path in [ISSUES] + extra for i in json.load(open(path))["issues"]]}, f)
+    result = subprocess.run(TRIAGE + [folder, "--issues", issues] + versions, capture_output=True, text=True)
     with open(folder + ".triage", "w") as f:
         f.write(result.stdout + result.stderr)
     groups = []
