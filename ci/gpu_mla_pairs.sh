@@ -24,10 +24,11 @@
 #   KVFUZZ_FA3          FA3's library (default .gpu-fa3/sgl_fa3; python3 ci/gpu_fa3.py unpack --to DIR ...)
 #   KVFUZZ_MLA_PLANNER_SITE  a folder put first on the planner's PYTHONPATH (default .gpu/planner_site, made
 #                       from .gpu/planner_wheels/*.whl where that holds wheels): sglang's metadata code runs
-#                       its Triton kernels under Triton's interpreter, which fails on the GPU machine's numpy
-#                       2.5 (docs/gpu.md "Real FA3"): a numpy 2.3 wheel there, `python3 -m pip download
-#                       numpy==2.3.5 --no-deps --only-binary=:all: --python-version 3.12 --platform
-#                       manylinux2014_x86_64 -d .gpu/planner_wheels` (16 MiB)
+#                       its Triton kernels under Triton's interpreter, which fails on numpy 2.5, the GPU
+#                       machine's (docs/gpu.md "sglang's MLA backends with the real kernels"): a numpy 2.3
+#                       wheel there, `python3 -m pip download numpy==2.3.5 --no-deps --only-binary=:all:
+#                       --python-version 3.12 --platform manylinux_2_28_x86_64 -d .gpu/planner_wheels`
+#                       (15.8 MiB). A planner on the CPU with numpy 2.5 or later: exit 2, saying so
 #   KVFUZZ_MLA_VERSIONS "flashinfer=0.7.2.post1 torch=2.11.0 ...": the kernels' releases, for the known issues' ranges
 #   KVFUZZ_MLA_PLANNER_DEVICE  cpu (default: Triton's interpreter) or cuda (the planner's --device)
 # Exit: 0 every campaign ran and every finding is known; 1 a NEW finding or a regression, a campaign that
@@ -92,9 +93,18 @@ else
   py=python3
 fi
 device=${KVFUZZ_MLA_PLANNER_DEVICE:-cpu}
+numpy=$(${planner_env:+env $planner_env} "$planner_py" -c 'import numpy; print(numpy.__version__)' 2>&1 | tail -1)
+if [ "$device" = cpu ] && python3 -c 'import sys; v = sys.argv[1].split("."); sys.exit(not (len(v) > 1 and v[0].isdigit() and v[1].isdigit() and (int(v[0]), int(v[1])) >= (2, 5)))' "$numpy"; then
+  # Triton's interpreter converts a loaded length to an int (range(num_loop) in sglang's index kernels), which
+  # numpy 2.5 refuses ("only 0-dimensional arrays can be converted to Python scalars"): every case would crash
+  echo "gpu_mla_pairs.sh: the planner's numpy is $numpy: sglang's Triton metadata kernels fail under Triton's interpreter" \
+    "with numpy 2.5 or later; put a numpy 2.3 wheel in .gpu/planner_wheels (this script's header) or set" \
+    "KVFUZZ_MLA_PLANNER_SITE, or KVFUZZ_MLA_PLANNER_DEVICE=cuda" >&2
+  exit 2
+fi
 mkdir -p "$out"
 echo "== sglang $release's MLA backends with $([ "$dry" = 1 ] && echo "CPU stand-ins (dry run)" || echo "the real kernels"); planner on $device," \
-  "numpy $(${planner_env:+env $planner_env} "$planner_py" -c 'import numpy; print(numpy.__version__)' 2>&1 | tail -1); findings in $out"
+  "numpy $numpy; findings in $out"
 
 profiles() {  # FlashMLA's pages hold 64 tokens, drawn from the medium profile up (sglang forces 64)
   [ "$1" = flashmla ] && echo "--profile medium" || echo "--profile tiny --profile small"
