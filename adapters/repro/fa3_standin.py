@@ -21,7 +21,9 @@ i attends key j when, with d = i + seqlen_k - seqlen_q (the bottom-right alignme
   window_size (l, r):    d - l <= j (l >= 0) and j <= d + r (r >= 0)
   attention_chunk c > 0: j >= d // c * c
 GQA: query head h reads KV head h // (heads / kv_heads). Scores are q.k * softmax_scale, soft-capped
-as softcap * tanh(s / softcap) when softcap > 0. A query with no key gets 0 (lse -inf). Sinks (one
+as softcap * tanh(s / softcap) when softcap > 0; with qv (MLA's absorbed query, [total_q, heads, dv],
+sglang's FA backend on an MLA model) they are (q.k + qv.v) * softmax_scale, taken only for head dims
+<= 64 and V >= 256 (flash_api.cpp:1028-1041). A query with no key gets 0 (lse -inf). Sinks (one
 bf16 logit per q head: FA3 refuses other dtypes, "sinks must have dtype bfloat16", H100) add
 e^sink to each query's denominator once and to its LSE (as FA3 does on rows with keys, computed by
 adapters/gpu/fa3_sinks_lse.py); a query with no key then gets 0 and lse = sink, where FA3 returns
@@ -213,7 +215,7 @@ def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, s
     group = heads // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # [seqlen_k, H, *]
     s = torch.einsum("qhd,khd->hqk", q.float(), k)
-    if qv is not None:  # FA3 scores q.k + qv.v (0251105a hopper/mainloop_fwd_sm90_tma_gmma_ws.hpp:1144-1147, Qv.V into S)
+    if qv is not None:  # FA3 scores q.k + qv.v (0251105a mainloop_fwd_sm90_tma_gmma_ws.hpp:1144-1147, Qv.V into S)
         s = s + torch.einsum("qhd,khd->hqk", qv.float(), v)
     s = s * scale
     if softcap > 0:
