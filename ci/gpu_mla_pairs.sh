@@ -34,7 +34,7 @@
 # Exit: 0 every campaign ran and every finding is known; 1 a NEW finding or a regression, a campaign that
 # failed; 2 bad input (an unknown pair or option, a missing release or package, named).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 dry=0
 case "${1:-}" in
   "") ;;
@@ -59,13 +59,9 @@ if [ "$dry" = 1 ]; then
   planner_env="" planner_py=$py
   # The stand-ins under the kernels' names: sgl_kernel.flash_mla and sgl_kernel.flash_attn.
   shim=$out/standins
-  rm -rf "$shim" && mkdir -p "$shim/flashmla/sgl_kernel" "$shim/fa3/sgl_kernel"
-  : >"$shim/flashmla/sgl_kernel/__init__.py"
-  : >"$shim/fa3/sgl_kernel/__init__.py"
-  printf 'import sys\nsys.path.append("%s/adapters/repro")\nfrom flashmla_standin import flash_mla_with_kvcache, get_mla_metadata  # noqa: E402,F401\n' \
-    "$PWD" >"$shim/flashmla/sgl_kernel/flash_mla.py"
-  printf 'import sys\nsys.path.append("%s/adapters/repro")\nfrom fa3_standin import flash_attn_with_kvcache  # noqa: E402,F401\n' \
-    "$PWD" >"$shim/fa3/sgl_kernel/flash_attn.py"
+  rm -rf "$shim"
+  # shellcheck source=adapters/repro/standins.sh
+  . adapters/repro/standins.sh && standin_library "$shim/flashmla" flashmla && standin_library "$shim/fa3" fa3 || exit 2
   fa3=$shim/fa3
   # host tensors (cuda_arrays.DEV), one intra-op thread (a shared CPU: OpenMP spinning stalled the stand-ins)
   exec_env="TRITON_INTERPRET=1 OMP_NUM_THREADS=1 KVFUZZ_FLASHMLA_DIR=$shim/flashmla KVFLASHINFER_EMULATE=1 KVFUZZ_FA3=$fa3"
