@@ -2,7 +2,7 @@
 # The CPU stand-ins under the kernels' own module names, for CPU runs of the GPU executors (sourced):
 # standin_library DIR fa3 writes DIR/sgl_kernel/flash_attn.py (fa3_standin.py: KVFUZZ_FA3=DIR), standin_library
 # DIR flashmla DIR/sgl_kernel/flash_mla.py (flashmla_standin.py: KVFUZZ_FLASHMLA_DIR=DIR). Users:
-# ci/gpu_mla_pairs.sh --dry-run, adapters/tests/fa3_page_table_test.sh, adapters/tests/fa3_mla_test.sh.
+# ci/gpu_mla_pairs.sh --dry-run, adapters/tests/fa3_page_table_test.sh.
 #   . adapters/repro/standins.sh && standin_library "$WORK/fa3" fa3 && KVFUZZ_FA3=$WORK/fa3 ...
 standin_library() {  # standin_library DIR fa3|flashmla
   local repro
