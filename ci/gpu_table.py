@@ -1,7 +1,8 @@
 """The GPU campaign's table (ci/gpu.sh): one row per real executor from its campaign log, every
 finding of its index triaged by fingerprint against adapters/gpu/known_issues.json
 (adapters/triage.py; KVFUZZ_GPU_VERSIONS, "flashinfer=0.7.2.post1 torch=2.11.0 ...", gives the
-packages' releases for the issues' affected ranges).
+packages' releases for the issues' affected ranges; KVFUZZ_GPU_ISSUES, files separated by spaces, adds
+known-issue lists: adapters/sglang/known_issues.json for a pair with sglang's planner, ci/gpu_mla_pairs.sh).
 
     python3 ci/gpu_table.py OUT NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
 
@@ -24,7 +25,13 @@ def triage(folder):
     if not os.path.isdir(folder):
         return 3, [], f"no findings folder {folder}"
     versions = [f"--version={v}" for v in os.environ.get("KVFUZZ_GPU_VERSIONS", "").split()]
-    result = subprocess.run(TRIAGE + [folder, "--issues", ISSUES] + versions, capture_output=True, text=True)
+    issues = ISSUES
+    extra = os.environ.get("KVFUZZ_GPU_ISSUES", "").split()
+    if extra:  # triage takes one file: the lists joined, next to the folder
+        issues = folder + ".issues.json"
+        with open(issues, "w") as f:
+            json.dump({"issues": [i for path in [ISSUES] + extra for i in json.load(open(path))["issues"]]}, f)
+    result = subprocess.run(TRIAGE + [folder, "--issues", issues] + versions, capture_output=True, text=True)
     with open(folder + ".triage", "w") as f:
         f.write(result.stdout + result.stderr)
     groups = []
@@ -129,7 +136,8 @@ def main():
     print(' "per batch": cases a server request carried (batching); "undeclared": the generator\'s draws outside the executor\'s declared')
     print(' support, drawn again and never run; "shapes": page size, model and dtype combinations the cases ran on;')
     print(' "in kernel": time inside the adapter\'s function over the campaign\'s wall time times its jobs;')
-    print(' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json or NEW / regression,')
+    print(' "fingerprints": distinct fingerprints of every finding, known to adapters/gpu/known_issues.json (and any list of')
+    print(' KVFUZZ_GPU_ISSUES) or NEW / regression,')
     print(f' each listed with its replay line in {out}/<backend>.triage)')
     if times:
         print("\nwhere the time went, as shares of each campaign's job time (wall time x jobs):")

@@ -33,7 +33,6 @@ CUDA device: exit 2 saying so.
 
     KVFUZZ_FA3=/tmp/sgl_fa3 kvfuzz run --backend fa:fa3_page_table --adapter "python3 adapters/gpu/fa3_page_table.py"
 """
-import importlib
 import os
 import sys
 
@@ -45,40 +44,15 @@ sys.path.append(os.path.join(HERE, "..", "repro"))  # fa3_standin (last: its fol
 
 HEAD_DIMS = list(range(8, 257, 8))  # flash_api.cpp: multiples of 8, at most 256
 NUM_SPLITS = int(os.environ.get("KVFUZZ_FA3_NUM_SPLITS", "0"))
-WHERE = os.environ.get("KVFUZZ_FA3", "")
 
-
-def cannot_run(message):
-    print(f"fa3_page_table.py: {message}", file=sys.stderr)
-    sys.exit(2)
-
-
-# No library: said before torch loads.
-if not WHERE:
-    cannot_run("KVFUZZ_FA3 is not set: it names the folder holding sgl-kernel's sgl_kernel/ "
-               "(python3 ci/gpu_fa3.py unpack --to DIR ...)")
-if not os.path.isfile(os.path.join(WHERE, "sgl_kernel", "flash_attn.py")):
-    cannot_run(f"KVFUZZ_FA3={WHERE}: no sgl_kernel/flash_attn.py there (python3 ci/gpu_fa3.py unpack --to DIR ...)")
-
+import fa3_library  # noqa: E402  (no library: exit 2, said before torch loads)
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
 from fa3_standin import merge_state_v2, refusal  # noqa: E402
 from page_table_parts import run_layers  # noqa: E402
 
-
-def load_fa3(where):
-    """sgl_kernel.flash_attn from DIR/sgl_kernel/ (exit 2 without a CUDA device or when it does not import)."""
-    if DEV.type == "cuda" and not torch.cuda.is_available():
-        cannot_run(f"KVFUZZ_FA3={where}: FA3's kernel needs a CUDA device, torch sees none")
-    sys.path.insert(0, os.path.abspath(where))
-    try:
-        return importlib.import_module("sgl_kernel.flash_attn").flash_attn_with_kvcache
-    except Exception as e:  # noqa: BLE001 - any import failure: the library cannot run here
-        cannot_run(f"KVFUZZ_FA3={where}: sgl_kernel.flash_attn does not import ({type(e).__name__}: {e})")
-
-
-FLASH_ATTN_WITH_KVCACHE = load_fa3(WHERE)
+FLASH_ATTN_WITH_KVCACHE = fa3_library.load()
 
 
 def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache):

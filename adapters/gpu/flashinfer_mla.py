@@ -53,8 +53,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
-from mla_packed import CKV, KPE, check_dims, decode_rows, latent, paged  # noqa: E402
-from numpy_attention import LOG2E, rows_of, take  # noqa: E402
+from mla_packed import CKV, KPE, check_dims, decode_rows, latent, layer_keys, paged  # noqa: E402
+from numpy_attention import LOG2E, rows_of  # noqa: E402
 
 if os.environ.get("KVFLASHINFER_EMULATE") == "1":
     import flashinfer_emulated as kernels  # noqa: E402
@@ -75,15 +75,6 @@ def prefill_call(case):
     metadata = dict(qo_indptr=qo_indptr, kv_indptr=case.array("prefill.linear_kv_indptr"),
                     kv_indices=case.array("prefill.linear_kv_indices"), kv_len_arr=case.array("prefill.kv_lens"))
     return metadata, qo_indptr, case.plan["prefill"]["block_size"], True
-
-
-def layer_keys(case, layer):
-    """What the kernel reads keys from: the pool, or for prefill the linear buffer the gather fills."""
-    pool = case.k_cache(layer)
-    if case.plan["path"] != "prefill":
-        return pool
-    total = int(take(case.array("prefill.kv_indptr"), len(case.array("prefill.kv_lens"))))
-    return take(pool, take(case.array("prefill.kv_indices"), np.arange(total)))
 
 
 @kv.executor(name="flashinfer_mla", family="mla",

@@ -1,6 +1,7 @@
 """The mla plan's latent decode rows and DeepSeek's packed latent layout, shared by the MLA kernel
-executors (flashinfer_mla.py, flashmla.py): both take Q and K as [ckv | kpe] with ckv 512 and kpe 64
-wide, and both read the plan's block tables (backends/contract/FAMILIES.md, `mla`).
+executors (flashinfer_mla.py, flashmla.py, fa3_mla.py): all take Q and K as [ckv | kpe] with ckv 512 and
+kpe 64 wide (FA3's MLA path as two tensors, q / qv and k / v), and all read the plan's block tables
+(backends/contract/FAMILIES.md, `mla`).
 
     cu_q, seq_lens, table = decode_rows(case)          # the step's rows, as the kernel gets them
     kv = paged(case.k_cache(0), page_size=64, v_head_dim=vd)   # [pages, 64, 576]
@@ -35,6 +36,16 @@ def paged(keys, page_size, v_head_dim):
     if page_size <= 0:
         raise ValueError(f"page size {page_size}")
     return latent(keys, v_head_dim, len(keys) + (-len(keys) % page_size)).reshape(-1, page_size, CKV + KPE)
+
+
+def layer_keys(case, layer):
+    """What the kernel reads keys from: the pool, or for prefill the linear buffer the gather fills
+    (linear entry e is pool slot prefill.kv_indices[e])."""
+    pool = case.k_cache(layer)
+    if case.plan["path"] != "prefill":
+        return pool
+    total = int(take(case.array("prefill.kv_indptr"), len(case.array("prefill.kv_lens"))))
+    return take(pool, take(case.array("prefill.kv_indices"), np.arange(total)))
 
 
 def decode_rows(case):

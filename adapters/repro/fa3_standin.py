@@ -21,7 +21,9 @@ i attends key j when, with d = i + seqlen_k - seqlen_q (the bottom-right alignme
   window_size (l, r):    d - l <= j (l >= 0) and j <= d + r (r >= 0)
   attention_chunk c > 0: j >= d // c * c
 GQA: query head h reads KV head h // (heads / kv_heads). Scores are q.k * softmax_scale, soft-capped
-as softcap * tanh(s / softcap) when softcap > 0. A query with no key gets 0 (lse -inf). Sinks (one
+as softcap * tanh(s / softcap) when softcap > 0; with qv (MLA's absorbed query, [total_q, heads, dv],
+sglang's FA backend on an MLA model) they are (q.k + qv.v) * softmax_scale, taken only for head dims
+<= 64 and V >= 256 (flash_api.cpp:1028-1041). A query with no key gets 0 (lse -inf). Sinks (one
 bf16 logit per q head: FA3 refuses other dtypes, "sinks must have dtype bfloat16", H100) add
 e^sink to each query's denominator once and to its LSE (as FA3 does on rows with keys, computed by
 adapters/gpu/fa3_sinks_lse.py); a query with no key then gets 0 and lse = sink, where FA3 returns
@@ -67,7 +69,7 @@ import math
 import torch
 
 # Arguments accepted at their default only (any other value would change the math modelled here).
-_ONLY_DEFAULT = ("k", "v", "qv", "rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad", "rotary_seqlens",
+_ONLY_DEFAULT = ("k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad", "rotary_seqlens",
                  "q_descale", "k_descale", "v_descale", "score_mod", "aux_tensors", "mask_mod", "sfq", "sfk",
                  "sfv", "rel_bias", "rel_bias_prep_cache")
 # Arguments that only tune the schedule (which keys are read does not depend on them).
@@ -192,9 +194,9 @@ class _Params:
         return out
 
 
-def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded, sinks=None):
+def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded, sinks=None, qv=None):
     """One batch entry: q [seqlen_q, H, D] -> (out [seqlen_q, H, Dv] float32, lse [H, seqlen_q]); sinks [H]
-    (one logit per q head) or None."""
+    (one logit per q head) or None; qv [seqlen_q, H, Dv] (MLA's absorbed query, scored against V) or None."""
     sq, heads = q.shape[0], q.shape[1]
     page = k_cache.shape[1]
     j = torch.arange(seqlen_k, device=q.device)
@@ -212,7 +214,10 @@ def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, s
     v = v_cache[pages, j % page].float()
     group = heads // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # [seqlen_k, H, *]
-    s = torch.einsum("qhd,khd->hqk", q.float(), k) * scale
+    s = torch.einsum("qhd,khd->hqk", q.float(), k)
+    if qv is not None:  # FA3 scores q.k + qv.v (0251105a mainloop_fwd_sm90_tma_gmma_ws.hpp:1144-1147, Qv.V into S)
+        s = s + torch.einsum("qhd,khd->hqk", qv.float(), v)
+    s = s * scale
     if softcap > 0:
         s = softcap * torch.tanh(s / softcap)
     d = torch.arange(sq, device=q.device)[:, None] + seqlen_k - sq  # [seqlen_q, 1]
@@ -269,7 +274,7 @@ def _check_schedule(schedule, params, num_splits):
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=None, cu_seqlens_q=None,
                             max_seqlen_q=None, softmax_scale=None, causal=False, window_size=(-1, -1),
                             attention_chunk=None, softcap=0.0, return_softmax_lse=False, out=None,
-                            scheduler_metadata=None, num_splits=0, pack_gqa=None, sinks=None, **other):
+                            scheduler_metadata=None, num_splits=0, pack_gqa=None, sinks=None, qv=None, **other):
     """FA3's flash_attn_with_kvcache over a paged cache, computed as documented (module docstring)."""
     for name, value in other.items():
         if name in _ONLY_DEFAULT and value is not None:
@@ -285,10 +290,17 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
         _check(sinks.dtype == torch.bfloat16, "sinks must have dtype bfloat16")
         _check(tuple(sinks.shape) == (heads,), f"sinks must have shape ({heads}), got {list(sinks.shape)}")
     varlen = cu_seqlens_q is not None
+    if qv is not None:  # flash_api.cpp:1028-1041 (0251105a)
+        _check(q.shape[-1] <= 64, "q_v is only supported for head_size <= 64")
+        _check(dv >= 256, "q_v is only supported for hdim_v >= 256.")
+        _check(qv.dtype == q.dtype, "q_v must have the same dtype as query")
+        _check(tuple(qv.shape) == tuple(q.shape[:-1]) + (dv,), f"q_v must have shape {list(q.shape[:-1]) + [dv]}, "
+               f"got {list(qv.shape)}")
     if varlen:
         _check(cu_seqlens_q.dtype == torch.int32, "cu_seqlens_q must have dtype torch.int32")
         _check(max_seqlen_q is not None, "max_seqlen_q must be provided if cu_seqlens_q is provided")
     qs = q if varlen else q.reshape(-1, *q.shape[2:])
+    qvs = None if qv is None else (qv if varlen else qv.reshape(-1, *qv.shape[2:]))
     batch = page_table.shape[0]
     cu = cu_seqlens_q.long().cpu() if varlen else torch.arange(batch + 1) * q.shape[1]
     lens = cache_seqlens.long().cpu() if torch.is_tensor(cache_seqlens) else torch.full((batch,), int(cache_seqlens))
@@ -299,7 +311,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
                      k_cache.shape[1], causal, window, chunk, int(num_splits), pack_gqa, varlen)
     if scheduler_metadata is not None:
         _check_schedule(scheduler_metadata, params, int(num_splits))
-    scale = softmax_scale if softmax_scale is not None else q.shape[-1] ** -0.5
+    # default scale with qv: (d + dv) ** -0.5 (flash_attn_interface.py:670)
+    scale = softmax_scale if softmax_scale is not None else (q.shape[-1] + (0 if qv is None else dv)) ** -0.5
     result = torch.full((qs.shape[0], heads, dv), math.nan, dtype=torch.float32, device=q.device)
     lse = torch.full((heads, qs.shape[0]), math.nan, dtype=torch.float32, device=q.device)
     for b in range(batch):
@@ -309,7 +322,7 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
         n = min(hi - lo, limit)  # rows past max_seqlen_q: not computed
         loaded = params.loaded(hi - lo, int(lens[b]), n)
         o, l_ = _entry(qs[lo:hi], k_cache, v_cache, page_table[b], int(lens[b]), scale, causal, window, chunk,
-                       float(softcap or 0.0), loaded, sinks)
+                       float(softcap or 0.0), loaded, sinks, None if qv is None else qvs[lo:hi])
         result[lo:lo + n], lse[:, lo:lo + n] = o[:n], l_[:, :n]
     result = result.to(q.dtype)
     if not varlen:

@@ -10,7 +10,8 @@
 #    H100 campaign's target_verify / draft_extend_v2 findings, ours) pass through the stand-in;
 #  - FA3's two measured behaviours (adapters/gpu/fa3_mechanisms.py, H100), put on the stand-in by a
 #    shim, are caught on their minimal cases (corpus/gpu/fa3_*.json) and triaged each as its own
-#    known issue (adapters/gpu/known_issues.json), not the other's; the stand-in passes both cases.
+#    known issue (adapters/gpu/known_issues.json), not the other's; the stand-in passes both cases;
+#  - fa3_mla.py (FA3's MLA path, qv) clean on cases of kvfuzz's mla planner, and caught without qv.
 # The GPU campaign with the real library: docs/gpu.md "Real FA3". Needs torch (.sglang/venv, ci/sglang.sh):
 # without it, SKIPPED.
 #   fa3_page_table_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
@@ -19,10 +20,8 @@ SRC=$1 K=$2 WORK=$3
 PY=$SRC/.sglang/venv/bin/python
 "$PY" -c 'import torch, numpy' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch (bash ci/sglang.sh install)"; exit 0; }
 fail() { echo "FAIL: $1"; [ -f "${2:-}" ] && tail -30 "$2"; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK/fa3/sgl_kernel"
-: >"$WORK/fa3/sgl_kernel/__init__.py"
-echo 'from fa3_standin import flash_attn_with_kvcache  # noqa: F401 (FA3 stand-in under its name)' \
-  >"$WORK/fa3/sgl_kernel/flash_attn.py"
+rm -rf "$WORK" && mkdir -p "$WORK"
+. "$SRC/adapters/repro/standins.sh" && standin_library "$WORK/fa3" fa3 || fail "the FA3 stand-in's library"
 export TRITON_INTERPRET=1
 
 # No library: exit 2, saying what is missing.
@@ -33,9 +32,9 @@ KVFUZZ_FA3=$WORK/none "$PY" "$SRC/adapters/gpu/fa3_page_table.py" </dev/null >"$
 rc=$?
 [ $rc -eq 2 ] && grep -q "no sgl_kernel/flash_attn.py" "$WORK/none.out" || fail "KVFUZZ_FA3 without a library: exit $rc" "$WORK/none.out"
 
-campaign() {  # campaign NAME EXECUTOR: 10 tiny cases of kvfuzz's fa planner through EXECUTOR and the stand-in
-  KVFUZZ_FA3=$WORK/fa3 "$K" run --cases 10 --seed 3 --profile tiny --jobs 2 --no-shrink --backend fa:fa3_page_table \
-    --adapter "$PY $2" --out "$WORK/$1" >"$WORK/$1.log" 2>&1
+campaign() {  # campaign NAME EXECUTOR [BACKEND CASES SEED]: tiny cases (10 of kvfuzz's fa planner) through EXECUTOR and the stand-in
+  KVFUZZ_FA3=$WORK/fa3 "$K" run --cases "${4:-10}" --seed "${5:-3}" --profile tiny --jobs 2 --no-shrink \
+    --backend "${3:-fa:fa3_page_table}" --adapter "$PY $2" --out "$WORK/$1" >"$WORK/$1.log" 2>&1
 }
 campaign clean "$SRC/adapters/gpu/fa3_page_table.py"
 rc=$?
@@ -116,5 +115,25 @@ for path, change in ((sys.argv[2], {"sinks": False}), (sys.argv[3], {"v_head_dim
         bad += got != "NEW"
 sys.exit(1 if bad else 0)
 PY
+
+# FA3's MLA path (fa3_mla.py: flash_attn_with_kvcache(qv=...) as sglang's FA backend calls it on an MLA model;
+# the stand-in models qv): 4 cases of kvfuzz's mla planner clean, latent decode and prefill plans both
+# (ci/gpu_mla_pairs.sh --dry-run pairs it with sglang's own metadata); the executor's copy without qv caught.
+export OMP_NUM_THREADS=1  # one intra-op thread: on shared cores the stand-in's torch can stall without it
+campaign mla_clean "$SRC/adapters/gpu/fa3_mla.py" mla:fa3_mla 4 5
+rc=$?
+[ $rc -eq 0 ] || fail "fa3_mla's clean campaign exited $rc, expected 0" "$WORK/mla_clean.log"
+checked=$(awk '$1 == "mla:fa3_mla" {print $2}' "$WORK/mla_clean.log")
+[ "${checked:-0}" -ge 4 ] || fail "fa3_mla's clean campaign checked ${checked:-0} cases, expected 4" "$WORK/mla_clean.log"
+python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["coverage"]["by_backend"]["mla:fa3_mla"]["mode_layer"]
+sys.exit(not ({"decode", "draft_decode"} & set(m) and {"extend", "draft_extend_v2", "mixed"} & set(m)))' \
+  "$WORK/mla_clean/campaign.json" || fail "fa3_mla's campaign did not run both plan paths (latent decode, prefill)" "$WORK/mla_clean.log"
+mutant=$WORK/adapters/gpu/fa3_mla.py
+sed -i 's/qv=q\[..., :CKV\], \*\*args)/qv=None, **args)/' "$mutant"
+grep -q 'qv=None, \*\*args)' "$mutant" || fail "the qv mutant did not apply to $mutant"
+campaign mla_mutant "$mutant" mla:fa3_mla 4 5
+rc=$?
+[ $rc -eq 1 ] || fail "fa3_mla without qv: exit $rc, expected 1 (a finding)" "$WORK/mla_mutant.log"
+grep -q "oracle/mla:fa3_mla" "$WORK/mla_mutant.log" || fail "fa3_mla without qv: no oracle finding" "$WORK/mla_mutant.log"
 echo "PASS: no library exits 2; 10 cases clean through the stand-in; the window mutant caught; bf16 sinks cases decode;"\
-  "FA3's two measured behaviours caught and triaged apart"
+  "FA3's two measured behaviours caught and triaged apart; fa3_mla clean, and caught without qv"

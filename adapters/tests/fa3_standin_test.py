@@ -156,6 +156,33 @@ def sinks(failures, rng):
         failures.append(f"fp32 sinks: {got!r}, not FA3's refusal")
 
 
+def qv_scores(failures, rng):
+    """MLA's absorbed query (sglang's FA backend with use_mla): FA3 scores q.k + qv.v, V the latent;
+    it takes qv only with Q/K <= 64 and V >= 256 (flash_api.cpp:1028-1041, 0251105a)."""
+    k_cache, v_cache, table, kpos, vpos = paged(rng, [7], 2, 1, 64, 512)
+    q = torch.from_numpy(rng.standard_normal((3, 2, 64)).astype(np.float16))
+    qv = torch.from_numpy(rng.standard_normal((3, 2, 512)).astype(np.float16))
+    out, lse = call(q, k_cache, v_cache, table, [7], qv=qv, softmax_scale=0.05, return_softmax_lse=True)
+    s = (np.einsum("qhd,kd->qhk", q.double().numpy(), kpos[0][:, 0])
+         + np.einsum("qhd,kd->qhk", qv.double().numpy(), vpos[0][:, 0])) * 0.05
+    s = np.where(np.arange(7)[None, None, :] <= np.arange(4, 7)[:, None, None], s, -np.inf)  # causal
+    total = np.exp(s).sum(-1)
+    ref = np.einsum("qhk,kd->qhd", np.exp(s) / total[..., None], vpos[0][:, 0])
+    err_o, err_l = float(np.abs(out.double().numpy() - ref).max()), float(np.abs(lse.T.double().numpy() - np.log(total)).max())
+    without = float(np.abs(call(q, k_cache, v_cache, table, [7], softmax_scale=0.05)[0].double().numpy() - ref).max())
+    print(f"qv: output error {err_o:.2e}, LSE error {err_l:.2e}; the call without qv: {without:.2e}")
+    if not (err_o < 5e-3 and err_l < 1e-4 and without > 5e-2):
+        failures.append(f"qv: output error {err_o}, LSE error {err_l}, without qv {without}")
+    for what, d, dv, message in (("Q/K 192, V 128", 192, 128, "q_v is only supported for head_size <= 64"),
+                                 ("V 128", 64, 128, "q_v is only supported for hdim_v >= 256")):
+        k, v = torch.zeros(4, 1, 1, d, dtype=torch.float16), torch.zeros(4, 1, 1, dv, dtype=torch.float16)
+        got = raises(RuntimeError, lambda: call(torch.zeros(1, 1, d, dtype=torch.float16), k, v, torch.tensor([[0, 1]]),
+                                                [2], qv=torch.zeros(1, 1, dv, dtype=torch.float16)))
+        print(f"qv with {what}: {'refused: ' + got if got else 'accepted'}")
+        if got is None or message not in got:
+            failures.append(f"qv with {what}: FA3 refuses it ({message}), the stand-in says {got!r}")
+
+
 def raises(kind, fn):
     """The exception fn raises if it is of kind (its message), else None."""
     try:
@@ -318,6 +345,7 @@ def main():
     sinks(failures, rng)
     faults(failures, rng)
     schedules(failures, rng)
+    qv_scores(failures, np.random.default_rng(11))
     for f in failures:
         print("FAIL:", f)
     print(f"fa3 {'real kernel' if K.real else 'stand-in'} test:", "all passed" if not failures else f"{len(failures)} failure(s)")

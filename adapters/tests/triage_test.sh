@@ -278,6 +278,23 @@ line "$WORK/casc2.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_wind
 run casc2 1 $SGLANG
 line "$WORK/casc3.jsonl" in-bounds sglang_fa_0_5_23:fa draft_decode sliding_window 2 other-request "$CASCADE_FP"
 run casc3 1 $SGLANG
+# The topk > 1 cascade handing the sinks to both merged calls (the lines `kvfuzz fingerprint` gives
+# corpus/sglang/fa_verify_sinks_twice.json on 0.5.23): kvfuzz-fa-sinks-twice. Another mechanism at the same
+# configuration (the layer running another number of calls), the same lines on a model without sinks,
+# and the verify's sliding layers (which run no cascade in target verify) are NEW.
+SINKS_MSG="layer N: attention sinks on N of its N merged calls, expected N (the merge counts the sink N times)"
+SINKS_FP='{"topk": 2, "sinks": true, "head_dim": 64, "v_head_dim": 64}'
+line "$WORK/sinks.jsonl" metadata sglang_fa_0_5_23:fa target_verify full 0 "$SINKS_MSG" "$SINKS_FP"
+line "$WORK/sinks.jsonl" oracle sglang_fa_0_5_23:fa target_verify full 0 values:gross "$SINKS_FP"
+line "$WORK/sinks.jsonl" oracle sglang_fa_0_5_10_post1:fa draft_decode full 0 values:gross "$SINKS_FP"
+run sinks 0 $SGLANG
+[ "$(grep -c "^known *kvfuzz-fa-sinks-twice " "$WORK/sinks.out")" -eq 3 ] || fail "the sinks on both cascade calls are not kvfuzz-fa-sinks-twice"
+line "$WORK/sinks_other.jsonl" metadata sglang_fa_0_5_23:fa target_verify full 0 "layer N runs N calls, expected N" "$SINKS_FP"
+run sinks_other 1 $SGLANG
+line "$WORK/sinks_none.jsonl" oracle sglang_fa_0_5_23:fa target_verify full 0 values:gross '{"topk": 2}'
+run sinks_none 1 $SGLANG
+line "$WORK/sinks_swa.jsonl" oracle sglang_fa_0_5_23:fa target_verify sliding_window 3 values:gross "$SINKS_FP"
+run sinks_swa 1 $SGLANG
 # hang and contract never match, whatever else they share with an issue.
 line "$WORK/hang.jsonl" hang sglang_triton_0_5_23:triton decode sliding_window 4 missing-oldest
 run hang 1 $SGLANG

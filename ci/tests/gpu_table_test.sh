@@ -54,6 +54,11 @@ KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglan
 rc=$?
 [ $rc -eq 1 ] || fail "a NEW finding: exit $rc, expected 1"
 grep -q "2 + 1 NEW" "$WORK/new.out" || fail "the NEW finding is not counted"
+# KVFUZZ_GPU_ISSUES adds known-issue lists (ci/gpu_mla_pairs.sh: sglang's): the same finding known in one.
+echo '{"issues": [{"id": "extra-list", "title": "t", "verdict": "v", "kind": "upstream-bug", "affected": {"package": "sglang", "first": "0.5.10.post1", "fixed": null}, "match": {"property": "oracle", "backend": "triton:sglang_triton", "mechanisms": ["missing-oldest"]}}]}' >"$WORK/extra.json"
+KVFUZZ_GPU_ISSUES="$WORK/extra.json" KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton \
+  >"$WORK/extra.out" 2>&1 || fail "the NEW finding known in KVFUZZ_GPU_ISSUES' list: exit $?, expected 0"
+grep -Eq " 3  cache-extent 2, oracle 2$" "$WORK/extra.out" || fail "KVFUZZ_GPU_ISSUES row: $(grep '^sglang_triton' "$WORK/extra.out")"
 
 # A saved finding without its fingerprint record: triage cannot read it, the table fails.
 head -n 3 "$WORK/sglang_triton/index.jsonl" >"$WORK/sglang_triton/index.tmp" && mv "$WORK/sglang_triton/index.tmp" "$WORK/sglang_triton/index.jsonl"
