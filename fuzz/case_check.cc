@@ -20,7 +20,7 @@ CaseReport check_all(const Scenario& s, const std::vector<const Backend*>& backe
   const CaseContext ctx(s);
   for (const Backend* b : backends) {
     const std::vector<std::string> faults = faults_for(*b, options.faults);
-    BackendRun run = run_backend(ctx, *b, faults);
+    BackendRun run = run_backend(ctx, *b, faults, /*lenient=*/false, /*read_probes=*/true);
     if (!run.support.ok) {
       report.unsupported.push_back(std::string(b->name()) + ": " + run.support.why);
       continue;

@@ -101,7 +101,7 @@ std::string svg_for(const std::vector<Query>& queries, const std::vector<std::st
 
 Explanation explain(const Scenario& s, const Backend& backend, const std::vector<std::string>& faults, int max_queries) {
   const CaseContext ctx(s);
-  const BackendRun run = run_backend(ctx, backend, faults, /*lenient=*/true);
+  const BackendRun run = run_backend(ctx, backend, faults, /*lenient=*/true, /*read_probes=*/true);
   Explanation e;
   std::ostringstream os;
   if (!run.support.ok) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -105,7 +106,7 @@ std::string format_ranges(std::vector<int64_t> v) {
 }
 
 BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults,
-                       bool lenient) {
+                       bool lenient, bool read_probes) {
   BackendRun run;
   run.support = runnable(backend, ctx.scenario());
   if (!run.support.ok) return run;
@@ -132,7 +133,23 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
       run.findings.back().mechanism = "plan-run:" + d.argument;
     }
     std::vector<std::string> skipped;
-    backend.run(*run.plan, {s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr}, run.out);
+    const RunInput in{s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr};
+    // KVFUZZ_PROBES_APART=1: the probes in a request of their own, as before (an A/B of the cost)
+    static const bool apart = std::getenv("KVFUZZ_PROBES_APART") != nullptr;
+    if (read_probes && !apart && !backend.records_reads()) run.probes = std::make_shared<ReadProbes>(ctx, backend);
+    if (run.probes && !run.probes->inputs().empty()) {  // the case's values and the probes' in one request
+      std::vector<RunInput> inputs{in};
+      for (const RunInput& probe : run.probes->inputs()) inputs.push_back(probe);
+      std::vector<RunOutput> outputs;
+      outputs.emplace_back(s, p.batch);
+      for (RunOutput& o : run.probes->outputs()) outputs.push_back(std::move(o));
+      backend.run_many(*run.plan, inputs, outputs);
+      run.out = std::move(outputs[0]);
+      for (size_t i = 1; i < outputs.size(); ++i) run.probes->outputs()[i - 1] = std::move(outputs[i]);
+      run.probes->ran();
+    } else {
+      backend.run(*run.plan, in, run.out);
+    }
     for (std::string& m : skipped) run.findings.push_back({"in-bounds", std::string(backend.name()), std::move(m)});
     run.plan->check_guards();
     run.ran = true;
@@ -419,7 +436,7 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
 }
 
 CheckResult check_case(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults) {
-  return check_run(ctx, backend, run_backend(ctx, backend, faults));
+  return check_run(ctx, backend, run_backend(ctx, backend, faults, /*lenient=*/false, /*read_probes=*/true));
 }
 
 }  // namespace kvfuzz

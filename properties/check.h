@@ -30,12 +30,15 @@
 
 namespace kvfuzz {
 
+class ReadProbes;  // opaque_extent.h
+
 struct BackendRun {
   Support support;
   bool ran = false;                  // plan and run finished without a Violation or a crash
   std::unique_ptr<Plan> plan;
   RunOutput out;
   std::vector<Finding> findings;     // in-bounds and metadata findings from planning and running
+  std::shared_ptr<ReadProbes> probes;  // read_probes: the opaque read set's probes, run with the case
 };
 
 // Plans and runs `backend` on the case in a fresh copy of the pools. A lenient run (for
@@ -43,8 +46,10 @@ struct BackendRun {
 // Exceptions: a Violation, or a read past the end of one of the backend's inputs
 // (InputOutOfRange), is an in-bounds finding; anything else the backend throws is a "crash"
 // finding; a HarnessError (kvfuzz's own checking code) is rethrown, never filed as a finding.
+// `read_probes`, for a backend that logs no reads: the probes recover_reads decodes
+// (opaque_extent.h) go in the same run_many as the case, one executor request for both.
 BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults = {},
-                       bool lenient = false);
+                       bool lenient = false, bool read_probes = false);
 
 struct CheckResult {
   Support support;

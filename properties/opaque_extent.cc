@@ -9,11 +9,7 @@
 #include "reference/validate.h"
 
 namespace kvfuzz {
-namespace {
-
-constexpr int32_t kMaxUndecodable = 4;
-constexpr double kMaxDecodableSink = 8.0;  // e^8 = 2981 beside the reads; fp32 e^lse keeps them whole  // findings of
-                                           // read sets that do not decode, per run
+namespace opaque_coding {
 
 // How the probes code owners and columns into channels.
 //   owners: base-B digits of the owner id, B = C (one channel per digit), or B = 2 with one
@@ -45,6 +41,16 @@ struct Coding {
   int32_t digit_channel(int32_t d) const { return channels >= 2 ? d : (d == 1 ? 0 : -1); }
   int32_t columns_per_probe() const { return channels * per_channel; }
 };
+
+}  // namespace opaque_coding
+
+namespace {
+
+using opaque_coding::Coding;
+
+constexpr int32_t kMaxUndecodable = 4;
+constexpr double kMaxDecodableSink = 8.0;  // e^8 = 2981 beside the reads; fp32 e^lse keeps them whole  // findings of
+                                           // read sets that do not decode, per run
 
 Coding make_coding(const CaseContext& ctx, int32_t output_bits) {
   const Model& m = ctx.scenario().model;
@@ -265,43 +271,53 @@ bool finite_row(const RunOutput& out, const Model& m, int32_t layer, int64_t tok
 
 }  // namespace
 
-OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {
+struct ReadProbes::Sets {
+  Coding c;
+  bool decodable = true;  // false: a sink drowns the counts, no probe runs at all
+  bool nan_run = false, head_probe = false;
+  std::string extent_skipped;
+  std::vector<std::unique_ptr<KvPools>> pools;
+  std::vector<std::unique_ptr<BatchTensors>> tensors;
+  std::vector<RunInput> inputs;
+  std::vector<RunOutput> outputs;
+  bool ran = false;
+};
+
+ReadProbes::ReadProbes(const CaseContext& ctx, const Backend& backend) : sets_(std::make_unique<Sets>()) {
   const Scenario& s = ctx.scenario();
   const Model& m = s.model;
   const Prepared& p = ctx.prepared();
   const ForwardBatch& fb = p.batch;
-  Coding c = make_coding(ctx, significand_bits(backend.rounding().out_dtype.value_or(s.values.dtype)));
-  OpaqueReads result;
+  Sets& t = *sets_;
+  Coding& c = t.c;
+  c = make_coding(ctx, significand_bits(backend.rounding().out_dtype.value_or(s.values.dtype)));
   // A sink's e^sink beside a few reads: past kMaxDecodableSink the probes' whole counts drown in
   // the fp32 rounding of e^lse.
   for (const double sink : m.sinks)
     if (sink > kMaxDecodableSink) {
-      result.extent_skipped = "extent not checked: an attention sink of " + std::to_string(sink) +
-                              " leaves the probes' read counts below the precision of e^lse (decodable up to " +
-                              std::to_string(kMaxDecodableSink) + ")";
-      return result;
+      t.extent_skipped = "extent not checked: an attention sink of " + std::to_string(sink) +
+                         " leaves the probes' read counts below the precision of e^lse (decodable up to " +
+                         std::to_string(kMaxDecodableSink) + ")";
+      t.decodable = false;
+      return;
     }
   const int64_t values = int64_t{c.column_probes} * written_pool_values(s, p.cache);
   if (values > kMaxProbeValues) {
-    result.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
-                            std::to_string(values) + " pool values, over the limit of " +
-                            std::to_string(kMaxProbeValues) + ")";
+    t.extent_skipped = "extent not checked: " + std::to_string(c.column_probes) + " probe sets needed (" +
+                       std::to_string(values) + " pool values, over the limit of " +
+                       std::to_string(kMaxProbeValues) + ")";
     c.column_probes = 0;
   }
-  result.layers = static_cast<int32_t>(m.layers.size());
-  result.num_tokens = fb.num_tokens();
-  result.reads.resize(static_cast<size_t>(result.layers) * static_cast<size_t>(result.num_tokens));
-
-  // The value sets, in one round trip: [NaN poison], owner probes, column probes.
+  // The value sets: [NaN poison], [head probe], owner probes, column probes.
   std::vector<ValueFn> fns;
   std::vector<Poison> poisons;
-  const bool nan_run = s.values.poison;
-  if (nan_run) {
+  t.nan_run = s.values.poison;
+  if (t.nan_run) {
     fns.push_back(value_fn(ctx.values()));
     poisons.push_back(nan_poison());
   }
-  const bool head_probe = m.kv_heads > 1 && !m.mla;  // one kv head: no head to mix up
-  if (head_probe) {
+  t.head_probe = m.kv_heads > 1 && !m.mla;  // one kv head: no head to mix up
+  if (t.head_probe) {
     fns.push_back(head_values(m.mla));
     poisons.push_back(head_poison(m));
   }
@@ -319,29 +335,58 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
     }));
     poisons.push_back(probe_poison(m, c, Code{}));
   }
-  std::vector<std::unique_ptr<KvPools>> pools;
-  std::vector<std::unique_ptr<BatchTensors>> tensors;
-  std::vector<RunInput> inputs;
-  std::vector<RunOutput> outputs;
   for (size_t i = 0; i < fns.size(); ++i) {
     // the probes' codes are stored unscaled; the NaN run's values are the case's, scaled
-    pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i], /*scaled=*/nan_run && i == 0));
-    tensors.push_back(std::make_unique<BatchTensors>(s, fb, fns[i]));
+    t.pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i], /*scaled=*/t.nan_run && i == 0));
+    t.tensors.push_back(std::make_unique<BatchTensors>(s, fb, fns[i]));
   }
   for (size_t i = 0; i < fns.size(); ++i) {
-    inputs.push_back(RunInput{s, p.cache, fb, *pools[i], *tensors[i]});
-    outputs.emplace_back(s, fb);
+    t.inputs.push_back(RunInput{s, p.cache, fb, *t.pools[i], *t.tensors[i]});
+    t.outputs.emplace_back(s, fb);
   }
-  result.probe_runs = static_cast<int32_t>(fns.size());
-  try {
-    backend.run_many(*run.plan, inputs, outputs);
-  } catch (const std::exception& e) {
-    const auto* failure = dynamic_cast<const BackendFailure*>(&e);
-    result.findings.push_back({failure ? failure->property() : "crash", std::string(backend.name()),
-                               std::string("probe runs failed: ") + e.what()});
-    result.reads.clear();
-    return result;
+}
+
+ReadProbes::~ReadProbes() = default;
+
+const std::vector<RunInput>& ReadProbes::inputs() const { return sets_->inputs; }
+
+std::vector<RunOutput>& ReadProbes::outputs() { return sets_->outputs; }
+
+void ReadProbes::ran() { sets_->ran = true; }
+
+OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const BackendRun& run) {
+  const Scenario& s = ctx.scenario();
+  const Model& m = s.model;
+  const ForwardBatch& fb = ctx.prepared().batch;
+  // The probes that ran with the case (run_backend's read_probes), else run here in one round trip.
+  std::unique_ptr<ReadProbes> fresh;
+  ReadProbes* probes = run.probes.get();
+  if (!probes || !probes->sets_->ran) {
+    fresh = std::make_unique<ReadProbes>(ctx, backend);
+    probes = fresh.get();
   }
+  const ReadProbes::Sets& t = *probes->sets_;
+  const Coding& c = t.c;
+  OpaqueReads result;
+  result.extent_skipped = t.extent_skipped;
+  if (!t.decodable) return result;
+  result.layers = static_cast<int32_t>(m.layers.size());
+  result.num_tokens = fb.num_tokens();
+  result.reads.resize(static_cast<size_t>(result.layers) * static_cast<size_t>(result.num_tokens));
+  result.probe_runs = static_cast<int32_t>(t.inputs.size());
+  if (fresh) {
+    try {
+      backend.run_many(*run.plan, fresh->inputs(), fresh->outputs());
+    } catch (const std::exception& e) {
+      const auto* failure = dynamic_cast<const BackendFailure*>(&e);
+      result.findings.push_back({failure ? failure->property() : "crash", std::string(backend.name()),
+                                 std::string("probe runs failed: ") + e.what()});
+      result.reads.clear();
+      return result;
+    }
+  }
+  const bool nan_run = t.nan_run, head_probe = t.head_probe;
+  const std::vector<RunOutput>& outputs = t.outputs;
   const size_t head_run = nan_run ? 1 : 0;
   const size_t first_owner = head_run + (head_probe ? 1 : 0),
                first_column = first_owner + static_cast<size_t>(c.owner_probes);

@@ -2,8 +2,9 @@
 // slots it touches.
 //
 // Where it sits: check_run (check.h) calls it for backends whose records_reads() is false
-// (external executors). It reruns the executor on the same plan with designed values, all in one
-// run_many round trip, and decodes what each query read:
+// (external executors). It runs the executor on the same plan with designed values, all in one
+// run_many round trip (check_case's: the case's own values and the probes' together), and decodes
+// what each query read:
 //   - probe values: Q = 0 and K = 0, so every logit is exactly 0 and every key a query reads gets
 //     weight exactly 1/m (m = its number of reads, with repeats; LSE = ln m). V is a one-hot code
 //     over C = kv_heads x v_head_dim channels, so output channel c is exactly (reads whose code is
@@ -35,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,7 +60,25 @@ struct OpaqueReads {
   }
 };
 
-// Runs the probes on `run`'s plan. `run` must have run (run.ran).
+// The probes' value sets, built before the case's run so that run_backend(..., read_probes) sends
+// them in the same run_many as the case's own values (one executor request, where an executor
+// server's cost is per request), and their outputs once run.
+class ReadProbes {
+ public:
+  ReadProbes(const CaseContext& ctx, const Backend& backend);
+  ~ReadProbes();
+  const std::vector<RunInput>& inputs() const;  // empty where no probe can decode (a large sink)
+  std::vector<RunOutput>& outputs();
+  void ran();  // outputs() hold the probe runs' answers
+
+ private:
+  struct Sets;
+  std::unique_ptr<Sets> sets_;
+  friend OpaqueReads recover_reads(const CaseContext&, const Backend&, const BackendRun&);
+};
+
+// Decodes the probes on `run`'s plan: those that ran with it (run.probes), else runs them (one
+// run_many) first. `run` must have run (run.ran).
 OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const BackendRun& run);
 
 }  // namespace kvfuzz

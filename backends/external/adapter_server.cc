@@ -23,6 +23,7 @@ void AdapterServer::ask_exit() {
 void AdapterServer::stop() {
   std::lock_guard<std::mutex> lock(mu_);
   stopped_ = true;
+  if (starting_process_) starting_process_->signal_kill();  // its hello never comes: the start fails
   if (process_ && !dead_) {
     process_->signal_kill();
     dead_ = true;  // its reader ends once the kill lands; requests in flight give up
@@ -82,16 +83,28 @@ uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
   nlohmann::json hello;
   try {
     p = std::make_unique<AdapterProcess>(command_, make_exchange_dir("server"), env_);
+    lock.lock();
+    starting_process_ = p.get();
+    const bool stop_now = stopped_;
+    lock.unlock();
+    if (stop_now) p->signal_kill();
     hello = p->receive(timeout_);
   } catch (...) {
-    lock.lock();
+    if (!lock.owns_lock()) lock.lock();
+    starting_process_ = nullptr;
     starting_ = false;
     cv_.notify_all();
+    if (stopped_) throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
     throw;
   }
   lock.lock();
+  starting_process_ = nullptr;
   starting_ = false;
   cv_.notify_all();
+  if (stopped_) {  // the campaign's time ran out as its hello came: it serves no one
+    p->signal_kill();
+    throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
+  }
   if (!hello_.is_null())
     for (const char* field : {"name", "family", "role"})
       if (hello.value(field, nlohmann::json()) != hello_.value(field, nlohmann::json()))

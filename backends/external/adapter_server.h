@@ -112,6 +112,7 @@ class AdapterServer {
   uint64_t generation_ = 0;     // of process_; 0: none started yet
   bool dead_ = true;            // process_ ended (its reader saw it)
   bool starting_ = false;       // one caller starts the next process, the others wait
+  AdapterProcess* starting_process_ = nullptr;  // the process being started (until its hello): stop() kills it too
   std::string death_;           // how the last process ended (BackendFailure message)
   std::string death_property_;  // "crash" or "hang"
   int64_t hung_id_ = -1;        // the request the hang watch killed the process for

@@ -2,15 +2,17 @@
 //
 // Where it sits: between the pair backend (pair_backend.cc), whose run_many hands each case to
 // Adapter::call_batched, and the exchange (exchange.h), which writes the request. Cases batch
-// when their model (dtype, heads, dims, page size, layer kinds, sm_scale, soft cap), their value
-// sets and their plan's structure (Family::batch_shape: the calls and their flags, whatever the
-// batch mode that made them; a kernel sees rows, not modes) are equal: their rows
-// are concatenated, their tokens and pool slots offset into one pool (Family::merge), and the
-// outputs split back. Each case then reads, in the batch's pool, exactly the keys it read alone.
+// when their model (dtype, heads, dims, page size, layer kinds, sm_scale, soft cap) and their
+// plan's structure (Family::batch_shape: the calls and their flags, whatever the batch mode that
+// made them; a kernel sees rows, not modes) are equal: their rows are concatenated, their tokens
+// and pool slots offset into one pool (Family::merge), and the outputs split back. Each case then
+// reads, in the batch's pool, exactly the keys it read alone. Their value sets (the case's own,
+// the read-set probes') may differ in number: the batch runs as many as its case with the most,
+// a case with fewer repeating its last one, whose answer is not read.
 //
 //   const std::string key = batch_key(family, plan, inputs, variant);   // "": runs alone
 //   BatchMember me{..., &plan, &inputs, &outputs};
-//   adapter.call_batched(key, me, write, read, variant);   // write: write_batch(dir, family, members, names)
+//   adapter.call_batched(key, me, write, read, variant);   // write: write_batch(dir, family, members)
 #pragma once
 
 #include <string>
@@ -39,12 +41,10 @@ std::string batch_key(const Family& family, const Plan& plan, const std::vector<
 int64_t largest_pool(const std::vector<RunInput>& inputs);
 
 // Writes the members (BatchMember) as one execute request: the merged plan, set j holding every
-// member's inputs[j].
-void write_batch(const std::string& dir, const Family& family, const std::vector<BatchSlot*>& members,
-                 const std::vector<std::string>& set_names);
+// member's inputs[j], as many sets as the member with the most (value_set_names).
+void write_batch(const std::string& dir, const Family& family, const std::vector<BatchSlot*>& members);
 
-// Splits the batch's outputs back into each member's outputs.
-void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members,
-                const std::vector<std::string>& set_names);
+// Splits the batch's outputs back into each member's outputs (of the sets it has).
+void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members);
 
 }  // namespace kvfuzz

@@ -126,6 +126,11 @@ namespace {
 
 // One execute request for cases laid end to end (one case: as it is): set j of the request holds
 // every case's inputs[j], tokens after tokens and each layer's pool slots after slots.
+// Value set j of a case in a batch: a case with fewer sets than the batch's runs its last one
+// again there (the answer is not read: read_batched_outputs), so cases whose probe sets differ in
+// number still share one request.
+const RunInput& set_of(const std::vector<RunInput>& c, size_t j) { return c[std::min(j, c.size() - 1)]; }
+
 void write_cases(const std::string& dir, const Family& family, const Plan& plan,
                  const std::vector<const std::vector<RunInput>*>& cases, const std::vector<std::string>& set_names,
                  int64_t sparse_above) {
@@ -165,7 +170,7 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     auto* out = reinterpret_cast<float*>(a.bytes.data());
     for (int64_t l = 0; l < L; ++l)
       for (const auto* c : cases) {
-        const RunInput& in = (*c)[j];
+        const RunInput& in = set_of(*c, j);
         const int64_t slab = in.batch.num_tokens() * heads * dim;
         const float* from = (in.tensors.*data)().data() + l * slab;
         out = std::copy(from, from + slab, out);
@@ -182,7 +187,7 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     put(sub, "v_new", tokens(j, &BatchTensors::v_data, m.kv_heads, m.v_head_dim), index);
     for (int32_t l = 0; l < L; ++l) {
       if (cases.size() == 1) {
-        const KvPool& p = (*cases.front())[j].pools.layer(l);
+        const KvPool& p = set_of(*cases.front(), j).pools.layer(l);
         put_pool(sub, l, p, Tensor::k, sparse_above, index);
         if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
         continue;
@@ -191,7 +196,7 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
         if (t == Tensor::v && m.mla) continue;
         std::vector<NpyArray> parts;
         for (const auto* c : cases) {
-          const KvPool& p = (*c)[j].pools.layer(l);
+          const KvPool& p = set_of(*c, j).pools.layer(l);
           parts.push_back(pool_rows(p, t, {}, p.num_slots));
         }
         NpyArray all = parts.front();
@@ -209,7 +214,7 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     nlohmann::json k_scales = nlohmann::json::array(), v_scales = nlohmann::json::array();
     bool scaled = false;
     for (int32_t l = 0; l < L; ++l) {
-      const KvPool& p = (*cases.front())[j].pools.layer(l);
+      const KvPool& p = set_of(*cases.front(), j).pools.layer(l);
       k_scales.push_back(p.k_scale);
       v_scales.push_back(p.v_scale);
       scaled = scaled || p.k_scale != 1.0f || p.v_scale != 1.0f;
@@ -236,13 +241,19 @@ void write_execute_request(const std::string& dir, const Family& family, const P
   write_cases(dir, family, plan, {&inputs}, set_names, sparse_above);
 }
 
+std::vector<std::string> value_set_names(size_t sets) {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < sets; ++i) names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
+  return names;
+}
+
 void write_batched_execute_request(const std::string& dir, const Family& family, const Plan& plan,
                                    const std::vector<const std::vector<RunInput>*>& cases,
                                    const std::vector<std::string>& set_names) {
   write_cases(dir, family, plan, cases, set_names, kSparsePoolElements);
 }
 
-void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases, size_t set,
+void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases,
                           const std::vector<RunOutput*>& outputs) {
   const Model& m = cases.front()->front().scenario.model;
   const auto L = static_cast<int64_t>(m.layers.size());
@@ -253,7 +264,11 @@ void read_batched_outputs(const std::string& dir, const std::vector<const std::v
   // Case i's tokens of layer l: rows [offset_i, offset_i + T_i) of the layer's [T] rows.
   int64_t offset = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
-    const int64_t t = (*cases[i])[set].batch.num_tokens();
+    const int64_t t = cases[i]->front().batch.num_tokens();
+    if (!outputs[i]) {  // a case with fewer value sets than the batch: this set is not its own
+      offset += t;
+      continue;
+    }
     RunOutput& o = *outputs[i];
     o.out.clear();
     o.lse.clear();

@@ -132,8 +132,7 @@ void PairBackend::run(const Plan& plan, const RunInput& in, RunOutput& out) cons
 void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const {
   if (executor_) return Backend::run_many(plan, inputs, outputs);
   store_step_kv(inputs);
-  std::vector<std::string> names;
-  for (size_t i = 0; i < inputs.size(); ++i) names.push_back(i == 0 ? "main" : "set" + std::to_string(i));
+  const std::vector<std::string> names = value_set_names(inputs.size());
   const std::string variant = kernel_variant(inputs[0].scenario);
   // The kernel's own figures for this request (PROTOCOL.md "precision"), for each value set.
   auto answered = [&](const nlohmann::json& answer, std::vector<RunOutput>& outs) {
@@ -152,11 +151,9 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
       me.outputs = &outputs;
       const BatchSlot::Outcome outcome = ext_executor_->call_batched(
           key, me,
-          [&](const std::string& dir, const std::vector<BatchSlot*>& members) {
-            write_batch(dir, *family_, members, names);
-          },
+          [&](const std::string& dir, const std::vector<BatchSlot*>& members) { write_batch(dir, *family_, members); },
           [&](const std::string& dir, const nlohmann::json& answer, const std::vector<BatchSlot*>& members) {
-            read_batch(dir, members, names);
+            read_batch(dir, members);
             for (BatchSlot* m : members) answered(answer, *static_cast<BatchMember*>(m)->outputs);
           },
           variant);

@@ -146,5 +146,17 @@ echo "--seconds 5 with a 1 s kernel on 2 servers: exit $rc after $took s"
 [ $took -le 9 ] || fail "deadline: --seconds 5 ran $took s: the checks in flight were not cut at the deadline"
 python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["finished"] and not r["stopped"], r' \
   "$WORK/deadline/campaign.json" || fail "deadline: campaign.json not finished, or marked stopped by a signal"
+# A server still starting at the deadline (its hello not yet come: torch imports for seconds) is
+# killed too, and serves no one. The first of two servers starts before the jobs (5 s), the second
+# at the jobs' first requests, its hello due at about 10 s, past --seconds 6. Measured: 6 s; before
+# (the starting server was not killed and, started, served the jobs), 10-11 s.
+t0=$(date +%s)
+"$K" run --seconds 6 --seed 5 --profile tiny --jobs 4 --no-shrink \
+  --adapter "sleep 5; exec $EXEC" --backend numpy_page_table --adapter-servers 2 \
+  --out "$WORK/deadline_start" >"$WORK/deadline_start.out" 2>&1
+rc=$? took=$(($(date +%s) - t0))
+echo "--seconds 6 with a server starting across the deadline: exit $rc after $took s"
+[ $rc = 0 ] || fail "deadline_start: exit $rc, expected 0"
+[ $took -le 8 ] || fail "deadline_start: --seconds 6 ran $took s: a server starting at the deadline was not stopped"
 
 [ "$failures" = 0 ] && echo "PASS" || { echo "$failures failure(s)"; exit 1; }
