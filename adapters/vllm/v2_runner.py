@@ -92,9 +92,6 @@ class _Unset(types.SimpleNamespace):
 
 def check_supported(setup):
     """What the adapter does not model of V2 (UnsupportedCase)."""
-    if setup.mode in ("draft_decode", "draft_extend_v2"):
-        raise UnsupportedCase("drafting under Model Runner V2: its speculators (vllm/v1/worker/gpu/spec_decode/) "
-                              "are not modelled")
     if setup.backend.__name__ not in ("FlashAttentionBackend", "TritonAttentionBackend"):
         raise UnsupportedCase(f"Model Runner V2 with {setup.backend.__name__}: modelled on FlashAttention and Triton")
 
@@ -138,7 +135,7 @@ class V2Inputs:
         s = setup
         self.kv_groups = sorted({g.kv_gid for g in s.groups})
         self.max_num_reqs = max(int(s.r2t.shape[0]), s.padded_bs, 1)  # a CUDA graph's padded rows too
-        self.max_tokens = max(s.total_tokens, 1)
+        self.max_tokens = max(s.total_tokens, s.num_tokens, 1)  # a drafting step: its target step's tokens
         self.desc = None  # the CudaGraphManager's descriptor of the step (runtime_mode), where it has CUDA graphs
         self.tables = None  # the persistent BlockTables and InputBuffers, made at the first common_metadata(),
         self._common = {}  # after any --allocator vllm replay; per phase (eager, capture, replay), per group
@@ -262,7 +259,9 @@ class V2Inputs:
         for g in s.groups:
             s._check_slots(g, slot_mappings[self.kv_groups.index(g.kv_gid)][: s.num_tokens].cpu().numpy())
         upper = torch.from_numpy((computed_np[s.rows] + s.query_lens).astype(np.int32))
-        is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify")
+        # a verify row prefills nothing: the step's (target_verify) or a drafting step's target step's (s.valid)
+        verify = np.array([v is not None for v in getattr(s, "valid", None) or [None] * n], bool)
+        is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify") & ~verify
         attn_groups = [[h] for h in held]
         if phase == "replay":  # the release's prepare_attn with the padded sizes (FULL)
             batch = v2_graph.replay_batch(self, self.desc, idx_mapping, qsl_np,

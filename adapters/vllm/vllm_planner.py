@@ -124,8 +124,6 @@ if ARGS.runner == "v2" and not HAS_V2:
     print(f"vllm_planner.py: --runner v2: vLLM {VL.version} has no Model Runner V2 "
           "(vllm/v1/worker/gpu/block_table.py; the releases installed here from 0.27.1 on ship it)", file=sys.stderr)
     sys.exit(2)
-if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2):  # no drafting (v2_runner.py)
-    SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
           "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)

@@ -1,0 +1,176 @@
+"""EAGLE drafting under Model Runner V2 (vllm/v1/worker/gpu/spec_decode/): the release's own
+speculator drafts after a target step whose inputs V2 prepared (v2_runner.V2Inputs), its draft
+layers the stand-in model of eagle_drafting.py, the kernels recorded.
+
+Where it sits: fake_runner.Setup + v2_runner.V2Inputs (the target step) -> eagle_drafting.record
+(recorder, layers, draft model, the pass checks) -> **v2_drafting.py** (V2's speculator and what the
+runner hands it) -> recorder.py.
+
+What runs unchanged (0.33.0 lines; docs/vllm.md "Drafting under Model Runner V2" has 0.27.1's and
+0.28.0's, whose AutoRegressiveSpeculator has the same steps):
+- `init_speculator` (spec_decode/__init__.py:14-94) picks EagleSpeculator for method "eagle";
+  its __init__ (speculator.py:94-200, target_dependent_ar/speculator.py:33-50), `set_attn`
+  (speculator.py:268-290: init_attn_backend over the KV-cache groups, the draft layers' attention
+  groups and the release's builders), `init_cudagraph_manager` (NONE: V2 drafts eagerly here).
+- `get_num_sampled_and_rejected` (input_batch.py:516-567, a Triton kernel): after the target step's
+  rejection sampler, num_rejected = the row's logits less what it sampled (a verify row of D tokens
+  whose accept kept a: D - a).
+- `propose` (target_dependent_ar/speculator.py:164-371): `prepare_prefill_inputs` (a Triton kernel:
+  each row's last accepted token, :685-804), the draft prefill over the target step's own attention
+  metadata and slot mappings (pass 0, :277-294), `prepare_decode_inputs` (Triton: position = the
+  last accepted + 1, seq_len = target seq_len - rejected + 1, :807-887), then each decode step
+  (`_multi_step_decode`, :492-542): the slot mapping from the runner's BlockTables
+  (`compute_slot_mappings`, Triton), `_build_attn_metadata` (speculator.py:317-395: the target step's
+  gathered block tables, the draft's seq_lens, max_seq_len min(max upper bound + k, max_model_len)),
+  the pass, `update_draft_inputs` (Triton: positions and seq_lens + 1, clamped at max_model_len).
+  FlashAttention and Triton refresh no decode metadata in place (supports_draft_decode_metadata_update
+  False: attention/backend.py:610), so V2 rebuilds it each step.
+kvfuzz's draft_decode step u is V2's decode step u + 1 (pass u + 1; pass 0 is the draft prefill),
+draft_extend_v2 the draft prefill.
+
+Re-expressed (a bug there is not found): the target step's attention metadata and slot mappings by
+layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_metadata does), the
+InputBatch fields propose reads, the valid sampled counts (the history's accept), prefill_len (kvfuzz
+has no prompt lengths: no row is still chunk-prefilling), the configuration fields __init__ reads, the
+target model class (get_model_cls: a Llama without get_mtp_target_hidden_states).
+Not modelled: V2's draft CUDA graphs (prefill FULL/PIECEWISE, decode FULL_DECODE_ONLY: the draft
+passes run eagerly, as on the V1 path), DP/PCP/DCP, multimodal drafts, adaptive verification.
+
+    drafter = Drafter(vl, setup, module)        # module: the backend's (vl.flash_attn, vl.triton_attn)
+    drafter.propose(model)                      # model: eagle_drafting._DraftModel
+"""
+import importlib
+import inspect
+import types
+
+import numpy as np
+import torch
+
+
+class Drafter:
+    """V2's speculator for the case, its attention set up over the runner's block tables."""
+
+    def __init__(self, vl, setup, module, builders):
+        self.vl, self.setup, self.module, self.builders = vl, setup, module, builders
+        spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
+        config = _view(setup.vllm_config)
+        init = spec_decode.init_speculator
+        args = dict(vllm_config=config, device=setup.device, req_states=None)
+        self.speculator = init(**{k: v for k, v in args.items() if k in inspect.signature(init).parameters})
+
+    def propose(self, model, layer_names):
+        import draft_groups
+
+        s, v2, sp = self.setup, self.setup.v2, self.speculator
+        sp.model = model
+        sp.draft_attn_layer_names = set(layer_names)
+        _publish_backends(sp, s, layer_names)
+        # no KV-cache tensor packs blocks outermost: the kernel block size is the groups' common one
+        kv_config = types.SimpleNamespace(**vars(draft_groups.kv_cache_config(s)), kv_cache_tensors=[])
+        target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
+        sp.set_attn(v2.model_state, kv_config, v2.tables, v2.buffers, [[]])
+        for groups in sp.attn_groups:
+            for group in groups:
+                if getattr(group, "kernel_block_size", None) not in (None, s.page_size):
+                    raise RuntimeError(f"V2's draft attention group {group.layer_names} splits block size {s.page_size} "
+                                       f"into kernel blocks of {group.kernel_block_size}; the target step's do not")
+        # one rank: the pipeline-parallel group the graph managers ask is the whole world
+        cu = importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
+        cu.get_pp_group = lambda: types.SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1)
+        sp.init_cudagraph_manager(self.vl.cudagraph_mode("NONE"))
+        batch = self._input_batch()
+        num_sampled, num_rejected = self._verdict(batch)
+        n = s.bs
+        args = dict(input_batch=batch, attn_metadata=target["metadata"], slot_mappings=target["slots"],
+                    last_hidden_states=torch.zeros(s.num_tokens, sp.hidden_size, dtype=s.dtype, device=s.device),
+                    aux_hidden_states=None, num_sampled=num_sampled, num_rejected=num_rejected,
+                    last_sampled=torch.zeros(sp.max_num_reqs, dtype=torch.int64, device=s.device),
+                    next_prefill_tokens=torch.zeros(sp.max_num_reqs, dtype=torch.int32, device=s.device),
+                    temperature=torch.zeros(sp.max_num_reqs, dtype=torch.float32, device=s.device),
+                    seeds=torch.zeros(sp.max_num_reqs, dtype=torch.int64, device=s.device),
+                    num_speculative_tokens=sp.num_speculative_steps)
+        params = inspect.signature(sp.propose).parameters
+        sp.propose(**{k: v for k, v in args.items() if k in params})
+        assert n == batch.num_reqs
+
+    def _target_metadata(self, layer_names):
+        """The target step's attention metadata by layer (each attention group's builder over the
+        CommonAttentionMetadata V2 prepared: its slot mapping checked against kvfuzz's writes) and its
+        slot mappings by layer, as execute_model hands propose."""
+        s = self.setup
+        metadata, slots = {}, {}
+        for g in s.groups:
+            common = s.common_metadata(g)
+            built = self.builders[g.gid].build(common_prefix_len=0, common_attn_metadata=common)
+            for l in g.layer_ids:
+                metadata[f"layers.{l}"] = built
+                slots[f"layers.{l}"] = common.slot_mapping
+        return {"metadata": metadata, "slots": slots}
+
+    def _input_batch(self):
+        """The InputBatch fields propose reads, from the target step V2 prepared (its buffers)."""
+        s, v2 = self.setup, self.setup.v2
+        n, dev = s.bs, s.device
+        b = v2.buffers
+        qsl = b.query_start_loc[: n + 1]
+        upper = torch.from_numpy((s.seq_lens).astype(np.int32))
+        return types.SimpleNamespace(
+            num_reqs=n, num_tokens=s.num_tokens, num_tokens_after_padding=s.num_tokens,
+            num_scheduled_tokens=s.query_lens.astype(np.int32), seq_lens_cpu_upper_bound=upper,
+            idx_mapping=torch.from_numpy(s.rows.astype(np.int32)).to(dev),
+            input_ids=torch.zeros(max(s.num_tokens, 1), dtype=torch.int32, device=dev),
+            positions=b.positions[: s.num_tokens], query_start_loc=qsl, seq_lens=b.seq_lens[:n],
+            decode_graph_eligible=False, has_structured_output_reqs=False, num_draft_tokens=0)
+
+    def _verdict(self, batch):
+        """num_sampled and num_rejected as V2's get_num_sampled_and_rejected leaves them after the
+        target step's sampling: a verify row (setup.valid) sampled its valid count of its D logits,
+        any other row one of one."""
+        s = self.setup
+        ib = importlib.import_module("vllm.v1.worker.gpu.input_batch")
+        valid = getattr(s, "valid", None) or [None] * s.bs
+        logits = np.array([int(q) if v is not None else 1 for q, v in zip(s.query_lens, valid)], np.int32)
+        cu = np.zeros(s.bs + 1, np.int32)
+        np.cumsum(logits, out=cu[1:])
+        sampled = torch.tensor([v if v is not None else 1 for v in valid], dtype=torch.int32, device=s.device)
+        prefill_len = torch.zeros(self.speculator.max_num_reqs, dtype=torch.int32, device=s.device)
+        return ib.get_num_sampled_and_rejected(sampled, batch.seq_lens, torch.from_numpy(cu).to(s.device),
+                                               batch.idx_mapping, prefill_len)
+
+
+def _view(config):
+    """The VllmConfig the speculator is built with: the runner's namespaces, a field they do not hold
+    reading None (vLLM's default, off, for the opt-in features the speculator asks about: watermarks,
+    ubatching, adaptive verification, ...; v2_runner._Unset), with the fields EagleSpeculator's __init__
+    reads, and the target model class _target_feeds_hc_residual asks about (a Llama: no
+    get_mtp_target_hidden_states)."""
+    from eagle_drafting import HIDDEN
+    from v2_runner import _Unset
+
+    view = _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v for k, v in vars(config).items()})
+    spec = view.speculative_config
+    spec.draft_model_config = _Unset(**vars(spec.draft_model_config), get_vocab_size=lambda: 4,
+                                     architectures=["LlamaForCausalLMEagle"])
+    for name in ("uses_draft_model", "use_ngram", "use_gemma4_mtp", "use_multi_module_mtp",
+                 "uses_dynamic_speculative_decoding"):
+        setattr(spec, name, lambda: False)
+    m = view.model_config
+    m.get_vocab_size, m.get_hidden_size, m.head_dtype = (lambda: 4), (lambda: HIDDEN), torch.float32
+    view.parallel_config.data_parallel_size = 1
+    view.parallel_config.data_parallel_rank = 0
+    mod = importlib.import_module("vllm.v1.worker.gpu.spec_decode.speculator")
+    if hasattr(mod, "_target_feeds_hc_residual"):
+        mod._target_feeds_hc_residual = lambda vllm_config: False
+    return view
+
+
+def _publish_backends(speculator, setup, layer_names):
+    """The draft layers as init_attn_backend looks them up (get_layers_from_vllm_config): each its
+    backend (a chunked layer the ChunkedLocalAttention one vLLM derives), its q heads."""
+    ns = types.SimpleNamespace
+    backend_of = {f"layers.{l}": g.backend_cls for g in setup.groups for l in g.layer_ids}
+    layers = {name: ns(get_attn_backend=(lambda b: lambda: b)(backend_of[name]), num_heads=setup.model["q_heads"],
+                       kv_sharing_target_layer_name=None) for name in layer_names}
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    attn_utils.get_layers_from_vllm_config = lambda cfg, c, names=None: {
+        k: v for k, v in layers.items() if names is None or k in names}
