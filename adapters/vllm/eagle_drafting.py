@@ -157,7 +157,7 @@ def record(vl, setup, module):
     if setup.v2 is not None:  # Model Runner V2's speculator (v2_drafting.py)
         import v2_drafting
 
-        v2_drafting.Drafter(vl, setup, module, _builders(vl, setup)).propose(model, _layer_names(setup))
+        v2_drafting.Drafter(vl, setup, _builders(vl, setup)).propose(model, _layer_names(setup))
     else:
         _propose_v1(vl, eagle, setup, model)
     if model.seen is None:

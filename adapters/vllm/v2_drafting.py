@@ -6,38 +6,43 @@ Where it sits: fake_runner.Setup + v2_runner.V2Inputs (the target step) -> eagle
 (recorder, layers, draft model, the pass checks) -> **v2_drafting.py** (V2's speculator and what the
 runner hands it) -> recorder.py.
 
-What runs unchanged (0.33.0 lines; docs/vllm.md "Drafting under Model Runner V2" has 0.27.1's and
-0.28.0's, whose AutoRegressiveSpeculator has the same steps):
-- `init_speculator` (spec_decode/__init__.py:14-94) picks EagleSpeculator for method "eagle";
-  its __init__ (speculator.py:94-200, target_dependent_ar/speculator.py:33-50), `set_attn`
-  (speculator.py:268-290: init_attn_backend over the KV-cache groups, the draft layers' attention
-  groups and the release's builders), `init_cudagraph_manager` (NONE: V2 drafts eagerly here).
+What runs unchanged (0.33.0 lines, target_dependent_ar/speculator.py unless named; 0.27.1 and 0.28.0
+have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting under Model Runner V2"):
+- `init_speculator` (spec_decode/__init__.py:14-94) picks EagleSpeculator for method "eagle"; its
+  __init__ (DraftModelSpeculator's in speculator.py, then :33-50), `set_attn` (speculator.py:287-310:
+  init_attn_backend over the KV-cache groups: the draft layers' attention groups and the release's
+  builders; whether every builder refreshes decode metadata in place, :312-327 and :82-87),
+  `init_cudagraph_manager` (:89-107) with NONE.
 - `get_num_sampled_and_rejected` (input_batch.py:516-567, a Triton kernel): after the target step's
   rejection sampler, num_rejected = the row's logits less what it sampled (a verify row of D tokens
-  whose accept kept a: D - a).
-- `propose` (target_dependent_ar/speculator.py:164-371): `prepare_prefill_inputs` (a Triton kernel:
-  each row's last accepted token, :685-804), the draft prefill over the target step's own attention
-  metadata and slot mappings (pass 0, :277-294), `prepare_decode_inputs` (Triton: position = the
-  last accepted + 1, seq_len = target seq_len - rejected + 1, :807-887), then each decode step
-  (`_multi_step_decode`, :492-542): the slot mapping from the runner's BlockTables
-  (`compute_slot_mappings`, Triton), `_build_attn_metadata` (speculator.py:317-395: the target step's
-  gathered block tables, the draft's seq_lens, max_seq_len min(max upper bound + k, max_model_len)),
-  the pass, `update_draft_inputs` (Triton: positions and seq_lens + 1, clamped at max_model_len).
-  FlashAttention and Triton refresh no decode metadata in place (supports_draft_decode_metadata_update
-  False: attention/backend.py:610), so V2 rebuilds it each step.
-kvfuzz's draft_decode step u is V2's decode step u + 1 (pass u + 1; pass 0 is the draft prefill),
-draft_extend_v2 the draft prefill.
+  whose accept kept a: D - a; any other row 1 - 1).
+- `propose` (:165-371): `prepare_prefill_inputs` (Triton, :686-804: each row's last accepted token),
+  the draft prefill over the target step's own attention metadata and slot mappings (pass 0,
+  :277-294), `prepare_decode_inputs` (Triton, :808-887: position = the last accepted + 1, seq_len =
+  target seq_len - rejected + 1), then the decode steps, pass u for u = 1 .. k - 1. Where every
+  draft builder refreshes decode metadata in place (FlashAttention with one DCP rank,
+  flash_attn.py:741 and :1035-1053; Triton without rswa, triton_attn.py:214; from 0.28.0)
+  `_fused_multi_step_decode` (:544-595) builds the metadata once (`_build_attn_metadata`,
+  speculator.py:329-400: the target step's gathered block tables, the draft's seq_lens buffer,
+  max_seq_len min(max upper bound + k, max_model_len)) and `_generate_fused_drafts` (:597-632)
+  recomputes each step's slot mapping in place (`compute_slot_mappings`, Triton) and calls the
+  builders' `update_draft_decode_metadata`; else (0.27.1: always) `_multi_step_decode` (:492-542)
+  rebuilds both each step. `update_draft_inputs` (Triton, :891-994) advances positions and seq_lens,
+  clamped at max_model_len.
+kvfuzz's draft_decode step u is V2's decode pass u + 1 (pass 0 is the draft prefill), draft_extend_v2
+the draft prefill.
 
 Re-expressed (a bug there is not found): the target step's attention metadata and slot mappings by
 layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_metadata does), the
 InputBatch fields propose reads, the valid sampled counts (the history's accept), prefill_len (kvfuzz
 has no prompt lengths: no row is still chunk-prefilling), the configuration fields __init__ reads, the
-target model class (get_model_cls: a Llama without get_mtp_target_hidden_states).
+target model class (get_model_cls: a Llama without get_mtp_target_hidden_states), one rank (the
+pipeline-parallel group the graph managers ask).
 Not modelled: V2's draft CUDA graphs (prefill FULL/PIECEWISE, decode FULL_DECODE_ONLY: the draft
-passes run eagerly, as on the V1 path), DP/PCP/DCP, multimodal drafts, adaptive verification.
+passes run eagerly, as on the V1 path), the other speculators (MTP, Gemma-4, DFlash, n-gram, ...),
+DP/PCP/DCP, multimodal drafts, adaptive verification.
 
-    drafter = Drafter(vl, setup, module)        # module: the backend's (vl.flash_attn, vl.triton_attn)
-    drafter.propose(model)                      # model: eagle_drafting._DraftModel
+    Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
 """
 import importlib
 import inspect
@@ -46,12 +51,14 @@ import types
 import numpy as np
 import torch
 
+import v2_graph
+
 
 class Drafter:
     """V2's speculator for the case, its attention set up over the runner's block tables."""
 
-    def __init__(self, vl, setup, module, builders):
-        self.vl, self.setup, self.module, self.builders = vl, setup, module, builders
+    def __init__(self, vl, setup, builders):
+        self.vl, self.setup, self.builders = vl, setup, builders
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
         config = _view(setup.vllm_config)
         init = spec_decode.init_speculator
@@ -64,7 +71,7 @@ class Drafter:
         s, v2, sp = self.setup, self.setup.v2, self.speculator
         sp.model = model
         sp.draft_attn_layer_names = set(layer_names)
-        _publish_backends(sp, s, layer_names)
+        _publish_backends(s, layer_names)
         # no KV-cache tensor packs blocks outermost: the kernel block size is the groups' common one
         kv_config = types.SimpleNamespace(**vars(draft_groups.kv_cache_config(s)), kv_cache_tensors=[])
         target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
@@ -80,7 +87,6 @@ class Drafter:
         sp.init_cudagraph_manager(self.vl.cudagraph_mode("NONE"))
         batch = self._input_batch()
         num_sampled, num_rejected = self._verdict(batch)
-        n = s.bs
         args = dict(input_batch=batch, attn_metadata=target["metadata"], slot_mappings=target["slots"],
                     last_hidden_states=torch.zeros(s.num_tokens, sp.hidden_size, dtype=s.dtype, device=s.device),
                     aux_hidden_states=None, num_sampled=num_sampled, num_rejected=num_rejected,
@@ -91,7 +97,6 @@ class Drafter:
                     num_speculative_tokens=sp.num_speculative_steps)
         params = inspect.signature(sp.propose).parameters
         sp.propose(**{k: v for k, v in args.items() if k in params})
-        assert n == batch.num_reqs
 
     def _target_metadata(self, layer_names):
         """The target step's attention metadata by layer (each attention group's builder over the
@@ -113,14 +118,15 @@ class Drafter:
         n, dev = s.bs, s.device
         b = v2.buffers
         qsl = b.query_start_loc[: n + 1]
-        upper = torch.from_numpy((s.seq_lens).astype(np.int32))
+        upper = torch.from_numpy(s.seq_lens.astype(np.int32))
+        prefill = v2_graph.any_prefill(s)
         return types.SimpleNamespace(
             num_reqs=n, num_tokens=s.num_tokens, num_tokens_after_padding=s.num_tokens,
             num_scheduled_tokens=s.query_lens.astype(np.int32), seq_lens_cpu_upper_bound=upper,
             idx_mapping=torch.from_numpy(s.rows.astype(np.int32)).to(dev),
             input_ids=torch.zeros(max(s.num_tokens, 1), dtype=torch.int32, device=dev),
             positions=b.positions[: s.num_tokens], query_start_loc=qsl, seq_lens=b.seq_lens[:n],
-            decode_graph_eligible=False, has_structured_output_reqs=False, num_draft_tokens=0)
+            decode_graph_eligible=not prefill, has_prefill=prefill, has_structured_output_reqs=False)
 
     def _verdict(self, batch):
         """num_sampled and num_rejected as V2's get_num_sampled_and_rejected leaves them after the
@@ -164,7 +170,7 @@ def _view(config):
     return view
 
 
-def _publish_backends(speculator, setup, layer_names):
+def _publish_backends(setup, layer_names):
     """The draft layers as init_attn_backend looks them up (get_layers_from_vllm_config): each its
     backend (a chunked layer the ChunkedLocalAttention one vLLM derives), its q heads."""
     ns = types.SimpleNamespace

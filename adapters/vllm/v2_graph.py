@@ -71,14 +71,20 @@ def dispatch(vl, setup):
     manager._graphs_captured = True  # capture_model() ran at start-up
     n, tokens = setup.bs, int(setup.num_tokens)
     max_query = int(setup.query_lens.max()) if n else 0
-    # whether a row prefills (0.33.0 decode_graph_eligible, model_runner.py:1355-1367: a one-token step
-    # over cached context counts as a decode); kvfuzz has no prompt lengths, so a row prefills where it
-    # has more than one token outside a verify step (is_prefilling, v2_runner.py) or no context yet
-    computed = setup.seq_lens - setup.query_lens
-    prefilling = bool((((setup.query_lens > 1) & (setup.mode != "target_verify")) | (computed == 0)).any())
-    uniform = _uniform_token_count(cu, n, tokens, max_query, prefilling) if n else None
+    uniform = _uniform_token_count(cu, n, tokens, max_query, any_prefill(setup)) if n else None
     kwargs = {"max_query_len": max_query} if "max_query_len" in _params(manager.dispatch) else {}
     return manager.dispatch(n, tokens, uniform, 0, **kwargs)
+
+
+def any_prefill(setup):
+    """Whether a row of the step prefills (0.33.0 decode_graph_eligible, model_runner.py:1355-1367: a
+    one-token step over cached context counts as a decode; 0.28.0 has_prefill). kvfuzz has no prompt
+    lengths, so a row prefills where it has more than one token outside a verify (the step's, or a
+    drafting step's target step's rows that verified: setup.valid; is_prefilling, v2_runner.py) or
+    no context yet."""
+    computed = setup.seq_lens - setup.query_lens
+    verify = np.array([v is not None for v in getattr(setup, "valid", None) or [None] * setup.bs], bool)
+    return bool((((setup.query_lens > 1) & (setup.mode != "target_verify") & ~verify) | (computed == 0)).any())
 
 
 def _uniform_token_count(cu, n, tokens, max_query, prefilling):
