@@ -45,6 +45,7 @@ DP/PCP/DCP, multimodal drafts, adaptive verification.
     Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
 """
 import importlib
+import importlib.util
 import inspect
 import types
 
@@ -59,6 +60,12 @@ class Drafter:
 
     def __init__(self, vl, setup, builders):
         self.vl, self.setup, self.builders = vl, setup, builders
+        if importlib.util.find_spec("vllm.v1.worker.gpu.spec_decode.speculator") is None:
+            from fake_runner import UnsupportedCase
+
+            raise UnsupportedCase(f"drafting under vLLM {vl.version}'s Model Runner V2: its EagleSpeculator "
+                                  "(vllm/v1/worker/gpu/spec_decode/eagle.py, one metadata build for every draft step) "
+                                  "is not modelled; the adapter drives spec_decode/speculator.py's (0.27.1 on)")
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
         config = _view(setup.vllm_config)
         init = spec_decode.init_speculator
