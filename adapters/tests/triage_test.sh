@@ -191,6 +191,29 @@ line "$WORK/padverify.jsonl" crash vllm_fa_0_33_0:fa target_verify - 0 "$PAD"
 run padverify 1 $VLLM
 line "$WORK/padold.jsonl" crash vllm_fa_0_11_0:fa draft_decode - 0 "$PAD"
 run padold 1 $VLLM
+# - kvfuzz-vllm-v2-chunked-draft-refresh (Model Runner V2's fused draft decode keeps the chunked-local builder's
+#   first-step virtual batches): known on a chunked layer in 0.33.0 where the planner ran --runner v2
+#   (minimal_case.adapter_flags); the same read without the flag (the V1 runner's EagleProposer rebuilds every
+#   step), a full layer missing its newest keys, and 0.27.1 (before the fused path) are not it.
+SHORT="local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too small)"
+v2_replay() { sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend fa --runner v2'\"|" "$1"; }
+line "$WORK/v2chunk.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
+line "$WORK/v2chunk.jsonl" cache-extent vllm_triton_0_33_0:fa draft_decode chunked 0 missing-newest
+v2_replay "$WORK/v2chunk.jsonl"
+run v2chunk 0 $VLLM
+[ "$(grep -c "^known *kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunk.out")" = 2 ] ||
+  fail "V2's stale chunked draft metadata is not kvfuzz-vllm-v2-chunked-draft-refresh"
+line "$WORK/v2chunkv1.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
+run v2chunkv1 1 $VLLM
+grep -q "kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunkv1.out" && fail "a finding without --runner v2 is kvfuzz-vllm-v2-chunked-draft-refresh"
+line "$WORK/v2chunkfull.jsonl" cache-extent vllm_fa_0_33_0:fa draft_decode full 0 missing-newest
+v2_replay "$WORK/v2chunkfull.jsonl"
+run v2chunkfull 1 $VLLM
+grep -q "kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunkfull.out" && fail "a full layer's missing keys are kvfuzz-vllm-v2-chunked-draft-refresh"
+line "$WORK/v2chunk27.jsonl" metadata vllm_fa_0_27_1:fa draft_decode chunked 0 "$SHORT"
+v2_replay "$WORK/v2chunk27.jsonl"
+run v2chunk27 1 $VLLM
+grep -q "kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunk27.out" && fail "0.27.1's read (no fused path) is kvfuzz-vllm-v2-chunked-draft-refresh"
 
 # - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
