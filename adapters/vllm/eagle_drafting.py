@@ -5,6 +5,8 @@ context, and the kernels are recorded (recorder.py) for the pass kvfuzz's case i
 
 Where it sits: fake_runner.py (the runner state; target_step() below: the target step the proposer
 drafts after) -> **eagle_drafting.py** (the proposer's passes) -> recorder.py -> vllm_page_table.py.
+Under Model Runner V2 (setup.v2) the same recorder, layers, draft model and pass checks serve V2's
+own speculator instead of the V1 runner's proposer (v2_drafting.py).
 
 kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
 - draft_decode, topk 1, step u over a verified prefix S: iteration u of the proposer's drafting

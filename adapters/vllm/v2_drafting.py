@@ -13,7 +13,7 @@ have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting unde
   init_attn_backend over the KV-cache groups: the draft layers' attention groups and the release's
   builders; whether every builder refreshes decode metadata in place, :312-327 and :82-87),
   `init_cudagraph_manager` (:89-107) with NONE.
-- `get_num_sampled_and_rejected` (input_batch.py:516-567, a Triton kernel): after the target step's
+- `get_num_sampled_and_rejected` (input_batch.py:516-562, a Triton kernel): after the target step's
   rejection sampler, num_rejected = the row's logits less what it sampled (a verify row of D tokens
   whose accept kept a: D - a; any other row 1 - 1).
 - `propose` (:165-371): `prepare_prefill_inputs` (Triton, :686-804: each row's last accepted token),
@@ -23,7 +23,7 @@ have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting unde
   draft builder refreshes decode metadata in place (FlashAttention with one DCP rank,
   flash_attn.py:741 and :1035-1053; Triton without rswa, triton_attn.py:214; from 0.28.0)
   `_fused_multi_step_decode` (:544-595) builds the metadata once (`_build_attn_metadata`,
-  speculator.py:329-400: the target step's gathered block tables, the draft's seq_lens buffer,
+  speculator.py:329-406: the target step's gathered block tables, the draft's seq_lens buffer,
   max_seq_len min(max upper bound + k, max_model_len)) and `_generate_fused_drafts` (:597-632)
   recomputes each step's slot mapping in place (`compute_slot_mappings`, Triton) and calls the
   builders' `update_draft_decode_metadata`; else (0.27.1: always) `_multi_step_decode` (:492-542)

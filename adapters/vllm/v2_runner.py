@@ -29,8 +29,8 @@ request state's num_computed_tokens (kvfuzz's seq_len minus the step's tokens), 
 CUDA-graph batches: V2's CudaGraphManager dispatches the step; a FULL graph is captured with V2's
 dummy batch over these same persistent buffers (InputBuffers, BlockTables), then the replay refills
 them (v2_graph.py); PIECEWISE and NONE run eagerly, as above.
-Not modelled (answered unsupported): its speculators (gpu/spec_decode/: drafting steps), backends
-other than FlashAttention and Triton.
+Drafting steps: V2's own speculator drafts after the target step these inputs are (v2_drafting.py).
+Not modelled (answered unsupported): backends other than FlashAttention and Triton.
 
     if v2_runner.available(vl): inputs = v2_runner.V2Inputs(vl, setup)
     common = inputs.common_metadata(g)      # group g's CommonAttentionMetadata, built by V2's code
