@@ -314,12 +314,9 @@ def _builders(vl, setup):
     (g.backend_cls: a chunked group's the ChunkedLocalAttention backend vLLM derives)."""
     builders = {}
     for g in setup.groups:
-        backend = setup.backend
-        if g.kind == "chunked":
-            backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
-        g.backend_cls = backend
-        builders[g.gid] = backend.get_builder_cls()(g.spec, [f"layers.{l}" for l in g.layer_ids], setup.vllm_config,
-                                                    setup.device)
+        g.backend_cls = setup.group_backend(g)
+        builders[g.gid] = g.backend_cls.get_builder_cls()(g.spec, [f"layers.{l}" for l in g.layer_ids],
+                                                          setup.vllm_config, setup.device)
     return builders
 
 

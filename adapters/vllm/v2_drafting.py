@@ -53,6 +53,7 @@ import numpy as np
 import torch
 
 import v2_graph
+import v2_runner
 
 
 class Drafter:
@@ -78,7 +79,7 @@ class Drafter:
         s, v2, sp = self.setup, self.setup.v2, self.speculator
         sp.model = model
         sp.draft_attn_layer_names = set(layer_names)
-        _publish_backends(s, layer_names)
+        v2_runner.publish_backends(s, layer_names)
         # no KV-cache tensor packs blocks outermost: the kernel block size is the groups' common one
         kv_config = types.SimpleNamespace(**vars(draft_groups.kv_cache_config(s)), kv_cache_tensors=[])
         target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
@@ -153,16 +154,14 @@ class Drafter:
 
 def _view(config):
     """The VllmConfig the speculator is built with: the runner's namespaces, a field they do not hold
-    reading None (vLLM's default, off, for the opt-in features the speculator asks about: watermarks,
-    ubatching, adaptive verification, ...; v2_runner._Unset), with the fields EagleSpeculator's __init__
+    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off), with the fields EagleSpeculator's __init__
     reads, and the target model class _target_feeds_hc_residual asks about (a Llama: no
     get_mtp_target_hidden_states)."""
     from eagle_drafting import HIDDEN
-    from v2_runner import _Unset
 
-    view = _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v for k, v in vars(config).items()})
+    view = v2_runner.config_view(config)
     spec = view.speculative_config
-    spec.draft_model_config = _Unset(**vars(spec.draft_model_config), get_vocab_size=lambda: 4,
+    spec.draft_model_config = v2_runner._Unset(**vars(spec.draft_model_config), get_vocab_size=lambda: 4,
                                      architectures=["LlamaForCausalLMEagle"])
     for name in ("uses_draft_model", "use_ngram", "use_gemma4_mtp", "use_multi_module_mtp",
                  "uses_dynamic_speculative_decoding"):
@@ -175,15 +174,3 @@ def _view(config):
     if hasattr(mod, "_target_feeds_hc_residual"):
         mod._target_feeds_hc_residual = lambda vllm_config: False
     return view
-
-
-def _publish_backends(setup, layer_names):
-    """The draft layers as init_attn_backend looks them up (get_layers_from_vllm_config): each its
-    backend (a chunked layer the ChunkedLocalAttention one vLLM derives), its q heads."""
-    ns = types.SimpleNamespace
-    backend_of = {f"layers.{l}": g.backend_cls for g in setup.groups for l in g.layer_ids}
-    layers = {name: ns(get_attn_backend=(lambda b: lambda: b)(backend_of[name]), num_heads=setup.model["q_heads"],
-                       kv_sharing_target_layer_name=None) for name in layer_names}
-    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
-    attn_utils.get_layers_from_vllm_config = lambda cfg, c, names=None: {
-        k: v for k, v in layers.items() if names is None or k in names}

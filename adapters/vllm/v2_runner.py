@@ -90,6 +90,25 @@ class _Unset(types.SimpleNamespace):
         return None
 
 
+def config_view(config):
+    """The runner's VllmConfig namespaces as V2's start-up code reads them (init_attn_backend, the
+    speculators): a field they do not hold reads None, vLLM's default (off) for the opt-in features
+    asked about there (ubatching, watermarks, KV sharing, ...)."""
+    return _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v for k, v in vars(config).items()})
+
+
+def publish_backends(setup, layer_names):
+    """The layers as V2's init_attn_backend looks them up (get_layers_from_vllm_config): each its
+    group's backend (setup.group_backend), its q heads, no KV sharing."""
+    ns = types.SimpleNamespace
+    backend_of = {f"layers.{l}": setup.group_backend(g) for g in setup.groups for l in g.layer_ids}
+    layers = {name: ns(get_attn_backend=(lambda b: lambda: b)(backend_of[name]), num_heads=setup.model["q_heads"],
+                       kv_sharing_target_layer_name=None) for name in layer_names}
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    attn_utils.get_layers_from_vllm_config = lambda cfg, c, names=None: {
+        k: v for k, v in layers.items() if names is None or k in names}
+
+
 def check_supported(setup):
     """What the adapter does not model of V2 (UnsupportedCase)."""
     if setup.backend.__name__ not in ("FlashAttentionBackend", "TritonAttentionBackend"):
@@ -172,6 +191,10 @@ class V2Inputs:
         for i in range(s.bs):
             self.tables.append_block_ids(int(s.rows[i]), tuple(rows[k][i] for k in self.kv_groups), overwrite=True)
         self.tables.apply_staged_writes()
+
+    def resolve_mode(self):
+        """The CUDA-graph mode V2 settles on at start-up (v2_graph.resolve_mode), set on the config."""
+        return v2_graph.resolve_mode(self.vl, self.setup)
 
     def runtime_mode(self):
         """The mode V2's CudaGraphManager runs the step in ("FULL", "PIECEWISE", "NONE"; v2_graph.py)."""
