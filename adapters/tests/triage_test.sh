@@ -198,13 +198,15 @@ run padold 1 $VLLM
 # - kvfuzz-vllm-v2-chunked-draft-refresh (Model Runner V2's fused draft decode keeps the chunked-local builder's
 #   first-step virtual batches): known on a chunked layer in 0.33.0 where the planner ran --runner v2
 #   (minimal_case.adapter_flags); the same read without the flag (the V1 runner's EagleProposer rebuilds every
-#   step), a full layer missing its newest keys, and 0.27.1 (before the fused path) are not it.
+#   step), a full layer missing its newest keys, and 0.27.1 (before the fused path) are not it. (A draft
+#   that crossed into the next chunk reads the old chunk's virtual batch: missing-all+extra-before.)
 SHORT="local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too small)"
 line "$WORK/v2chunk.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
 line "$WORK/v2chunk.jsonl" cache-extent vllm_triton_0_33_0:fa draft_decode chunked 0 missing-newest
+line "$WORK/v2chunk.jsonl" oracle vllm_fa_0_33_0:fa draft_decode chunked 0 "reads:missing-all+extra-before"
 flagged "$WORK/v2chunk.jsonl" "--runner v2"
 run v2chunk 0 $VLLM
-[ "$(grep -c "^known *kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunk.out")" = 2 ] ||
+[ "$(grep -c "^known *kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunk.out")" = 3 ] ||
   fail "V2's stale chunked draft metadata is not kvfuzz-vllm-v2-chunked-draft-refresh"
 line "$WORK/v2chunkv1.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
 not_it v2chunkv1 kvfuzz-vllm-v2-chunked-draft-refresh "a finding without --runner v2"
