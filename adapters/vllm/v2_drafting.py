@@ -87,8 +87,9 @@ class Drafter:
         for groups in sp.attn_groups:
             for group in groups:
                 if getattr(group, "kernel_block_size", None) not in (None, s.page_size):
-                    raise RuntimeError(f"V2's draft attention group {group.layer_names} splits block size {s.page_size} "
-                                       f"into kernel blocks of {group.kernel_block_size}; the target step's do not")
+                    raise RuntimeError(f"V2's draft attention group {group.layer_names} splits block size "
+                                       f"{s.page_size} into kernel blocks of {group.kernel_block_size}; "
+                                       "the target step's do not")
         # one rank: the pipeline-parallel group the graph managers ask is the whole world
         cu = importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
         cu.get_pp_group = lambda: types.SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1)
@@ -154,9 +155,9 @@ class Drafter:
 
 def _view(config):
     """The VllmConfig the speculator is built with: the runner's namespaces, a field they do not hold
-    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off), with the fields EagleSpeculator's __init__
-    reads, and the target model class _target_feeds_hc_residual asks about (a Llama: no
-    get_mtp_target_hidden_states)."""
+    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off), with
+    the fields EagleSpeculator's __init__ reads, and the target model class _target_feeds_hc_residual
+    asks about (a Llama: no get_mtp_target_hidden_states)."""
     from eagle_drafting import HIDDEN
 
     view = v2_runner.config_view(config)

@@ -94,7 +94,8 @@ def config_view(config):
     """The runner's VllmConfig namespaces as V2's start-up code reads them (init_attn_backend, the
     speculators): a field they do not hold reads None, vLLM's default (off) for the opt-in features
     asked about there (ubatching, watermarks, KV sharing, ...)."""
-    return _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v for k, v in vars(config).items()})
+    return _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v
+                     for k, v in vars(config).items()})
 
 
 def publish_backends(setup, layer_names):
