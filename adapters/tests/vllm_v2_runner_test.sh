@@ -53,18 +53,17 @@ replace "$WORK/site/vllm/v1/worker/gpu/attn_utils.py" 'if cg_support.value < min
   'if cg_support.value < min_cg_support.value and False:' || exit 1
 out=$(check "$WORK/site" auto corpus/vllm/fa_hybrid_swa_null_blocks.json corpus/vllm/v2_graph_decode_swa.json \
   corpus/vllm/draft_decode_rejected.json corpus/vllm/fa_local_graph_decode.json)
-grep -q "in-bounds/vllm_fa:fa/mixed/sliding_window" <<<"$out" &&
-  echo "ok: V2's gather nulling a block inside the window is caught under --runner auto (V2 on $NEWEST)" ||
-  { fail "the window-masking mutant is not caught under --runner auto"; echo "$out" | tail -3; }
-grep -q "plan-run/vllm_fa:fa/decode/full: plan-run:page_table" <<<"$out" &&
-  echo "ok: a FULL graph captured on a copy of V2's block tables is caught (capture against replay)" ||
-  { fail "the stale captured block table is not caught under --runner auto"; echo "$out" | tail -3; }
-grep -q "crash/vllm_fa:fa/draft_decode/-: RuntimeError: layer N: vLLMQs draft (position N) at slot N" <<<"$out" &&
-  echo "ok: V2's speculator writing each draft one slot late is caught (its drafting step under --runner auto)" ||
-  { fail "the late draft slot mapping of V2's speculator is not caught"; echo "$out" | tail -3; }
-grep -q "plan-run/vllm_fa:fa/decode/chunked: plan-run:cu_seqlens_q" <<<"$out" &&
-  echo "ok: V2's mode resolution ignoring the chunked builder's NEVER is caught (local layers replay a FULL graph)" ||
-  { fail "V2's mode resolution mutant is not caught"; echo "$out" | tail -3; }
+caught() {  # caught FINGERPRINT WHAT: the mutants' run shows FINGERPRINT, the mutant WHAT is caught
+  grep -q -- "$1" <<<"$out" && echo "ok: $2 is caught under --runner auto (V2 on $NEWEST)" ||
+    { fail "$2 is not caught under --runner auto"; echo "$out" | tail -3; }
+}
+caught "in-bounds/vllm_fa:fa/mixed/sliding_window" "V2's gather nulling a block inside the window"
+caught "plan-run/vllm_fa:fa/decode/full: plan-run:page_table" \
+  "a FULL graph captured on a copy of V2's block tables (capture against replay)"
+caught "crash/vllm_fa:fa/draft_decode/-: RuntimeError: layer N: vLLMQs draft (position N) at slot N" \
+  "V2's speculator writing each draft one slot late"
+caught "plan-run/vllm_fa:fa/decode/chunked: plan-run:cu_seqlens_q" \
+  "V2's mode resolution ignoring the chunked builder's NEVER (local layers replay a FULL graph)"
 err=$("$PY" adapters/vllm/vllm_planner.py --site .vllm/0.11.0 --backend fa --runner v2 </dev/null 2>&1)
 status=$?
 [ $status = 2 ] && grep -q "has no Model Runner V2" <<<"$err" && echo "ok: --runner v2 on 0.11.0 exits 2: $err" ||
