@@ -159,22 +159,26 @@ run mskv 1 $VLLM --version vllm=0.11.0
 #   the same without the flag (the default, async scheduling, never reaches it), the same read on a full layer
 #   (the device seq_lens: what the adapter's own aliasing on the CPU showed), and 0.30.0 are not it.
 LOCAL="local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)"
-sync_replay() { sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend fa --no-async-scheduling'\"|" "$1"; }
+flagged() {  # flagged FILE FLAGS: the lines' replay ran the planner with FLAGS (an issue's minimal_case.adapter_flags)
+  sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend fa $2'\"|" "$1"
+}
+not_it() {  # not_it NAME ISSUE WHAT: WORK/NAME.jsonl has a NEW finding (exit 1) and nothing triaged as ISSUE
+  run "$1" 1 $VLLM
+  grep -q "$2" "$WORK/$1.out" && fail "$3 is $2"
+}
 line "$WORK/sync.jsonl" metadata vllm_fa_0_28_0:fa draft_decode chunked 0 "$LOCAL"
 line "$WORK/sync.jsonl" in-bounds vllm_fa_0_28_0:fa draft_decode chunked 0 unowned-slot
-sync_replay "$WORK/sync.jsonl"
+flagged "$WORK/sync.jsonl" --no-async-scheduling
 run sync 0 $VLLM
 grep -q "^known *vllm-sync-draft-seq-lens-cpu" "$WORK/sync.out" || fail "the synchronous drafter's chunked read is not vllm-sync-draft-seq-lens-cpu"
 line "$WORK/syncasync.jsonl" metadata vllm_fa_0_28_0:fa draft_decode chunked 0 "$LOCAL"
-run syncasync 1 $VLLM
-grep -q "vllm-sync-draft-seq-lens-cpu" "$WORK/syncasync.out" && fail "a finding without --no-async-scheduling is vllm-sync-draft-seq-lens-cpu"
+not_it syncasync vllm-sync-draft-seq-lens-cpu "a finding without --no-async-scheduling"
 line "$WORK/syncfull.jsonl" metadata vllm_fa_0_28_0:fa draft_decode full 0 "full.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)"
 line "$WORK/syncfull.jsonl" in-bounds vllm_fa_0_28_0:fa draft_decode full 0 unowned-slot
-sync_replay "$WORK/syncfull.jsonl"
-run syncfull 1 $VLLM
-grep -q "vllm-sync-draft-seq-lens-cpu" "$WORK/syncfull.out" && fail "a full layer's read is vllm-sync-draft-seq-lens-cpu"
+flagged "$WORK/syncfull.jsonl" --no-async-scheduling
+not_it syncfull vllm-sync-draft-seq-lens-cpu "a full layer's read"
 line "$WORK/sync30.jsonl" metadata vllm_fa_0_30_0:fa draft_decode chunked 0 "$LOCAL"
-sync_replay "$WORK/sync30.jsonl"
+flagged "$WORK/sync30.jsonl" --no-async-scheduling
 run sync30 1 $VLLM
 # - kvfuzz-vllm-step3p5-draft-last-position (Step3p5MTPProposer's other groups leave the draft at
 #   max_model_len - 1 unwritten): known for that crash in a 0.33.0 draft decode; a draft written at a wrong
@@ -191,6 +195,27 @@ line "$WORK/padverify.jsonl" crash vllm_fa_0_33_0:fa target_verify - 0 "$PAD"
 run padverify 1 $VLLM
 line "$WORK/padold.jsonl" crash vllm_fa_0_11_0:fa draft_decode - 0 "$PAD"
 run padold 1 $VLLM
+# - kvfuzz-vllm-v2-chunked-draft-refresh (Model Runner V2's fused draft decode keeps the chunked-local builder's
+#   first-step virtual batches): known on a chunked layer in 0.33.0 where the planner ran --runner v2
+#   (minimal_case.adapter_flags); the same read without the flag (the V1 runner's EagleProposer rebuilds every
+#   step), a full layer missing its newest keys, and 0.27.1 (before the fused path) are not it. (A draft
+#   that crossed into the next chunk reads the old chunk's virtual batch: missing-all+extra-before.)
+SHORT="local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too small)"
+line "$WORK/v2chunk.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
+line "$WORK/v2chunk.jsonl" cache-extent vllm_triton_0_33_0:fa draft_decode chunked 0 missing-newest
+line "$WORK/v2chunk.jsonl" oracle vllm_fa_0_33_0:fa draft_decode chunked 0 "reads:missing-all+extra-before"
+flagged "$WORK/v2chunk.jsonl" "--runner v2"
+run v2chunk 0 $VLLM
+[ "$(grep -c "^known *kvfuzz-vllm-v2-chunked-draft-refresh" "$WORK/v2chunk.out")" = 3 ] ||
+  fail "V2's stale chunked draft metadata is not kvfuzz-vllm-v2-chunked-draft-refresh"
+line "$WORK/v2chunkv1.jsonl" metadata vllm_fa_0_33_0:fa draft_decode chunked 0 "$SHORT"
+not_it v2chunkv1 kvfuzz-vllm-v2-chunked-draft-refresh "a finding without --runner v2"
+line "$WORK/v2chunkfull.jsonl" cache-extent vllm_fa_0_33_0:fa draft_decode full 0 missing-newest
+flagged "$WORK/v2chunkfull.jsonl" "--runner v2"
+not_it v2chunkfull kvfuzz-vllm-v2-chunked-draft-refresh "a full layer's missing keys"
+line "$WORK/v2chunk27.jsonl" metadata vllm_fa_0_27_1:fa draft_decode chunked 0 "$SHORT"
+flagged "$WORK/v2chunk27.jsonl" "--runner v2"
+not_it v2chunk27 kvfuzz-vllm-v2-chunked-draft-refresh "0.27.1's read (no fused path)"
 
 # - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same

@@ -46,7 +46,7 @@ mutant() {  # NAME FILE PYTHON-REPLACEMENT(old\nnew) CASE [PATTERN the output mu
 }
 mutant no-swa-translation fake_runner.py $'        if pool == "swa":\n            first = self.f2s[first]\n' "" \
   corpus/vllm/fa_hybrid_swa_null_blocks.json
-mutant no-virtual-batches attention_run.py '        if g.kind == "chunked":' '        if False:' \
+mutant no-virtual-batches fake_runner.py '        if g.kind == "chunked":' '        if False:' \
   corpus/vllm/fa_local_mixed.json
 mutant window-on-every-layer layer_inputs.py \
   '    window = x["window"] + 1 if x["kind"] == "sliding_window" else None' \

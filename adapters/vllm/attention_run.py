@@ -34,13 +34,10 @@ def record(vl, setup, module):
     impls = publish_layers(vl, setup, setup.backend.get_impl_cls(), [module, vl.utils])
     for impl in impls.values():
         _bind_kernel(impl, module)
-    classes = {}
-    for g in setup.groups:
-        backend = setup.backend
-        if g.kind == "chunked":
-            backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
-        classes[g.gid] = backend.get_builder_cls()
-    if setup.graph:
+    classes = {g.gid: setup.group_backend(g).get_builder_cls() for g in setup.groups}
+    if setup.graph and setup.v2 is not None:  # Model Runner V2 resolves the mode its own way (v2_graph.py)
+        setup.v2.resolve_mode()
+    elif setup.graph:
         resolve_cudagraph_mode(vl, setup, classes)
     builders = {g.gid: classes[g.gid](g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
                 for g in setup.groups}

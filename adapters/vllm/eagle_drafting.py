@@ -5,6 +5,8 @@ context, and the kernels are recorded (recorder.py) for the pass kvfuzz's case i
 
 Where it sits: fake_runner.py (the runner state; target_step() below: the target step the proposer
 drafts after) -> **eagle_drafting.py** (the proposer's passes) -> recorder.py -> vllm_page_table.py.
+Under Model Runner V2 (setup.v2) the same recorder, layers, draft model and pass checks serve V2's
+own speculator instead of the V1 runner's proposer (v2_drafting.py).
 
 kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
 - draft_decode, topk 1, step u over a verified prefix S: iteration u of the proposer's drafting
@@ -148,15 +150,34 @@ def record(vl, setup, module):
     impls = publish_layers(vl, setup, setup.backend.get_impl_cls(), [module, vl.utils])
     for impl in impls.values():
         attention_run._bind_kernel(impl, module)
-    proposer_cls = draft_groups.proposer_class(vl, eagle, setup)  # several KV-cache groups: draft_groups.py
     # the drafter's passes run attention eagerly over the real tokens (its PIECEWISE graphs pad the
     # model's tokens only): a CUDA-graph case's padded tokens lie in no kernel row
     setup.total_tokens = setup.num_tokens
     setup.buffers()
-    if not draft_groups.several(setup):
-        common = setup.common_metadata(setup.groups[0])  # the target step's, slots checked against kvfuzz's
     target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
+    if setup.v2 is not None:  # Model Runner V2's speculator (v2_drafting.py)
+        import v2_drafting
+
+        v2_drafting.Drafter(vl, setup, _builders(vl, setup)).propose(model, _layer_names(setup))
+    else:
+        _propose_v1(vl, eagle, setup, model)
+    if model.seen is None:
+        raise RuntimeError(f"the proposer ran {model.passes} passes; kvfuzz's step is pass {target_pass}")
+    _check_pass(setup, model.seen)
+    if setup.mode == "draft_decode":  # the loop keeps max_seq_len as a bound (0.2x on: not lowered by rejection)
+        for calls in rec.calls.values():
+            for c in calls:
+                c["max_seqlen_k_upper_bound"] = True
+    rec.agree.report(setup.case)
+    return rec
+
+
+def _propose_v1(vl, eagle, setup, model):
+    """The V1 runner's proposer (EagleProposer, or draft_groups.py's) drafting after the target step."""
+    proposer_cls = draft_groups.proposer_class(vl, eagle, setup)  # several KV-cache groups: draft_groups.py
+    if not draft_groups.several(setup):
+        common = setup.common_metadata(setup.groups[0])  # the target step's, slots checked against kvfuzz's
     proposer = _proposer(vl, eagle, setup, model, proposer_cls)
     if draft_groups.several(setup):  # each group's table and slots, as the runner hands them
         common = draft_groups.hand_groups(setup, proposer)
@@ -170,15 +191,6 @@ def record(vl, setup, module):
     inputs = _propose_inputs(eagle, proposer, setup, common)
     with torch.inference_mode():
         proposer.propose(**inputs)
-    if model.seen is None:
-        raise RuntimeError(f"the proposer ran {model.passes} passes; kvfuzz's step is pass {target_pass}")
-    _check_pass(setup, model.seen)
-    if setup.mode == "draft_decode":  # the loop keeps max_seq_len as a bound (0.2x on: not lowered by rejection)
-        for calls in rec.calls.values():
-            for c in calls:
-                c["max_seqlen_k_upper_bound"] = True
-    rec.agree.report(setup.case)
-    return rec
 
 
 def _host_seq_lens(setup, common):
@@ -274,14 +286,8 @@ def _proposer(vl, eagle, setup, model, cls):
     config.compilation_config.level = 0  # 0.1x: not PIECEWISE, the drafter runs eagerly
     config.compilation_config.mode = 0
     config.pad_for_cudagraph = lambda n: n
-    layer_names = [f"layers.{l}" for l in range(len(setup.layers_spec))]
-    builders = {}
-    for g in setup.groups:
-        backend = setup.backend
-        if g.kind == "chunked":
-            backend = vl.chunked_local_backend(backend, g.chunk, setup.page_size)
-        g.backend_cls = backend
-        builders[g.gid] = backend.get_builder_cls()(g.spec, [f"layers.{l}" for l in g.layer_ids], config, setup.device)
+    layer_names = _layer_names(setup)
+    builders = _builders(vl, setup)
     attn_groups = [[ns(backend=g.backend_cls, layer_names=[f"layers.{l}" for l in g.layer_ids], metadata_builders=[builders[g.gid]],
                        get_metadata_builder=(lambda b: lambda *a: b)(builders[g.gid]), kv_cache_spec=g.spec,
                        metadata_builder=builders[g.gid])
@@ -297,6 +303,21 @@ def _proposer(vl, eagle, setup, model, cls):
                                "every draft layer's metadata with attn_groups[0][0]'s builder")
         proposer.attn_layer_names = layer_names
     return proposer
+
+
+def _layer_names(setup):
+    return [f"layers.{l}" for l in range(len(setup.layers_spec))]
+
+
+def _builders(vl, setup):
+    """Each attention group's metadata builder ({gid: builder}), its backend class on the group
+    (g.backend_cls: a chunked group's the ChunkedLocalAttention backend vLLM derives)."""
+    builders = {}
+    for g in setup.groups:
+        g.backend_cls = setup.group_backend(g)
+        builders[g.gid] = g.backend_cls.get_builder_cls()(g.spec, [f"layers.{l}" for l in g.layer_ids],
+                                                          setup.vllm_config, setup.device)
+    return builders
 
 
 def _attention_groups(eagle, proposer, setup, layer_names):

@@ -213,6 +213,13 @@ class Setup:
                 g.table_rows = [self._blocks(pool, i) for i in range(self.bs)]
                 self.groups.append(g)
 
+    def group_backend(self, g):
+        """The attention backend group g's layers run: the step's, or for a chunked group the
+        ChunkedLocalAttention backend vLLM derives from it."""
+        if g.kind == "chunked":
+            return self.vl.chunked_local_backend(self.backend, g.chunk, self.page_size)
+        return self.backend
+
     def _layer_spec(self, x):
         if hasattr(self.attn, "layer_spec"):
             return self.attn.layer_spec(self, x)

@@ -7,6 +7,8 @@ V1 path (the plan-run property compares what the captured calls hold after the r
 an eager run of the replay's metadata).
 
 What runs unchanged (0.33.0 lines; 0.27.1 and 0.28.0 have the same calls):
+- the mode (resolve_mode): V2's start-up resolution, init_attn_backend's weakest support, then
+  `CompilationConfig.resolve_cudagraph_mode_and_sizes(..., use_v2_model_runner=True)` (config/compilation.py:1376).
 - dispatch: `CudaGraphManager._init_candidates` (cudagraph_utils.py:256-394) over the capture sizes,
   then `dispatch` (:523-553) with the step's num_reqs, tokens, uniform token count and max query
   length, as model_runner.py:1832-1848 asks it (through dp_utils.dispatch_cg_and_sync_dp, one rank).
@@ -27,9 +29,8 @@ lengths, so a row prefills where it has more than one token outside a verify ste
 context; the rule itself is the release's), the capture's warm-up pass (V2 builds the capture
 metadata twice, cudagraph_utils.py:464-482: warm-up, then the captured pass; the adapter builds it
 once).
-The cudagraph mode is attention_run.resolve_cudagraph_mode's (V1's rule), not V2's
-resolve_cudagraph_mode_and_sizes.
 
+    v2_graph.resolve_mode(vl, setup)         # the engine's mode: "FULL_AND_PIECEWISE", "PIECEWISE", ...
     desc = v2_graph.dispatch(vl, setup)      # desc.cg_mode.name: "FULL", "PIECEWISE" or "NONE"
     v2_graph.capture_inputs(inputs, desc, [[keep] for keep in groups], kv_cache_config)  # each keeps its common
 """
@@ -39,6 +40,37 @@ import types
 
 import numpy as np
 import torch
+
+
+def resolve_mode(vl, setup):
+    """The CUDA-graph mode V2 settles on at start-up (initialize_kv_cache, 0.33.0 model_runner.py:756-765,
+    0.28.0 :576-585, 0.27.1 :499-507): init_attn_backend over the case's KV-cache groups gives the
+    weakest support of its attention groups (AttentionCGSupportInfo; the default model state adds
+    none), then the release's CompilationConfig.resolve_cudagraph_mode_and_sizes with
+    use_v2_model_runner=True, from vLLM's default FULL_AND_PIECEWISE under VLLM_COMPILE (attention
+    splits the graph; the model compiled, so piecewise capture is available). Sets the config's mode
+    and returns its name."""
+    from v2_runner import _Unset, config_view, publish_backends
+
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    compilation = importlib.import_module("vllm.config.compilation")
+    config = setup.vllm_config
+    comp = config.compilation_config
+    publish_backends(setup, [f"layers.{l}" for l in range(len(setup.layers_spec))])
+    kv_config = types.SimpleNamespace(kv_cache_groups=setup.kv_groups, kv_cache_tensors=[])
+    support = attn_utils.init_attn_backend(kv_config, config_view(config), setup.device)[1]
+    view = _Unset(cudagraph_mode=vl.cudagraph_mode("FULL_AND_PIECEWISE"), mode=compilation.CompilationMode.VLLM_COMPILE,
+                  splitting_ops_contain_attention=lambda: True, use_inductor_graph_partition=False,
+                  cudagraph_capture_sizes=list(comp.cudagraph_capture_sizes),
+                  max_cudagraph_capture_size=max(comp.cudagraph_capture_sizes or [0]))
+    fn = compilation.CompilationConfig.resolve_cudagraph_mode_and_sizes
+    known = dict(min_cg_support=support.min_cg_support, min_cg_attn_backend=support.min_cg_attn_backend,
+                 uniform_decode_query_len=setup.uniform_query_len, use_v2_model_runner=True, tensor_parallel_size=1,
+                 kv_cache_config=None, max_num_reqs=config.scheduler_config.max_num_seqs, is_profiling=False,
+                 piecewise_capture_available=True)
+    mode = fn(view, **{k: v for k, v in known.items() if k in _params(fn)})
+    comp.cudagraph_mode = mode
+    return mode.name
 
 
 def dispatch(vl, setup):
@@ -71,14 +103,20 @@ def dispatch(vl, setup):
     manager._graphs_captured = True  # capture_model() ran at start-up
     n, tokens = setup.bs, int(setup.num_tokens)
     max_query = int(setup.query_lens.max()) if n else 0
-    # whether a row prefills (0.33.0 decode_graph_eligible, model_runner.py:1355-1367: a one-token step
-    # over cached context counts as a decode); kvfuzz has no prompt lengths, so a row prefills where it
-    # has more than one token outside a verify step (is_prefilling, v2_runner.py) or no context yet
-    computed = setup.seq_lens - setup.query_lens
-    prefilling = bool((((setup.query_lens > 1) & (setup.mode != "target_verify")) | (computed == 0)).any())
-    uniform = _uniform_token_count(cu, n, tokens, max_query, prefilling) if n else None
+    uniform = _uniform_token_count(cu, n, tokens, max_query, any_prefill(setup)) if n else None
     kwargs = {"max_query_len": max_query} if "max_query_len" in _params(manager.dispatch) else {}
     return manager.dispatch(n, tokens, uniform, 0, **kwargs)
+
+
+def any_prefill(setup):
+    """Whether a row of the step prefills (0.33.0 decode_graph_eligible, model_runner.py:1355-1367: a
+    one-token step over cached context counts as a decode; 0.28.0 has_prefill). kvfuzz has no prompt
+    lengths, so a row prefills where it has more than one token outside a verify (the step's, or a
+    drafting step's target step's rows that verified: setup.valid; is_prefilling, v2_runner.py) or
+    no context yet."""
+    computed = setup.seq_lens - setup.query_lens
+    verify = np.array([v is not None for v in getattr(setup, "valid", None) or [None] * setup.bs], bool)
+    return bool((((setup.query_lens > 1) & (setup.mode != "target_verify") & ~verify) | (computed == 0)).any())
 
 
 def _uniform_token_count(cu, n, tokens, max_query, prefilling):

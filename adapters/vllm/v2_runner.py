@@ -29,8 +29,8 @@ request state's num_computed_tokens (kvfuzz's seq_len minus the step's tokens), 
 CUDA-graph batches: V2's CudaGraphManager dispatches the step; a FULL graph is captured with V2's
 dummy batch over these same persistent buffers (InputBuffers, BlockTables), then the replay refills
 them (v2_graph.py); PIECEWISE and NONE run eagerly, as above.
-Not modelled (answered unsupported): its speculators (gpu/spec_decode/: drafting steps), backends
-other than FlashAttention and Triton.
+Drafting steps: V2's own speculator drafts after the target step these inputs are (v2_drafting.py).
+Not modelled (answered unsupported): backends other than FlashAttention and Triton.
 
     if v2_runner.available(vl): inputs = v2_runner.V2Inputs(vl, setup)
     common = inputs.common_metadata(g)      # group g's CommonAttentionMetadata, built by V2's code
@@ -90,11 +90,28 @@ class _Unset(types.SimpleNamespace):
         return None
 
 
+def config_view(config):
+    """The runner's VllmConfig namespaces as V2's start-up code reads them (init_attn_backend, the
+    speculators): a field they do not hold reads None, vLLM's default (off) for the opt-in features
+    asked about there (ubatching, watermarks, KV sharing, ...)."""
+    return _Unset(**{k: _Unset(**vars(v)) if isinstance(v, types.SimpleNamespace) else v
+                     for k, v in vars(config).items()})
+
+
+def publish_backends(setup, layer_names):
+    """The layers as V2's init_attn_backend looks them up (get_layers_from_vllm_config): each its
+    group's backend (setup.group_backend), its q heads, no KV sharing."""
+    ns = types.SimpleNamespace
+    backend_of = {f"layers.{l}": setup.group_backend(g) for g in setup.groups for l in g.layer_ids}
+    layers = {name: ns(get_attn_backend=(lambda b: lambda: b)(backend_of[name]), num_heads=setup.model["q_heads"],
+                       kv_sharing_target_layer_name=None) for name in layer_names}
+    attn_utils = importlib.import_module("vllm.v1.worker.gpu.attn_utils")
+    attn_utils.get_layers_from_vllm_config = lambda cfg, c, names=None: {
+        k: v for k, v in layers.items() if names is None or k in names}
+
+
 def check_supported(setup):
     """What the adapter does not model of V2 (UnsupportedCase)."""
-    if setup.mode in ("draft_decode", "draft_extend_v2"):
-        raise UnsupportedCase("drafting under Model Runner V2: its speculators (vllm/v1/worker/gpu/spec_decode/) "
-                              "are not modelled")
     if setup.backend.__name__ not in ("FlashAttentionBackend", "TritonAttentionBackend"):
         raise UnsupportedCase(f"Model Runner V2 with {setup.backend.__name__}: modelled on FlashAttention and Triton")
 
@@ -138,7 +155,7 @@ class V2Inputs:
         s = setup
         self.kv_groups = sorted({g.kv_gid for g in s.groups})
         self.max_num_reqs = max(int(s.r2t.shape[0]), s.padded_bs, 1)  # a CUDA graph's padded rows too
-        self.max_tokens = max(s.total_tokens, 1)
+        self.max_tokens = max(s.total_tokens, s.num_tokens, 1)  # a drafting step: its target step's tokens
         self.desc = None  # the CudaGraphManager's descriptor of the step (runtime_mode), where it has CUDA graphs
         self.tables = None  # the persistent BlockTables and InputBuffers, made at the first common_metadata(),
         self._common = {}  # after any --allocator vllm replay; per phase (eager, capture, replay), per group
@@ -175,6 +192,10 @@ class V2Inputs:
         for i in range(s.bs):
             self.tables.append_block_ids(int(s.rows[i]), tuple(rows[k][i] for k in self.kv_groups), overwrite=True)
         self.tables.apply_staged_writes()
+
+    def resolve_mode(self):
+        """The CUDA-graph mode V2 settles on at start-up (v2_graph.resolve_mode), set on the config."""
+        return v2_graph.resolve_mode(self.vl, self.setup)
 
     def runtime_mode(self):
         """The mode V2's CudaGraphManager runs the step in ("FULL", "PIECEWISE", "NONE"; v2_graph.py)."""
@@ -262,7 +283,9 @@ class V2Inputs:
         for g in s.groups:
             s._check_slots(g, slot_mappings[self.kv_groups.index(g.kv_gid)][: s.num_tokens].cpu().numpy())
         upper = torch.from_numpy((computed_np[s.rows] + s.query_lens).astype(np.int32))
-        is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify")
+        # a verify row prefills nothing: the step's (target_verify) or a drafting step's target step's (s.valid)
+        verify = np.array([v is not None for v in getattr(s, "valid", None) or [None] * n], bool)
+        is_prefilling = (s.query_lens > 1) & (s.mode != "target_verify") & ~verify
         attn_groups = [[h] for h in held]
         if phase == "replay":  # the release's prepare_attn with the padded sizes (FULL)
             batch = v2_graph.replay_batch(self, self.desc, idx_mapping, qsl_np,

@@ -48,7 +48,8 @@ def parse_args():
                         "dispatcher picks FULL, PIECEWISE or none; cudagraph_dispatch.py)")
     p.add_argument("--runner", choices=["v1", "v2", "auto"], default="v1",
                    help="which model runner prepares the step: V1 (gpu_model_runner.py), Model Runner V2 "
-                        "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager and CUDA graphs, no drafting: v2_runner.py), or the "
+                        "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager and CUDA graphs, EAGLE drafting with its own "
+                        "speculator: v2_runner.py, v2_drafting.py), or the "
                         "one the release's VllmConfig.use_v2_model_runner picks for the case")
     p.add_argument("--no-async-scheduling", action="store_true",
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
@@ -72,6 +73,9 @@ def parse_args():
         p.error(f"--runner {args.runner}: Model Runner V2 is modelled on --backend fa and triton, not {args.backend}")
     if args.kv_cache_dtype != "auto" and not args.backend.startswith("mla_"):
         p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on the MLA backends (mla_*), not --backend {args.backend}")
+    if args.runner == "v2" and args.no_async_scheduling:
+        p.error("--runner v2 --no-async-scheduling: Model Runner V2's speculator reads no host seq_lens (the flag "
+                "changes what the V1 runner hands EagleProposer only: eagle_drafting.py)")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -124,8 +128,6 @@ if ARGS.runner == "v2" and not HAS_V2:
     print(f"vllm_planner.py: --runner v2: vLLM {VL.version} has no Model Runner V2 "
           "(vllm/v1/worker/gpu/block_table.py; the releases installed here from 0.27.1 on ship it)", file=sys.stderr)
     sys.exit(2)
-if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2):  # no drafting (v2_runner.py)
-    SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 if ARGS.backend == "tree" and VL.attention_backend("tree") is None:
     print(f"vllm_planner.py: --backend tree: vLLM {VL.version} has no TREE_ATTN backend "
           "(vllm/v1/attention/backends/tree_attn.py ships in 0.10.x and 0.11.x)", file=sys.stderr)
