@@ -136,27 +136,26 @@ same_findings hang_workers hang_servers hang
 # long past it; at the deadline every further request is refused and the cases in flight are
 # dropped: the servers' processes are killed, the start of the adapters counts. Measured: 5 s; before
 # (every request of a case in flight answered), --seconds 6 with a 0.5 s kernel ran 11.2 s.
-t0=$(date +%s)
-"$K" run --seconds 5 --seed 5 --profile tiny --jobs 4 --no-shrink --metamorphic-every 1 \
-  --adapter "KVFUZZ_EXAMPLE_DELAY=1 $EXEC" --backend numpy_page_table --adapter-servers 2 \
-  --out "$WORK/deadline" >"$WORK/deadline.out" 2>&1
-rc=$? took=$(($(date +%s) - t0))
-echo "--seconds 5 with a 1 s kernel on 2 servers: exit $rc after $took s"
-[ $rc = 0 ] || fail "deadline: exit $rc, expected 0 (the refused requests are no findings)"
-[ $took -le 9 ] || fail "deadline: --seconds 5 ran $took s: the checks in flight were not cut at the deadline"
-python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["finished"] and not r["stopped"], r' \
-  "$WORK/deadline/campaign.json" || fail "deadline: campaign.json not finished, or marked stopped by a signal"
+# deadline NAME SECONDS MOST ADAPTER [ARG...]: a campaign of --seconds SECONDS on two servers ends,
+# exit 0, within MOST seconds, its campaign.json finished and not marked stopped by a signal.
+deadline() {
+  local name=$1 seconds=$2 most=$3 adapter=$4 t0 rc took
+  shift 4
+  t0=$(date +%s)
+  "$K" run --seconds "$seconds" --seed 5 --profile tiny --jobs 4 --no-shrink "$@" --adapter "$adapter" \
+    --backend numpy_page_table --adapter-servers 2 --out "$WORK/$name" >"$WORK/$name.out" 2>&1
+  rc=$? took=$(($(date +%s) - t0))
+  echo "$name: --seconds $seconds: exit $rc after $took s"
+  [ $rc = 0 ] || fail "$name: exit $rc, expected 0 (the refused requests are no findings)"
+  [ $took -le "$most" ] || fail "$name: --seconds $seconds ran $took s: the campaign went on past its deadline"
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); assert r["finished"] and not r["stopped"], r' \
+    "$WORK/$name/campaign.json" || fail "$name: campaign.json not finished, or marked stopped by a signal"
+}
+deadline deadline 5 9 "KVFUZZ_EXAMPLE_DELAY=1 $EXEC" --metamorphic-every 1
 # A server still starting at the deadline (its hello not yet come: torch imports for seconds) is
 # killed too, and serves no one. The first of two servers starts before the jobs (5 s), the second
 # at the jobs' first requests, its hello due at about 10 s, past --seconds 6. Measured: 6 s; before
 # (the starting server was not killed and, started, served the jobs), 10-11 s.
-t0=$(date +%s)
-"$K" run --seconds 6 --seed 5 --profile tiny --jobs 4 --no-shrink \
-  --adapter "sleep 5; exec $EXEC" --backend numpy_page_table --adapter-servers 2 \
-  --out "$WORK/deadline_start" >"$WORK/deadline_start.out" 2>&1
-rc=$? took=$(($(date +%s) - t0))
-echo "--seconds 6 with a server starting across the deadline: exit $rc after $took s"
-[ $rc = 0 ] || fail "deadline_start: exit $rc, expected 0"
-[ $took -le 8 ] || fail "deadline_start: --seconds 6 ran $took s: a server starting at the deadline was not stopped"
+deadline deadline_start 6 8 "sleep 5; exec $EXEC"
 
 [ "$failures" = 0 ] && echo "PASS" || { echo "$failures failure(s)"; exit 1; }
