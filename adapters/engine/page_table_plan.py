@@ -91,6 +91,7 @@ def to_plan(case, mode, calls_by_layer, engine):
         return group
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
+    descales = _descales(case, calls_by_layer)
     meta = {
         "layers": layers,
         "full": group("full", "full", 0, groups["full"]),
@@ -98,5 +99,28 @@ def to_plan(case, mode, calls_by_layer, engine):
         "sliding": group("sliding", "sliding", 0, groups["sliding"]),
         "local": [group(f"local.{i}", "local", int(k.split(".")[1]), local[k]) for i, k in enumerate(local_keys)],
     }
+    if descales is not None:
+        meta["descales"] = descales
     return meta, arrays
+
+
+def _descales(case, calls_by_layer):
+    """The fp8 descales each layer's calls were handed (a call's `descales`: {q_descale, k_descale,
+    v_descale}, float32 [rows, kv_heads] tensors, q_descale None where none), as the plan's
+    per-layer `descales` (FAMILIES.md); None where no call was handed any (an unquantized cache).
+    Every call of the step must have them then: a quantized cache is read through all of them."""
+    calls = [c for l in range(len(case.layers)) for c in calls_by_layer.get(l, [])]
+    if not any("descales" in c for c in calls):
+        return None
+    out = []
+    for l in range(len(case.layers)):
+        parts = []
+        for c in calls_by_layer.get(l, []):
+            if "descales" not in c:
+                raise RuntimeError(f"layer {l}: a kernel call without the fp8 descales the step's other calls have")
+            d = c["descales"]
+            parts.append({key: [] if d[f"{key}_descale"] is None else [float(x) for x in d[f"{key}_descale"].flatten()]
+                          for key in ("q", "k", "v")})
+        out.append({"parts": parts})
+    return out
 

@@ -75,12 +75,14 @@ class Recorder:
             raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
         window = list(window_size) if window_size is not None else [-1, -1]
         sinks = _sinks(others.get("s_aux"), "s_aux")
+        descales = self._descales(k, cu_seqlens_q, others)
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
         self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
                      causal, window, sinks=sinks, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
-                     **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}))
+                     **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}),
+                     **({"descales": descales} if descales is not None else {}))
         if not return_softmax_lse:
             return out
         # cascade_attention's two calls: an output and its LSE, each naming the call it came from
@@ -88,6 +90,27 @@ class Recorder:
         index = len(self.calls[self.layer]) - 1
         result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
         return result, result.clone()
+
+    def _descales(self, k, cu_seqlens_q, others):
+        """An fp8 cache's q/k/v_descale as the kernel consumes them: float32 [batch, kv_heads]
+        (vllm_flash_attn/cute/interface.py:920-928 checks that shape; FA3's C++ API the same), kept
+        as handed (a CUDA graph's replay reads them then). A descale left out is read as 1 (FlashAttention
+        scales by nothing it was not handed). None where the cache is not fp8: the kernel then takes
+        no descale (FA4 drops them, interface.py:439-442)."""
+        if k.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+            return None
+        rows, heads = int(cu_seqlens_q.shape[0]) - 1, int(k.shape[-2])
+        got = {}
+        for name in ("q_descale", "k_descale", "v_descale"):
+            t = others.get(name)
+            if t is None:
+                got[name] = None if name == "q_descale" else torch.ones(rows, heads)
+                continue
+            if tuple(t.shape) != (rows, heads) or t.dtype != torch.float32:
+                raise RuntimeError(f"layer {self.layer}: flash_attn_varlen_func({name}=) of shape {tuple(t.shape)} "
+                                   f"{t.dtype}; the kernel takes float32 [{rows}, {heads}] (batch, kv heads)")
+            got[name] = t if self.capturing else host(t, name).clone()
+        return got
 
     def _record(self, kernel, k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                 **extra):
@@ -162,6 +185,8 @@ class Recorder:
             for c in calls:
                 for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
                     c[name] = host(c[name], name)
+                for name, t in c.get("descales", {}).items():
+                    c["descales"][name] = None if t is None else host(t, name).clone()
                 schedule = c.pop("schedule", None)
                 if schedule is not None:
                     self._check_replayed_schedule(layer, c, schedule)

@@ -115,6 +115,13 @@ class PlanIo {
     }
   }
 
+  // A list added after contract version 1: absent reads as empty, empty is not written.
+  template <class S, class F>
+  void optional_list(const char* key, std::vector<S>& items, F&& io_item) {
+    if (reading_ ? !(meta_->is_object() && meta_->contains(key)) : items.empty()) return;
+    list(key, items, std::forward<F>(io_item));
+  }
+
   // A list of enum values, as names.
   template <class E, size_t N>
   void enum_list(const char* key, std::vector<E>& values, const EnumNames<E, N>& names) {
