@@ -20,6 +20,7 @@ import torch
 
 from engine.plan_run import PlanRun
 from engine.tensors import host, sinks as _sinks
+from fp8_quant import scaled_fp8_quant
 
 # Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
 # values that keep the modelled behaviour.
@@ -63,6 +64,8 @@ class Recorder:
         for name, kernel in kernels.items():
             if hasattr(module, name) or name in always:
                 setattr(module, name, kernel)
+        if hasattr(module, "ops"):  # 0.10's FlashAttention impl quantizes an fp8 cache's query itself
+            module.ops.scaled_fp8_quant = scaled_fp8_quant
 
     def flash_attn_varlen_func(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None,
                                softmax_scale=None, causal=False, window_size=None, block_table=None, softcap=0.0,
