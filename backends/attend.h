@@ -20,16 +20,9 @@
 
 #include "backends/backend.h"
 #include "backends/common/partial.h"
+#include "backends/descales.h"
 
 namespace kvfuzz {
-
-// The fp8 descales one kernel row was handed (FlashAttention's q_descale / k_descale / v_descale at
-// [row][kv head], backends/fa/fa_plan.h): the kernel attends with stored values times them. The pool
-// holds stored * the layer's scale (kv_pools.h), so a read is row / scale * descale: exactly the row
-// where the descale is the layer's scale. Each span [kv_heads]; q empty: none (1).
-struct RowDescale {
-  std::span<const double> q, k, v;
-};
 
 class LayerContext {
  public:

@@ -4,7 +4,6 @@
 // keys at the req_to_token columns that hold them); padded CUDA-graph rows must stay in the dummy
 // page 0; a cascade's prefix row must hold, for every batch row, that row's first columns; the
 // full call's lengths that chunked layers split, also where no layer reads the full call.
-#include <tuple>
 #include <algorithm>
 #include <optional>
 
@@ -223,46 +222,6 @@ void check_sinks(MetadataChecker& check, const FaGroup& group, int32_t layer) {
                layer);
 }
 
-// fp8 descales (vLLM's --kv-cache-dtype fp8, FaPlan::descales): each call of the layer hands the
-// kernel the layer's own scales, [rows][kv_heads] each (q: 1 or none, a case's queries are not
-// quantized by a scale). A wrong one also changes the values the executor attends with.
-void check_descales(MetadataChecker& check, const FaPlan& plan, const FaGroup& group, int32_t layer) {
-  if (plan.descales.empty()) return;
-  const std::string at = "layer " + std::to_string(layer) + ": ";
-  if (static_cast<size_t>(layer) >= plan.descales.size() ||
-      plan.descales[static_cast<size_t>(layer)].parts.size() != group.parts.size()) {
-    check.fail(at + "the plan's descales do not give each of its " + std::to_string(group.parts.size()) +
-                   " calls one entry",
-               layer);
-    return;
-  }
-  const Model& m = check.scenario().model;
-  const Layer& l = m.layers[static_cast<size_t>(layer)];
-  for (size_t j = 0; j < group.parts.size(); ++j) {
-    const FaCall& c = group.parts[j];
-    const FaDescales& d = plan.descales[static_cast<size_t>(layer)].parts[j];
-    const size_t n = static_cast<size_t>(c.rows) * static_cast<size_t>(m.kv_heads);
-    for (const auto& [name, values, want] : {std::tuple{"q_descale", &d.q, 1.0}, std::tuple{"k_descale", &d.k, double{l.k_scale}},
-                                             std::tuple{"v_descale", &d.v, double{l.v_scale}}}) {
-      if (values->empty() && std::string(name) == "q_descale") continue;
-      if (values->size() != n) {
-        check.fail(at + "call " + c.name + " is handed " + name + " of " + std::to_string(values->size()) + " values, the kernel reads [" +
-                       std::to_string(c.rows) + "][" + std::to_string(m.kv_heads) + "]",
-                   layer);
-        continue;
-      }
-      for (size_t i = 0; i < n; ++i) {
-        if ((*values)[i] == want) continue;
-        check.fail(at + "call " + c.name + " is handed " + name + "[" + std::to_string(i / static_cast<size_t>(m.kv_heads)) +
-                       "][" + std::to_string(i % static_cast<size_t>(m.kv_heads)) + "] = " + std::to_string((*values)[i]) +
-                       ", the layer's scale is " + std::to_string(want),
-                   layer);
-        break;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 void FaPlan::check_metadata(MetadataChecker& check) const {
@@ -292,7 +251,9 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
     for (size_t p = 0; p < want.size(); ++p)
       CallChecker{check, group.parts[p], layer, rows_of_tokens}.run(want[p]);
     check_sinks(check, group, layer);
-    check_descales(check, *this, group, layer);
+    std::vector<CallShape> calls;
+    for (const FaCall& c : group.parts) calls.push_back({c.name, c.rows});
+    check_descales(check, descales, layer, calls);
   }
   check_split_lengths(*this, check, rows_of_tokens);
 }

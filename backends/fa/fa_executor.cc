@@ -5,7 +5,6 @@
 
 #include "backends/attend.h"
 #include "backends/common/paged_view.h"
-#include "backends/common/violation.h"
 #include "backends/kv_store.h"
 
 namespace kvfuzz::fa {
@@ -13,21 +12,7 @@ namespace {
 
 // One flash_attn_with_kvcache call. FlashAttention's mask: with causal or a window (W, 0) the
 // right edge is the bottom-right diagonal; a window also cuts keys below it - W.
-// Kernel row b's descales: [kv_heads] slices of the call's [rows][kv_heads] q/k/v_descale.
-RowDescale row_descale(const FaDescales& d, const FaCall& call, int32_t b, int32_t kv_heads, int32_t layer) {
-  const auto n = static_cast<size_t>(call.rows) * static_cast<size_t>(kv_heads);
-  if (d.k.size() != n || d.v.size() != n || (!d.q.empty() && d.q.size() != n))
-    throw Violation("descales",
-                    call.name + "'s descales hold " + std::to_string(d.k.size()) + " / " + std::to_string(d.v.size()) +
-                        " values (k / v), the kernel reads [" + std::to_string(call.rows) + "][" +
-                        std::to_string(kv_heads) + "]",
-                    {layer, b, -1});
-  const size_t at = static_cast<size_t>(b) * static_cast<size_t>(kv_heads), h = static_cast<size_t>(kv_heads);
-  return {d.q.empty() ? std::span<const double>() : std::span<const double>(d.q).subspan(at, h),
-          std::span<const double>(d.k).subspan(at, h), std::span<const double>(d.v).subspan(at, h)};
-}
-
-void run_call(LayerContext& ctx, const FaCall& call, const FaDescales* descales, int32_t window_left,
+void run_call(LayerContext& ctx, const FaCall& call, const CallDescales* descales, int32_t window_left,
               const std::vector<int32_t>& rows_of_tokens, Partial& part) {
   const int32_t kv_heads = ctx.input().scenario.model.kv_heads;
   const bool right_edge = call.causal || window_left >= 0;
@@ -44,7 +29,7 @@ void run_call(LayerContext& ctx, const FaCall& call, const FaDescales* descales,
                                   ? rows_of_tokens[static_cast<size_t>(q_begin)]
                                   : -1;
     const std::optional<RowDescale> descale =
-        descales ? std::optional(row_descale(*descales, call, b, kv_heads, ctx.layer())) : std::nullopt;
+        descales ? std::optional(row_descale(*descales, call.name, call.rows, b, kv_heads, ctx.layer())) : std::nullopt;
     attend_row(
         ctx, batch_row, q_tokens, k_len,
         [&](int64_t k) {
@@ -78,7 +63,7 @@ void run_fa(const FaPlan& plan, const RunInput& in, RunOutput& out) {
     const std::vector<FaCall>& parts = plan.group_of(layer).parts;
     for (size_t j = 0; j < parts.size(); ++j) {
       Partial part = ctx.make_partial();
-      run_call(ctx, parts[j], plan.descales_of(layer, j), window_left, rows_of_tokens, part);
+      run_call(ctx, parts[j], descales_of(plan.descales, layer, j), window_left, rows_of_tokens, part);
       if (merged)
         merged->merge(part);  // merge_state(o_main, lse_main, o_expand, lse_expand)
       else

@@ -29,16 +29,6 @@ const FaGroup& FaPlan::group_of(int32_t layer) const {
   return full;
 }
 
-const FaDescales* FaPlan::descales_of(int32_t layer, size_t part) const {
-  if (descales.empty()) return nullptr;
-  const auto l = static_cast<size_t>(layer);
-  if (l >= descales.size() || part >= descales[l].parts.size())
-    throw Violation("descales", "the plan's descales hold no entry for call " + std::to_string(part) + " of layer " +
-                                    std::to_string(layer) + " (" + std::to_string(descales.size()) + " layers)",
-                    {layer, -1, -1});
-  return &descales[l].parts[part];
-}
-
 void FaPlan::check_guards() const {
   for (const FaCall& c : full.parts) c.check_guards();
   for (const FaCall& c : sliding.parts) c.check_guards();

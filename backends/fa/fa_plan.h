@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/checked_buffer.h"
+#include "backends/descales.h"
 
 namespace kvfuzz::fa {
 
@@ -72,32 +73,19 @@ struct FaGroup {
   bool splits_full = false;
 };
 
-// The fp8 descales one call of one layer was handed (FlashAttention's q_descale, k_descale,
-// v_descale: float32 [rows][kv_heads], vllm_flash_attn/cute/interface.py:920-928): the kernel
-// attends with the cache's stored values times k_descale[row][kv head] (q: the query's; empty:
-// none, 1). What each call of a layer's group got: vLLM hands every call the layer's own
-// layer._k_scale expanded, so layers of one group share calls but not descales.
-struct FaDescales {
-  std::vector<double> q, k, v;
-};
-struct FaLayerDescales {
-  std::vector<FaDescales> parts;  // one per part of the layer's group, in order
-};
-
 struct FaPlan : Plan {
   std::vector<Layer> layers;  // the model's layers (window and chunk per layer)
   FaGroup full;
   bool has_sliding = false;  // false: sliding-window layers read `full`
   FaGroup sliding;
   std::vector<FaGroup> local;  // one per chunk size of the model
-  // One per layer where the planner recorded a quantized cache's descales (vLLM's --kv-cache-dtype
-  // fp8); empty: the kernel reads the cache by the layer's own scales (Layer::k_scale), as kvfuzz's
+  // One per layer where the planner recorded a quantized cache's descales (FlashAttention's
+  // q/k/v_descale, float32 [rows][kv_heads] per call; vLLM's --kv-cache-dtype fp8: descales.h);
+  // empty: the kernel reads the cache by the layer's own scales (Layer::k_scale), as kvfuzz's
   // planner and sglang's calls state nothing of them.
-  std::vector<FaLayerDescales> descales;
+  std::vector<LayerDescales> descales;
 
   const FaGroup& group_of(int32_t layer) const;
-  // Part `part` of layer's group's descales, or nullptr where the plan has none.
-  const FaDescales* descales_of(int32_t layer, size_t part) const;
   void check_metadata(MetadataChecker& check) const override;
   void check_guards() const override;
   bool merges_by_batch() const override;  // a group runs as a cascade (common_prefix_len > 0)

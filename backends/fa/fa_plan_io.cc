@@ -34,21 +34,13 @@ void io_group(PlanIo& io, FaGroup& g) {
   io.optional_field("common_prefix_len", g.common_prefix_len);
 }
 
-void io_descales(PlanIo& io, FaDescales& d) {
-  io.optional_field("q", d.q);
-  io.field("k", d.k);
-  io.field("v", d.v);
-}
-
-void io_layer_descales(PlanIo& io, FaLayerDescales& d) { io.list("parts", d.parts, io_descales); }
-
 void io_plan(PlanIo& io, FaPlan& p) {
   io.list("layers", p.layers, io_layer<PlanIo>);
   io.object("full", p.full, io_group);
   io.field("has_sliding", p.has_sliding);
   io.object("sliding", p.sliding, io_group);
   io.list("local", p.local, io_group);
-  io.optional_list("descales", p.descales, io_layer_descales);
+  io.optional_list("descales", p.descales, io_layer_descales<PlanIo>);
 }
 
 // Which group each layer reads ("full", "sliding", "local.<i>") and its window_left: derived
