@@ -10,6 +10,7 @@ one local group per chunk size; layers of a group must have made the same calls.
 """
 import torch
 
+from engine.descales import per_layer
 from engine.tensors import int32
 
 
@@ -91,7 +92,7 @@ def to_plan(case, mode, calls_by_layer, engine):
         return group
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
-    descales = _descales(case, calls_by_layer)
+    descales = per_layer(len(case.layers), calls_by_layer)
     meta = {
         "layers": layers,
         "full": group("full", "full", 0, groups["full"]),
@@ -102,25 +103,4 @@ def to_plan(case, mode, calls_by_layer, engine):
     if descales is not None:
         meta["descales"] = descales
     return meta, arrays
-
-
-def _descales(case, calls_by_layer):
-    """The fp8 descales each layer's calls were handed (a call's `descales`: {q_descale, k_descale,
-    v_descale}, float32 [rows, kv_heads] tensors, q_descale None where none), as the plan's
-    per-layer `descales` (FAMILIES.md); None where no call was handed any (an unquantized cache).
-    Every call of the step must have them then: a quantized cache is read through all of them."""
-    calls = [c for l in range(len(case.layers)) for c in calls_by_layer.get(l, [])]
-    if not any("descales" in c for c in calls):
-        return None
-    out = []
-    for l in range(len(case.layers)):
-        parts = []
-        for c in calls_by_layer.get(l, []):
-            if "descales" not in c:
-                raise RuntimeError(f"layer {l}: a kernel call without the fp8 descales the step's other calls have")
-            d = c["descales"]
-            parts.append({key: [] if d[f"{key}_descale"] is None else [float(x) for x in d[f"{key}_descale"].flatten()]
-                          for key in ("q", "k", "v")})
-        out.append({"parts": parts})
-    return out
 

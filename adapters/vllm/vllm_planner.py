@@ -71,9 +71,9 @@ def parse_args():
         p.error(f"--allocator vllm: the page_table backends (fa, triton) map vLLM's blocks back, not --backend {args.backend}")
     if args.runner != "v1" and args.backend not in ("fa", "triton"):
         p.error(f"--runner {args.runner}: Model Runner V2 is modelled on --backend fa and triton, not {args.backend}")
-    if args.kv_cache_dtype != "auto" and not (args.backend.startswith("mla_") or args.backend == "fa"):
-        p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on FlashAttention (fa) and the MLA backends "
-                f"(mla_*), not --backend {args.backend}")
+    if args.kv_cache_dtype != "auto" and not (args.backend.startswith("mla_") or args.backend in ("fa", "flashinfer")):
+        p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on FlashAttention (fa), FlashInfer and the MLA "
+                f"backends (mla_*), not --backend {args.backend}")
     if args.kv_cache_dtype != "auto" and args.runner != "v1":
         p.error(f"--kv-cache-dtype {args.kv_cache_dtype} --runner {args.runner}: fp8 caches are modelled under the V1 runner")
     if args.runner == "v2" and args.cascade == "always":
@@ -106,9 +106,9 @@ SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decod
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace, ARGS.kv_cache_dtype) if ARGS.backend in MLA else None  # what MLA layers answer
-if ARGS.backend == "fa" and ARGS.kv_cache_dtype != "auto":  # the fp8 cache's bytes, the impls' kv_cache_dtype
+if ARGS.backend in ("fa", "flashinfer") and ARGS.kv_cache_dtype != "auto":  # the fp8 cache's bytes, the impls' kv_cache_dtype
     try:
-        ATTN = VL.layers_of(VL.attention_backend("fa"), ARGS.kv_cache_dtype)
+        ATTN = VL.layers_of(VL.attention_backend(ARGS.backend), ARGS.kv_cache_dtype)
     except ValueError as e:
         print(f"vllm_planner.py: --kv-cache-dtype {ARGS.kv_cache_dtype}: {e}", file=sys.stderr)
         sys.exit(2)
@@ -153,10 +153,10 @@ def plan(case):
         raise kv.Unsupported("EAGLE drafting under vLLM's own allocation is not modelled: its scheduler allocates the "
                              "drafts' slots as lookahead tokens (allocate_slots' num_lookahead_tokens)")
     if any(float(x.get(k, 1.0)) != 1.0 for x in case.layers for k in ("k_scale", "v_scale")) and (
-            ARGS.backend != "fa" or ARGS.kv_cache_dtype == "auto"):
-        raise kv.Unsupported("fp8 KV-cache scales (model.layers[].k_scale / v_scale): driven on --backend fa "
-                             "--kv-cache-dtype fp8 only (an auto cache holds no scaled values; the MLA impls are "
-                             "built with unit scales)")
+            ARGS.backend not in ("fa", "flashinfer") or ARGS.kv_cache_dtype == "auto"):
+        raise kv.Unsupported("fp8 KV-cache scales (model.layers[].k_scale / v_scale): driven on --backend fa and "
+                             "flashinfer with --kv-cache-dtype fp8 only (an auto cache holds no scaled values; the MLA "
+                             "impls are built with unit scales)")
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")
