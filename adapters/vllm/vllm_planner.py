@@ -153,10 +153,10 @@ def plan(case):
         raise kv.Unsupported("EAGLE drafting under vLLM's own allocation is not modelled: its scheduler allocates the "
                              "drafts' slots as lookahead tokens (allocate_slots' num_lookahead_tokens)")
     if any(float(x.get(k, 1.0)) != 1.0 for x in case.layers for k in ("k_scale", "v_scale")) and (
-            ARGS.backend not in ("fa", "flashinfer") or ARGS.kv_cache_dtype == "auto"):
-        raise kv.Unsupported("fp8 KV-cache scales (model.layers[].k_scale / v_scale): driven on --backend fa and "
-                             "flashinfer with --kv-cache-dtype fp8 only (an auto cache holds no scaled values; the MLA "
-                             "impls are built with unit scales)")
+            ARGS.backend in ("fa", "flashinfer") and ARGS.kv_cache_dtype == "auto"):
+        # (the other backends' plans carry no scales: their executor reads the cache by the layer's)
+        raise kv.Unsupported(f"fp8 KV-cache scales (model.layers[].k_scale / v_scale) on --backend {ARGS.backend}: "
+                             "vLLM's auto cache holds no scaled values (--kv-cache-dtype fp8 runs its fp8 path)")
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")
