@@ -45,6 +45,7 @@ class Recorder:
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
         self.merges = {}     # layer -> merge_attn_states calls (cascade attention)
+        self.writes = {}     # layer -> (k_scale, v_scale) its forward's cache write quantized with (fp8)
         self.agree = PlanRun()  # the plan steps' arguments against the run steps'
 
     def install(self, module):
@@ -53,7 +54,7 @@ class Recorder:
         kernels = {"flash_attn_varlen_func": self.flash_attn_varlen_func,
                    "get_scheduler_metadata": self.get_scheduler_metadata,
                    "unified_attention": self.unified_attention,
-                   "reshape_and_cache_flash": lambda *args, **kwargs: None,
+                   "reshape_and_cache_flash": self.reshape_and_cache_flash,
                    "triton_reshape_and_cache_flash": lambda *args, **kwargs: None,
                    "merge_attn_states": self.merge_attn_states,
                    "chunked_prefill_paged_decode": self.unexpected("chunked_prefill_paged_decode (Triton's prefill-decode split)")}
@@ -79,6 +80,10 @@ class Recorder:
         window = list(window_size) if window_size is not None else [-1, -1]
         sinks = _sinks(others.get("s_aux"), "s_aux")
         descales = self._descales(k, cu_seqlens_q, others)
+        if descales is not None and self.layer in self.writes:  # what the write stored by, against what is read by
+            for i, name in enumerate(("k_descale", "v_descale")):
+                self.agree.check(name, self.writes[self.layer][i], float(descales[name].flatten()[0]), self.layer,
+                                 "the layer's cache write (reshape_and_cache_flash's scale) against the kernel's read")
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
@@ -93,6 +98,15 @@ class Recorder:
         index = len(self.calls[self.layer]) - 1
         result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
         return result, result.clone()
+
+    def reshape_and_cache_flash(self, key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
+                                v_scale, *args, **kwargs):
+        """The cache write a release's forward makes itself (up to 0.1x; later the runner's
+        do_kv_cache_update): kvfuzz writes the values, so nothing is written; on an fp8 cache the
+        scales it quantizes by, e4m3(x / k_scale), are kept for the layer's kernel calls to read by."""
+        if str(kv_cache_dtype).startswith("fp8"):
+            self.writes[self.layer] = (float(host(k_scale, "k_scale").flatten()[0]),
+                                       float(host(v_scale, "v_scale").flatten()[0]))
 
     def _descales(self, k, cu_seqlens_q, others):
         """An fp8 cache's q/k/v_descale as the kernel consumes them: float32 [batch, kv_heads]
