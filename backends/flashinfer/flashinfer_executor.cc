@@ -59,9 +59,12 @@ void run_call(LayerContext& ctx, const WrapperPlan& w, const CallDescales* desca
     const std::optional<RowDescale> descale =
         descales ? std::optional(row_descale(*descales, name, w.rows, r, kv_heads, ctx.layer())) : std::nullopt;
     if (w.paged()) {
-      attend_row(ctx, batch_row, tokens, k_len,
-                 [&](int64_t k) { return Read{pool, paged_csr_slot(w.kv_indices, kv0, k, w.page_size)}; }, visible, out,
-                 descale ? &*descale : nullptr);
+      attend_row(
+          ctx, batch_row, tokens, k_len,
+          [&](int64_t k) {
+            return Read{pool, paged_csr_slot(w.kv_indices, kv0, k, w.page_size)};
+          },
+          visible, out, descale ? &*descale : nullptr);
     } else {
       attend_row(ctx, batch_row, tokens, k_len, [&](int64_t k) { return Read{ReadSource::batch, kv0 + k}; }, visible,
                  out);

@@ -402,7 +402,8 @@ TEST(FaDescales, ConsumedByTheExecutorAndCheckedAgainstTheLayer) {
         LayerDescales d;
         for (const FaCall& c : plan.group_of(l).parts) {
           const auto n = static_cast<size_t>(c.rows * s.model.kv_heads);
-          d.parts.push_back({std::vector<double>(n, 1.0), std::vector<double>(n, swapped ? layer.v_scale : layer.k_scale),
+          d.parts.push_back({std::vector<double>(n, 1.0),
+                             std::vector<double>(n, swapped ? layer.v_scale : layer.k_scale),
                              std::vector<double>(n, swapped ? layer.k_scale : layer.v_scale)});
         }
         plan.descales.push_back(d);
