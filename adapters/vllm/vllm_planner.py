@@ -74,8 +74,6 @@ def parse_args():
     if args.kv_cache_dtype != "auto" and not (args.backend.startswith("mla_") or args.backend in ("fa", "flashinfer")):
         p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on FlashAttention (fa), FlashInfer and the MLA "
                 f"backends (mla_*), not --backend {args.backend}")
-    if args.kv_cache_dtype != "auto" and args.runner != "v1":
-        p.error(f"--kv-cache-dtype {args.kv_cache_dtype} --runner {args.runner}: fp8 caches are modelled under the V1 runner")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
