@@ -11,20 +11,34 @@
 #    layer's _v_scale_float and v_scale its _k_scale_float, caught on
 #    corpus/vllm/flashinfer_fp8_mixed_swa.json;
 # each as a metadata finding (the descale against the layer's scale) and an oracle one (the values
-# attended with it). The seeds are clean on 0.33.0 in ci/vllm.sh seeds (vllm_seeds_test).
-# ctest runs fa-descale-swapped and flashinfer-scale-swapped side by side: 7 s on 2 shared cores at
-# load 5 (2026-11-28). MUTANTS="..." picks others.
+# attended with it). fa_fp8_scales.json is clean on 0.33.0 in ci/vllm.sh seeds (vllm_seeds_test); the
+# FlashInfer seeds are checked by hand (docs/vllm.md: a FlashInfer check takes 9 to 12 s here).
+# ctest runs fa-descale-swapped alone (5 s on 2 shared cores at load 2 to 4, 2026-11-28); the others:
+#   MUTANTS="fa-descale-dropped flashinfer-scale-swapped" bash adapters/tests/vllm_fa_fp8_test.sh $PWD build/fuzz/kvfuzz /tmp/fp8-test
 # Usage: vllm_fa_fp8_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
 NEEDS="0.33.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
-MUTANTS=${MUTANTS:-fa-descale-swapped flashinfer-scale-swapped}
+MUTANTS=${MUTANTS:-fa-descale-swapped}
 want() { [[ " $MUTANTS " == *" $1 "* ]]; }
 
 # mutant NAME BACKEND FAMILY FILE CASE OLD NEW: FILE (under vllm/v1/attention/backends/) edited in a copy
-# of the release (a tree of links, the file copied), CASE checked in the background into $WORK/NAME.out
+# of the release (links to everything but the folders on the file's path, and the file copied), CASE
+# checked in the background into $WORK/NAME.out
 mutant() {
   local name=$1 backend=$2 family=$3 file=vllm/v1/attention/backends/$4 case=$5 site=$WORK/site-$1
-  cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/$file" && cp "$SRC/.vllm/$NEWEST/$file" "$site/$file"
+  local from dir=""
+  from=$(realpath "$SRC/.vllm/$NEWEST")
+  mkdir -p "$site"
+  for part in $(dirname "$file" | tr / ' '); do  # each folder on the way: a real one of links
+    for entry in "$from/$dir"*; do [ "$(basename "$entry")" = "$part" ] || ln -s "$entry" "$site/$dir"; done
+    dir=$dir$part/
+    mkdir -p "$site/$dir"
+  done
+  # (not the file's compiled copies: Python writes the edited file's own under the copy)
+  for entry in "$from/$dir"*; do
+    [ "$entry" = "$from/$file" ] || [ "$(basename "$entry")" = __pycache__ ] || ln -s "$entry" "$site/$dir"
+  done
+  cp "$from/$file" "$site/$file"
   replace "$site/$file" "$6" "$7" || return
   "$K" check "$case" --backend "vllm_${backend}_${NEWEST//./_}:$family" \
     --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend $backend --kv-cache-dtype fp8" \
