@@ -19,6 +19,9 @@
 #  - fp8 KV caches (--kv-cache-dtype fp8): FlashMLA's fp8 FULL-graph seed clean on the newest release
 #    (seeds) and found as vllm#33638 on 0.15.0 (known): two adapter runs, 6 s each at load 2 on the
 #    2 shared cores (2026-11-28); its schedule checks on hand-made calls: vllm_mla_fp8_test;
+#    FlashAttention's fp8 seed with per-layer scales (fa_fp8_scales.json: the descales each call is
+#    handed, through the plan into the fa executor) clean on the newest release, one adapter run of
+#    5 s at load 2 to 4 (its planted swap: vllm_fa_fp8_test);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
