@@ -62,7 +62,7 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
 mutant triton-page-size-off-kv-heads recorder.py '"view_page_size": int(k.shape[1]),' '"view_page_size": int(k.shape[2]),' \
   corpus/vllm/verify_chain_swa.json ": metadata:" triton
 # A flag the backend has no use for is refused (exit 2, naming it), never silently ignored.
-for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor" "--backend fa --kv-cache-dtype fp8"; do
+for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor" "--backend triton --kv-cache-dtype fp8"; do
   # shellcheck disable=SC2086  # the flags are words
   msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site "$SRC/.vllm/$NEWEST" $flags 2>&1 </dev/null)
   rc=$?
