@@ -20,6 +20,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/partial.h"
+#include "backends/descales.h"
 
 namespace kvfuzz {
 
@@ -42,6 +43,9 @@ class LayerContext {
   // Copies a finished Partial into the run's output for this layer.
   void write_output(const Partial& p);
 
+  // The fp8 scales this layer's pool is read by (1: unscaled; KvPool::k_scale).
+  float k_scale() const { return pool_.k_scale; }
+  float v_scale() const { return pool_.v_scale; }
   float sm_scale() const { return sm_scale_; }
   float softcap() const { return softcap_; }
 
@@ -53,9 +57,13 @@ class LayerContext {
   float sm_scale_, softcap_;
 };
 
+// `values` scaled by factor (a descale over the layer's scale), as floats, into `to`; the values
+// themselves where factor is 1.
+const float* descaled(const float* values, int32_t n, double factor, std::vector<float>& to);
+
 template <class KeyOf, class Visible>
 void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q_tokens, int64_t k_len, KeyOf key_of,
-                Visible visible, Partial& partial) {
+                Visible visible, Partial& partial, const RowDescale* descale = nullptr) {
   const Model& m = ctx.input().scenario.model;
   const int32_t group = m.q_heads / m.kv_heads;
   std::vector<Read> keys;
@@ -67,6 +75,7 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     in_bounds.push_back(ctx.check(keys.back(), row_where));
   }
   std::vector<int64_t> used;
+  std::vector<float> q_buf, k_buf, v_buf;
   SoftmaxAccumulator acc(m.v_head_dim, ctx.input().scenario.values.dtype);
   for (size_t i = 0; i < q_tokens.size(); ++i) {
     const int64_t token = q_tokens[i];
@@ -80,6 +89,19 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     for (int32_t h = 0; h < m.q_heads; ++h) {
       const float* q = ctx.input().tensors.q(ctx.layer(), token, h);
       acc.reset();
+      if (descale != nullptr) {  // an fp8 call's descales (RowDescale)
+        const auto g = static_cast<size_t>(h / group);
+        q = descaled(q, m.head_dim, descale->q.empty() ? 1.0 : descale->q[g], q_buf);
+        const double fk = descale->k[g] / ctx.k_scale(), fv = descale->v[g] / ctx.v_scale();
+        for (int64_t k : used) {
+          const Read& r = keys[static_cast<size_t>(k)];
+          const float* kr = descaled(ctx.k(r, h / group, where), m.head_dim, fk, k_buf);
+          acc.add(logit(q, kr, m.head_dim, ctx.sm_scale(), ctx.softcap()),
+                  descaled(ctx.v(r, h / group, where), m.v_head_dim, fv, v_buf));
+        }
+        acc.finish(partial.out(token, h), &partial.lse(token, h));
+        continue;
+      }
       for (int64_t k : used) {
         const Read& r = keys[static_cast<size_t>(k)];
         acc.add(logit(q, ctx.k(r, h / group, where), m.head_dim, ctx.sm_scale(), ctx.softcap()), ctx.v(r, h / group, where));

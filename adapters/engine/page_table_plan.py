@@ -10,6 +10,7 @@ one local group per chunk size; layers of a group must have made the same calls.
 """
 import torch
 
+from engine.descales import per_layer
 from engine.tensors import int32
 
 
@@ -91,6 +92,7 @@ def to_plan(case, mode, calls_by_layer, engine):
         return group
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))
+    descales = per_layer(len(case.layers), calls_by_layer)
     meta = {
         "layers": layers,
         "full": group("full", "full", 0, groups["full"]),
@@ -98,5 +100,7 @@ def to_plan(case, mode, calls_by_layer, engine):
         "sliding": group("sliding", "sliding", 0, groups["sliding"]),
         "local": [group(f"local.{i}", "local", int(k.split(".")[1]), local[k]) for i, k in enumerate(local_keys)],
     }
+    if descales is not None:
+        meta["descales"] = descales
     return meta, arrays
 

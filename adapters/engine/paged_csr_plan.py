@@ -15,6 +15,7 @@ merge_state).
 import numpy as np
 import torch
 
+from engine.descales import per_layer
 from engine.tensors import int32
 
 
@@ -92,7 +93,8 @@ def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
     """The paged_csr plan of recorded wrapper calls: layers (the case's layer specs), calls_by_layer
     {layer: [call]}, each call {role, causal, window_left, page_size, pool, qo_indptr, kv_indptr,
     kv_indices, kv_last_page_len, custom_mask (or None), optionally empty_padded_rows (vLLM's
-    padding: padded rows read no page)} with host tensors; page_size: the plan's
+    padding: padded rows read no page) and descales (an fp8 cache's, engine/descales.py)} with host
+    tensors; page_size: the plan's
     kernel page size; role_of(call): the role the plan states (default call["role"])."""
     groups, group_of_layer, index, arrays = [], [], {}, {}
     for l, spec in enumerate(layers):
@@ -127,6 +129,9 @@ def to_plan(layers, calls_by_layer, page_size=1, role_of=None):
         meta_groups.append({"layer": layer, "calls": meta_calls})
     meta = {"page_size": page_size, "merge": "flashinfer_base2", "groups": meta_groups,
             "group_of_layer": group_of_layer}
+    descales = per_layer(len(layers), calls_by_layer)
+    if descales is not None:  # an fp8 cache's scales, per layer (engine/descales.py)
+        meta["descales"] = descales
     return meta, arrays
 
 

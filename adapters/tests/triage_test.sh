@@ -221,7 +221,9 @@ not_it v2chunk27 kvfuzz-vllm-v2-chunked-draft-refresh "0.27.1's read (no fused p
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
 #   mechanism on the bf16 path (no flag: FlashMLASchedMeta keeps its own buffers), another plan-run argument
 #   under fp8, and 0.19.0 (the fix) are not it.
-fp8_replay() { sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend mla_flashmla --kv-cache-dtype fp8'\"|" "$1"; }
+fp8_replay() {  # fp8_replay FILE [BACKEND]: the finding's replay with the planner's --kv-cache-dtype fp8
+  sed -i "s|\"kvfuzz ...\"|\"kvfuzz check c.json --backend b --adapter 'py vllm_planner.py --backend ${2:-mla_flashmla} --kv-cache-dtype fp8'\"|" "$1"
+}
 line "$WORK/fp8sched.jsonl" plan-run vllm_mla_flashmla_0_15_0:mla decode full 0 "plan-run:cache_seqlens" '{"graph": true}'
 fp8_replay "$WORK/fp8sched.jsonl"
 run fp8sched 0 $VLLM
@@ -237,6 +239,32 @@ line "$WORK/fp8fixed.jsonl" plan-run vllm_mla_flashmla_0_19_0:mla decode full 0 
 fp8_replay "$WORK/fp8fixed.jsonl"
 run fp8fixed 1 $VLLM
 grep -q "^regression *vllm#33638" "$WORK/fp8fixed.out" || fail "FlashMLA's fp8 schedule replayed from the capture in 0.19.0 is not a regression"
+# - kvfuzz-vllm-chunked-promote-kv-quant-mode (0.27.1's promoted chunked spec without kv_quant_mode: FlashInfer's
+#   builder asserts at start-up): known for that crash on FlashInfer in 0.27.1 with --kv-cache-dtype fp8; the same
+#   crash without the flag, another crash under fp8, the same crash on FlashAttention, and 0.28.0 (the fix) are not it.
+PROMOTE="AssertionError @ __init__"
+FI27=vllm_flashinfer_0_27_1:flashinfer_paged
+line "$WORK/promote.jsonl" crash $FI27 mixed - 0 "$PROMOTE"
+fp8_replay "$WORK/promote.jsonl" flashinfer
+run promote 0 $VLLM
+grep -q "^known *kvfuzz-vllm-chunked-promote-kv-quant-mode" "$WORK/promote.out" ||
+  fail "FlashInfer's start-up assertion under fp8 on 0.27.1 is not kvfuzz-vllm-chunked-promote-kv-quant-mode"
+line "$WORK/promoteauto.jsonl" crash $FI27 mixed - 0 "$PROMOTE"
+run promoteauto 1 $VLLM
+grep -q "kvfuzz-vllm-chunked-promote-kv-quant-mode" "$WORK/promoteauto.out" && fail "the assertion without --kv-cache-dtype fp8 is kvfuzz-vllm-chunked-promote-kv-quant-mode"
+line "$WORK/promoteother.jsonl" crash $FI27 mixed - 0 "ValueError @ build"
+fp8_replay "$WORK/promoteother.jsonl" flashinfer
+run promoteother 1 $VLLM
+grep -q "kvfuzz-vllm-chunked-promote-kv-quant-mode" "$WORK/promoteother.out" && fail "another crash under fp8 is kvfuzz-vllm-chunked-promote-kv-quant-mode"
+line "$WORK/promotefa.jsonl" crash vllm_fa_0_27_1:fa mixed - 0 "$PROMOTE"
+fp8_replay "$WORK/promotefa.jsonl" fa
+run promotefa 1 $VLLM
+grep -q "kvfuzz-vllm-chunked-promote-kv-quant-mode" "$WORK/promotefa.out" && fail "the assertion on FlashAttention is kvfuzz-vllm-chunked-promote-kv-quant-mode"
+line "$WORK/promotefixed.jsonl" crash vllm_flashinfer_0_28_0:flashinfer_paged mixed - 0 "$PROMOTE"
+fp8_replay "$WORK/promotefixed.jsonl" flashinfer
+run promotefixed 1 $VLLM
+grep -q "^regression *kvfuzz-vllm-chunked-promote-kv-quant-mode" "$WORK/promotefixed.out" ||
+  fail "the assertion under fp8 on 0.28.0 is not a regression of kvfuzz-vllm-chunked-promote-kv-quant-mode"
 # FlashInfer campaigns within each planner's declaration (2026-11-26). sglang#39287's FlashInfer half in 0.5.23:
 # its full-prefix tree mask read at the trimmed width (extra-after) and, in a hybrid pool, its column-0 gather
 # reading evicted keys (unowned-slot) are known; a key read twice, an unowned slot outside a hybrid pool, or

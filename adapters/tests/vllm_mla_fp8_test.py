@@ -23,7 +23,8 @@ sys.path[:0] = [HERE, os.path.join(HERE, "..", "vllm"), os.path.join(HERE, "..")
 from checks import Checks, need  # noqa: E402
 
 torch, = need("torch")
-from mla_backends import HEAD_SIZE, scaled_fp8_quant  # noqa: E402
+from fp8_quant import scaled_fp8_quant  # noqa: E402
+from mla_backends import HEAD_SIZE  # noqa: E402
 from mla_recorder import MlaRecorder, tag_cache  # noqa: E402
 
 check = Checks("vllm mla fp8 test")

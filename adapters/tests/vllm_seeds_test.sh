@@ -19,6 +19,9 @@
 #  - fp8 KV caches (--kv-cache-dtype fp8): FlashMLA's fp8 FULL-graph seed clean on the newest release
 #    (seeds) and found as vllm#33638 on 0.15.0 (known): two adapter runs, 6 s each at load 2 on the
 #    2 shared cores (2026-11-28); its schedule checks on hand-made calls: vllm_mla_fp8_test;
+#    FlashAttention's fp8 seed with per-layer scales (fa_fp8_scales.json: the descales each call is
+#    handed, through the plan into the fa executor) clean on the newest release, one adapter run of
+#    5 s at load 2 to 4 (its planted swap: vllm_fa_fp8_test);
 #  - each known bug found in the release that shipped it and gone in the one that fixed it
 #    (ci/vllm.sh releases), and its minimal case triaged by fingerprint as its known issue (known).
 # ctest reports it skipped (never passed) where those releases are not installed under .vllm/ or
@@ -59,7 +62,7 @@ mutant schedule-for-another-batch recorder.py '"batch_size": int(batch_size),' '
 mutant triton-page-size-off-kv-heads recorder.py '"view_page_size": int(k.shape[1]),' '"view_page_size": int(k.shape[2]),' \
   corpus/vllm/verify_chain_swa.json ": metadata:" triton
 # A flag the backend has no use for is refused (exit 2, naming it), never silently ignored.
-for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor" "--backend fa --kv-cache-dtype fp8"; do
+for flags in "--backend triton --cascade always" "--backend fa --mla-workspace floor" "--backend triton --kv-cache-dtype fp8"; do
   # shellcheck disable=SC2086  # the flags are words
   msg=$("$SRC/.sglang/venv/bin/python" adapters/vllm/vllm_planner.py --site "$SRC/.vllm/$NEWEST" $flags 2>&1 </dev/null)
   rc=$?

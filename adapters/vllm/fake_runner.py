@@ -224,8 +224,13 @@ class Setup:
         if hasattr(self.attn, "layer_spec"):
             return self.attn.layer_spec(self, x)
         it = self.vl.kv_cache_interface
+        # an fp8 cache: the spec's dtype is the cache's bytes and (0.2x on) its kv_quant_mode FP8_PER_TENSOR,
+        # as Attention.get_kv_cache_spec builds it (0.33.0 attention.py:623-681)
+        kv_dtype = getattr(self.attn, "kv_cache_dtype", "auto")
+        quant = {"kv_quant_mode": it.get_kv_quant_mode(kv_dtype)} if hasattr(it, "get_kv_quant_mode") else {}
         common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
-                      head_size_v=self.head_size, dtype=self.dtype, use_mla=False)
+                      head_size_v=self.head_size, dtype=getattr(self.attn, "cache_dtype", self.dtype), use_mla=False,
+                      **quant)
         if x["kind"] == "sliding_window":
             return construct(it.SlidingWindowSpec, sliding_window=x["window"] + 1, **common)
         if x["kind"] == "chunked":

@@ -123,25 +123,32 @@ def _joined(setup, l, runs, order, token_of):
             if outside:
                 raise IndexError(f"layer {l}: masked head page {outside[0]} of row {r} lies outside the "
                                  f"{setup.layers_spec[l]['pool']} pool's {pool_pages} pages")
-            rows.append((int(tokens[0]) if len(tokens) else -1, len(tokens), pages[drop:], int(c["kv_last_page_len"][r])))
+            rows.append((int(tokens[0]) if len(tokens) else -1, len(tokens), pages[drop:], int(c["kv_last_page_len"][r]),
+                         c.get("scales")))
     if len(rows) not in (len(order), setup.padded_bs):
         raise NotImplementedError(f"layer {l}: the wrappers ran {len(rows)} rows for a batch of {len(order)} "
                                   f"padded to {setup.padded_bs}")
-    rows += [(-1, 0, torch.zeros(0, dtype=torch.int64), 0)] * (setup.padded_bs - len(rows))
+    rows += [(-1, 0, torch.zeros(0, dtype=torch.int64), 0, first.get("scales"))] * (setup.padded_bs - len(rows))
     in_batch = list(rows)
     for j, i in enumerate(order):
         in_batch[int(i)] = rows[j]
     qo, kv_indptr = [0], [0]
-    for i, (start, n, pages, _) in enumerate(in_batch):
+    for i, (start, n, pages, _, _) in enumerate(in_batch):
         if n and start != qo[-1]:
             raise NotImplementedError(f"layer {l}: batch row {i}'s queries start at token {start}, not {qo[-1]}")
         qo.append(qo[-1] + n)
         kv_indptr.append(kv_indptr[-1] + len(pages))
-    return {"role": first["role"], "pool": first["pool"], "page_size": ps, "causal": True, "window_left": window,
+    joined = {"role": first["role"], "pool": first["pool"], "page_size": ps, "causal": True, "window_left": window,
             "empty_padded_rows": setup.padded_bs > setup.bs,
             "qo_indptr": torch.tensor(qo, dtype=torch.int64), "kv_indptr": torch.tensor(kv_indptr, dtype=torch.int64),
             "kv_indices": torch.cat([x[2] for x in in_batch]) if in_batch else torch.zeros(0, dtype=torch.int64),
             "kv_last_page_len": torch.tensor([x[3] for x in in_batch], dtype=torch.int64), "custom_mask": None}
+    if first.get("scales") is not None:  # an fp8 cache: each row's run's scales over the KV heads (engine/descales.py)
+        heads = int(setup.model["kv_heads"])
+        joined["descales"] = {f"{name}_descale": None if any(x[4][i] is None for x in in_batch) else
+                              torch.tensor([[x[4][i]] * heads for x in in_batch], dtype=torch.float32)
+                              for i, name in enumerate(("q", "k", "v"))}
+    return joined
 
 
 def _pool_pages(setup, l):

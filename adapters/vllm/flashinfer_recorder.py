@@ -22,6 +22,7 @@ import torch
 from engine import paged_csr_plan
 from engine.plan_run import PlanRun
 from engine.tensors import host
+from fp8_quant import scaled_fp8_quant
 
 # Arguments of plan() and run() that change which keys are read or how: accepted only at these values.
 _PLAN_INERT = {"custom_mask": None, "packed_custom_mask": None, "pos_encoding_mode": "NONE", "block_tables": None,
@@ -58,6 +59,10 @@ class _Wrapper:
                 raise ValueError("The size of paged_kv_indptr_buffer should be batch_size + 1")
         # what vLLM 0.1x's fast_plan_decode hands FlashInfer's scheduler on a replay (schedule())
         self._float_workspace_buffer = self._int_workspace_buffer = self._pin_memory_int_workspace_buffer = None
+        # the tensor-core decode's resolved kernel backend, which 0.15's fast_plan_decode asks to pass
+        # fa2's 19 scheduler arguments ("exactly 19 arguments for tensor core version", 0.15.0
+        # flashinfer.py:1674-1697); _Scheduler reads the first nine
+        self._backend = "fa2"
         self._cached_module = _Scheduler(self)
         self.scheduled = None  # the kv lengths the last plan scheduled (host)
         # FlashInfer's plan state, as vLLM's forward reads it
@@ -84,7 +89,8 @@ class _Wrapper:
         self._window_left, self._logits_soft_cap = int(window_left), float(logits_soft_cap or 0.0)
         self._sm_scale, self._causal = sm_scale, bool(causal)
 
-    def run(self, q, paged_kv_cache, *args, out=None, window_left=None, **others):
+    def run(self, q, paged_kv_cache, *args, out=None, window_left=None, q_scale=None, k_scale=None, v_scale=None,
+            **others):
         _only_inert(f"{type(self).__name__}.run", others, _RUN_INERT)
         if self.planned is None:
             raise RuntimeError(f"{type(self).__name__}.run before plan")
@@ -107,8 +113,23 @@ class _Wrapper:
         else:
             call.update(kv_indptr=p["kv_indptr"], kv_indices=host(p["kv_indices"], "kv_indices").to(torch.int64),
                         kv_last_page_len=p["kv_last_page_len"])
+        if k.dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+            # an fp8 cache: the scales the kernel takes, q_scale and k_scale into sm_scale, v_scale onto
+            # the output (FlashInfer 0.7.2 prefill.py:4322-4326; None: 1)
+            call["scales"] = (None if q_scale is None else _scalar(q_scale, "q_scale"),
+                              1.0 if k_scale is None else _scalar(k_scale, "k_scale"),
+                              1.0 if v_scale is None else _scalar(v_scale, "v_scale"))
         rec.calls.setdefault(rec.layer, []).append(call)
         return out if out is not None else torch.zeros_like(q)
+
+
+def _scalar(s, name):
+    """A run() scale: a float, or a one-value tensor (FlashInfer takes both)."""
+    if isinstance(s, torch.Tensor):
+        if s.numel() != 1:
+            raise NotImplementedError(f"run({name}=) of {s.numel()} values: only a per-tensor scale is modelled")
+        return float(host(s, name).flatten()[0])
+    return float(s)
 
 
 class _Decode(_Wrapper):
@@ -217,13 +238,27 @@ class Recorder:
         self.planning = -1
         self.calls = {}  # layer -> [recorded wrapper runs]
         self.agree = PlanRun()
+        self.quantized = {}  # an fp8 query's storage -> the batch token of its first row (quantize())
 
     def token_of(self, q):
-        """The batch token of q's first row: run() is handed a slice of the layer's query."""
+        """The batch token of q's first row: run() is handed a slice of the layer's query, or of an fp8
+        copy of one (quantize())."""
+        quantized = self.quantized.get(q.untyped_storage().data_ptr())
+        if quantized is not None:
+            return quantized + q.storage_offset() // q.stride(0)
         base = self.query
         if q.untyped_storage().data_ptr() != base.untyped_storage().data_ptr():
             raise RuntimeError("a FlashInfer wrapper ran on a query that is not a view of the layer's")
         return (q.storage_offset() - base.storage_offset()) // base.stride(0)
+
+    def quantize(self, input, scale=None, **kwargs):
+        """custom_ops.scaled_fp8_quant as FlashInferImpl.maybe_quant_query calls it on a slice of the
+        layer's query (0.33.0 flashinfer.py:2165-2183): fp8_quant's stand-in, its result remembered
+        as that slice's rows."""
+        first = self.token_of(input)
+        out, s = scaled_fp8_quant(input, scale, **kwargs)
+        self.quantized[out.untyped_storage().data_ptr()] = first
+        return out, s
 
     def replayed(self):
         """The CUDA graph replays: each captured call reads, now (after the replay's plan), the buffers
@@ -259,6 +294,8 @@ class Recorder:
         if hasattr(fi, "_get_multi_ctas_kv_counter_buffer"):  # a buffer of TRT-LLM's kernels only (0.3x)
             fi._get_multi_ctas_kv_counter_buffer = lambda *a, **k: None
         _no_cache_write()
+        if hasattr(fi, "custom_ops"):  # an fp8 query (maybe_quant_query) is quantized by vLLM's op
+            fi.custom_ops.scaled_fp8_quant = self.quantize
 
 
 _seq_lens = paged_csr_plan.seq_lens  # FlashInfer's get_seq_lens

@@ -30,7 +30,8 @@ def make_impl(vl, setup, l, impl_cls):
         extra["sinks"] = torch.tensor(m["sinks"], dtype=torch.float32, device=setup.device)
     return impl_cls(
         num_heads=m["q_heads"], head_size=setup.head_size, scale=m["sm_scale"], num_kv_heads=m["kv_heads"],
-        alibi_slopes=None, sliding_window=window, kv_cache_dtype="auto", logits_soft_cap=m["softcap"] or None,
+        alibi_slopes=None, sliding_window=window, kv_cache_dtype=getattr(setup.attn, "kv_cache_dtype", "auto"),
+        logits_soft_cap=m["softcap"] or None,
         attn_type=vl.AttentionType.DECODER, **extra)
 
 
@@ -56,12 +57,20 @@ def publish_layers(vl, setup, impl_cls, modules):
 
 
 def forward_inputs(setup, l):
-    """(layer, query, key, value, output) of layer l's forward over the step's tokens (padded ones included)."""
+    """(layer, query, key, value, output) of layer l's forward over the step's tokens (padded ones included).
+    The layer's fp8 scales as vLLM holds them: 0-d float32 tensors (set_default_quant_scales, 0.33.0
+    attention.py:136-138) holding the checkpoint's k_scale / v_scale (quantization/kv_cache.py:154-157),
+    kvfuzz's case.layers[l]["k_scale"] / ["v_scale"] (1 where absent); the query's 1 (a checkpoint with
+    q_scale 1: kvfuzz's queries are not rescaled)."""
     m, dt, dev, h = setup.model, setup.dtype, setup.device, setup.head_size
     tokens = setup.total_tokens
-    one = torch.ones(1, dtype=torch.float32, device=dev)
-    layer = types.SimpleNamespace(_q_scale=one, _k_scale=one, _v_scale=one, _q_scale_float=1.0, _k_scale_float=1.0,
-                                  _v_scale_float=1.0, _o_scale_float=None, layer_name=f"layers.{l}")
+    x = setup.layers_spec[l]
+    k_scale, v_scale = float(x.get("k_scale", 1.0)), float(x.get("v_scale", 1.0))
+    layer = types.SimpleNamespace(
+        _q_scale=torch.tensor(1.0, dtype=torch.float32, device=dev),
+        _k_scale=torch.tensor(k_scale, dtype=torch.float32, device=dev),
+        _v_scale=torch.tensor(v_scale, dtype=torch.float32, device=dev), _q_scale_float=1.0,
+        _k_scale_float=k_scale, _v_scale_float=v_scale, _o_scale_float=None, layer_name=f"layers.{l}")
     q = torch.zeros(tokens, m["q_heads"], h, dtype=dt, device=dev)
     k = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)
     v = torch.zeros(tokens, m["kv_heads"], h, dtype=dt, device=dev)

@@ -23,6 +23,7 @@ import types
 import torch
 
 from fake_runner import UnsupportedCase, construct
+from fp8_quant import scaled_fp8_quant
 
 DIMS = dict(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128)
 HEAD_SIZE = DIMS["kv_lora_rank"] + DIMS["qk_rope_head_dim"]  # the latent cache's width: 576
@@ -66,19 +67,6 @@ class _NoDevice:
                 return value(*args, **kwargs)
             return unpinned
         return value
-
-
-def scaled_fp8_quant(input, scale=None, num_token_padding=None, scale_ub=None, use_per_token_if_dynamic=False,
-                     output=None, group_shape=None):
-    """vllm._custom_ops.scaled_fp8_quant with a per-tensor scale (static_scaled_fp8_quant): e4m3 of
-    input / scale, saturated at +-448; how the fp8 decode path quantizes its query (with layer._q_scale)."""
-    if scale is None or scale.numel() != 1 or num_token_padding:
-        raise NotImplementedError("scaled_fp8_quant: only a static per-tensor scale is modelled")
-    quantized = (input.to(torch.float32) / scale.to(torch.float32)).clamp(-448.0, 448.0).to(torch.float8_e4m3fn)
-    if output is not None:
-        output.copy_(quantized)
-        quantized = output
-    return quantized, scale
 
 
 class MlaBackend:

@@ -20,6 +20,7 @@ import torch
 
 from engine.plan_run import PlanRun
 from engine.tensors import host, sinks as _sinks
+from fp8_quant import scaled_fp8_quant
 
 # Arguments of flash_attn_varlen_func that change which keys are read or how: recorded only at the
 # values that keep the modelled behaviour.
@@ -44,6 +45,7 @@ class Recorder:
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
         self.merges = {}     # layer -> merge_attn_states calls (cascade attention)
+        self.writes = {}     # layer -> (k_scale, v_scale) its forward's cache write quantized with (fp8)
         self.agree = PlanRun()  # the plan steps' arguments against the run steps'
 
     def install(self, module):
@@ -52,7 +54,7 @@ class Recorder:
         kernels = {"flash_attn_varlen_func": self.flash_attn_varlen_func,
                    "get_scheduler_metadata": self.get_scheduler_metadata,
                    "unified_attention": self.unified_attention,
-                   "reshape_and_cache_flash": lambda *args, **kwargs: None,
+                   "reshape_and_cache_flash": self.reshape_and_cache_flash,
                    "triton_reshape_and_cache_flash": lambda *args, **kwargs: None,
                    "merge_attn_states": self.merge_attn_states,
                    "chunked_prefill_paged_decode": self.unexpected("chunked_prefill_paged_decode (Triton's prefill-decode split)")}
@@ -63,6 +65,8 @@ class Recorder:
         for name, kernel in kernels.items():
             if hasattr(module, name) or name in always:
                 setattr(module, name, kernel)
+        if hasattr(module, "ops"):  # 0.10's FlashAttention impl quantizes an fp8 cache's query itself
+            module.ops.scaled_fp8_quant = scaled_fp8_quant
 
     def flash_attn_varlen_func(self, q, k, v, max_seqlen_q, cu_seqlens_q, max_seqlen_k, seqused_k=None,
                                softmax_scale=None, causal=False, window_size=None, block_table=None, softcap=0.0,
@@ -75,12 +79,18 @@ class Recorder:
             raise NotImplementedError("flash_attn_varlen_func without a block table (varlen K/V) is not modelled")
         window = list(window_size) if window_size is not None else [-1, -1]
         sinks = _sinks(others.get("s_aux"), "s_aux")
+        descales = self._descales(k, cu_seqlens_q, others)
+        if descales is not None and self.layer in self.writes:  # what the write stored by, against what is read by
+            for i, name in enumerate(("k_descale", "v_descale")):
+                self.agree.check(name, self.writes[self.layer][i], float(descales[name].flatten()[0]), self.layer,
+                                 "the layer's cache write (reshape_and_cache_flash's scale) against the kernel's read")
         if scheduler_metadata is not None and not self.capturing:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
         self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
                      causal, window, sinks=sinks, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
-                     **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}))
+                     **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}),
+                     **({"descales": descales} if descales is not None else {}))
         if not return_softmax_lse:
             return out
         # cascade_attention's two calls: an output and its LSE, each naming the call it came from
@@ -88,6 +98,36 @@ class Recorder:
         index = len(self.calls[self.layer]) - 1
         result = torch.full((int(q.shape[0]), 1), float(index), device=q.device)
         return result, result.clone()
+
+    def reshape_and_cache_flash(self, key, value, key_cache, value_cache, slot_mapping, kv_cache_dtype, k_scale,
+                                v_scale, *args, **kwargs):
+        """The cache write a release's forward makes itself (up to 0.1x; later the runner's
+        do_kv_cache_update): kvfuzz writes the values, so nothing is written; on an fp8 cache the
+        scales it quantizes by, e4m3(x / k_scale), are kept for the layer's kernel calls to read by."""
+        if str(kv_cache_dtype).startswith("fp8"):
+            self.writes[self.layer] = (float(host(k_scale, "k_scale").flatten()[0]),
+                                       float(host(v_scale, "v_scale").flatten()[0]))
+
+    def _descales(self, k, cu_seqlens_q, others):
+        """An fp8 cache's q/k/v_descale as the kernel consumes them: float32 [batch, kv_heads]
+        (vllm_flash_attn/cute/interface.py:920-928 checks that shape; FA3's C++ API the same), kept
+        as handed (a CUDA graph's replay reads them then). A descale left out is read as 1 (FlashAttention
+        scales by nothing it was not handed). None where the cache is not fp8: the kernel then takes
+        no descale (FA4 drops them, interface.py:439-442)."""
+        if k.dtype not in (torch.float8_e4m3fn, torch.float8_e5m2):
+            return None
+        rows, heads = int(cu_seqlens_q.shape[0]) - 1, int(k.shape[-2])
+        got = {}
+        for name in ("q_descale", "k_descale", "v_descale"):
+            t = others.get(name)
+            if t is None:
+                got[name] = None if name == "q_descale" else torch.ones(rows, heads)
+                continue
+            if tuple(t.shape) != (rows, heads) or t.dtype != torch.float32:
+                raise RuntimeError(f"layer {self.layer}: flash_attn_varlen_func({name}=) of shape {tuple(t.shape)} "
+                                   f"{t.dtype}; the kernel takes float32 [{rows}, {heads}] (batch, kv heads)")
+            got[name] = t if self.capturing else host(t, name).clone()
+        return got
 
     def _record(self, kernel, k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                 **extra):
@@ -162,6 +202,8 @@ class Recorder:
             for c in calls:
                 for name in ("page_table", "cache_seqlens", "cu_seqlens_q"):
                     c[name] = host(c[name], name)
+                for name, t in c.get("descales", {}).items():
+                    c["descales"][name] = None if t is None else host(t, name).clone()
                 schedule = c.pop("schedule", None)
                 if schedule is not None:
                     self._check_replayed_schedule(layer, c, schedule)

@@ -2,7 +2,7 @@
 
     python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
         [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
-        [--kv-cache-dtype auto|fp8]   # mla_*: vLLM's --kv-cache-dtype (fp8: the latent cache in e4m3 bytes)
+        [--kv-cache-dtype auto|fp8]   # fa, mla_*: vLLM's --kv-cache-dtype (fp8: the cache in e4m3 bytes; fa: with the layers' scales)
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
@@ -56,9 +56,10 @@ def parse_args():
                         "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
                         "where async scheduling, vLLM's default with EAGLE, hands none (eagle_drafting.py)")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
-                   help="vLLM's --kv-cache-dtype: auto (the model's dtype) or fp8 (e4m3 bytes; MLA backends: the "
-                        "release's fp8 decode path, FlashMLA's get_mla_metadata_dense_fp8 and "
-                        "flash_mla_with_kvcache_fp8 from 0.15 on, recorded; mla_backends.py)")
+                   help="vLLM's --kv-cache-dtype: auto (the model's dtype) or fp8 (e4m3 bytes; fa: the impls built "
+                        "for fp8 with each layer's k_scale / v_scale, the q/k/v_descale each kernel call is handed "
+                        "recorded into the plan; MLA backends: the release's fp8 decode path, FlashMLA's "
+                        "get_mla_metadata_dense_fp8 and flash_mla_with_kvcache_fp8 from 0.15 on, recorded; mla_backends.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -71,8 +72,9 @@ def parse_args():
         p.error(f"--allocator vllm: the page_table backends (fa, triton) map vLLM's blocks back, not --backend {args.backend}")
     if args.runner != "v1" and args.backend not in ("fa", "triton"):
         p.error(f"--runner {args.runner}: Model Runner V2 is modelled on --backend fa and triton, not {args.backend}")
-    if args.kv_cache_dtype != "auto" and not args.backend.startswith("mla_"):
-        p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on the MLA backends (mla_*), not --backend {args.backend}")
+    if args.kv_cache_dtype != "auto" and not (args.backend.startswith("mla_") or args.backend in ("fa", "flashinfer")):
+        p.error(f"--kv-cache-dtype {args.kv_cache_dtype}: modelled on FlashAttention (fa), FlashInfer and the MLA "
+                f"backends (mla_*), not --backend {args.backend}")
     if args.runner == "v2" and args.no_async_scheduling:
         p.error("--runner v2 --no-async-scheduling: Model Runner V2's speculator reads no host seq_lens (the flag "
                 "changes what the V1 runner hands EagleProposer only: eagle_drafting.py)")
@@ -106,6 +108,12 @@ SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decod
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace, ARGS.kv_cache_dtype) if ARGS.backend in MLA else None  # what MLA layers answer
+if ARGS.backend in ("fa", "flashinfer") and ARGS.kv_cache_dtype != "auto":  # the fp8 cache's bytes, the impls' kv_cache_dtype
+    try:
+        ATTN = VL.layers_of(VL.attention_backend(ARGS.backend), ARGS.kv_cache_dtype)
+    except ValueError as e:
+        print(f"vllm_planner.py: --kv-cache-dtype {ARGS.kv_cache_dtype}: {e}", file=sys.stderr)
+        sys.exit(2)
 # FlashAttention and Triton take gpt-oss's attention sinks (the impl's `sinks`: s_aux / sinks, recorded)
 BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, dict(SUPPORTS, sinks=True)),
             "triton": ("page_table", triton_page_table.plan, dict(SUPPORTS, sinks=True)),
@@ -115,7 +123,7 @@ BACKENDS = {"fa": ("page_table", flash_attn_page_table.plan, dict(SUPPORTS, sink
             # FlashInfer: vLLM's kernel block sizes on sm90; CUDA graphs (flashinfer_graph.py)
             "flashinfer": ("paged_csr", flashinfer_paged_csr.plan,
                            dict(SUPPORTS, modes=["decode", "extend", "mixed"], page_sizes=[16, 32, 64]))}
-if ATTN is not None:  # MLA models of full layers, eager and under CUDA graphs (mla_latent.py, mla_graph.py)
+if ARGS.backend in MLA:  # MLA models of full layers, eager and under CUDA graphs (mla_latent.py, mla_graph.py)
     BACKENDS[ARGS.backend] = ("mla", mla_latent.plan, dict(
         SUPPORTS, modes=["decode", "extend", "mixed", "target_verify"], layer_kinds=["full"], softcap=False, mla=True,
         non_mla=False, hybrid_swa=False,
@@ -144,6 +152,11 @@ def plan(case):
     if case.batch["mode"] in DRAFTING and ARGS.allocator == "vllm":
         raise kv.Unsupported("EAGLE drafting under vLLM's own allocation is not modelled: its scheduler allocates the "
                              "drafts' slots as lookahead tokens (allocate_slots' num_lookahead_tokens)")
+    if any(float(x.get(k, 1.0)) != 1.0 for x in case.layers for k in ("k_scale", "v_scale")) and (
+            ARGS.backend in ("fa", "flashinfer") and ARGS.kv_cache_dtype == "auto"):
+        # (the other backends' plans carry no scales: their executor reads the cache by the layer's)
+        raise kv.Unsupported(f"fp8 KV-cache scales (model.layers[].k_scale / v_scale) on --backend {ARGS.backend}: "
+                             "vLLM's auto cache holds no scaled values (--kv-cache-dtype fp8 runs its fp8 path)")
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")

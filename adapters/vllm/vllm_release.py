@@ -263,13 +263,22 @@ class Vllm:
                 return None
         return self.flash_attn.FlashAttentionBackend if name == "fa" else None
 
-    def layers_of(self, backend):
+    def layers_of(self, backend, kv_cache_dtype="auto"):
         """What `backend`'s layers answer, as fake_runner.Setup asks an attention backend (mla_backends.py
-        answers the same for MLA): head_size, supports_block_size, kv_cache_shape, dtype, mla, name."""
+        answers the same for MLA): head_size, supports_block_size, kv_cache_shape, dtype, mla, name;
+        kv_cache_dtype (vLLM's --kv-cache-dtype: "auto", or "fp8", whose cache vLLM allocates as bytes,
+        STR_DTYPE_TO_TORCH_DTYPE's torch.uint8, and the impls view as e4m3) and the cache tensor's dtype."""
         vl = self
+        if kv_cache_dtype not in ("auto", "fp8"):
+            raise ValueError(f"kv_cache_dtype {kv_cache_dtype}: auto or fp8")
+        if kv_cache_dtype != "auto" and hasattr(backend, "supports_kv_cache_dtype") and \
+                not backend.supports_kv_cache_dtype(kv_cache_dtype):
+            raise ValueError(f"vLLM {self.version}'s {backend.get_name()} does not take --kv-cache-dtype {kv_cache_dtype} "
+                             "(its supports_kv_cache_dtype)")
 
         class Layers:
             mla, dtype, name = False, torch.float16, backend.get_name()
+            cache_dtype = torch.uint8 if kv_cache_dtype == "fp8" else dtype
 
             @staticmethod
             def head_size(head_dim):
@@ -283,6 +292,7 @@ class Vllm:
             def kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size):
                 return vl.kv_cache_shape(num_blocks, block_size, num_kv_heads, head_size, backend)
 
+        Layers.kv_cache_dtype = kv_cache_dtype
         return Layers
 
     def supports_block_size(self, block_size, backend=None):

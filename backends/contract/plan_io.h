@@ -27,6 +27,7 @@
 #include "backends/common/checked_buffer.h"
 #include "backends/common/kv_pools.h"
 #include "backends/contract/npy.h"
+#include "backends/descales.h"
 #include "reference/scenario.h"
 
 namespace kvfuzz {
@@ -115,6 +116,13 @@ class PlanIo {
     }
   }
 
+  // A list added after contract version 1: absent reads as empty, empty is not written.
+  template <class S, class F>
+  void optional_list(const char* key, std::vector<S>& items, F&& io_item) {
+    if (reading_ ? !(meta_->is_object() && meta_->contains(key)) : items.empty()) return;
+    list(key, items, std::forward<F>(io_item));
+  }
+
   // A list of enum values, as names.
   template <class E, size_t N>
   void enum_list(const char* key, std::vector<E>& values, const EnumNames<E, N>& names) {
@@ -190,6 +198,18 @@ std::unique_ptr<Plan> read_plan_as(const ArraySet& set, IoPlan io_plan) {
 inline constexpr EnumNames<PoolKind, 2> kPoolKindNames{{{PoolKind::full, "full"}, {PoolKind::swa, "swa"}}};
 inline constexpr EnumNames<LayerKind, 3> kLayerKindNames{
     {{LayerKind::full, "full"}, {LayerKind::sliding_window, "sliding_window"}, {LayerKind::chunked, "chunked"}}};
+
+// fp8 descales per layer (descales.h; FAMILIES.md `descales`), shared by the families that carry them.
+template <class Io>
+void io_call_descales(Io& io, CallDescales& d) {
+  io.optional_field("q", d.q);
+  io.field("k", d.k);
+  io.field("v", d.v);
+}
+template <class Io>
+void io_layer_descales(Io& io, LayerDescales& d) {
+  io.list("parts", d.parts, io_call_descales<Io>);
+}
 
 template <class Io>
 void io_layer(Io& io, Layer& l) {

@@ -91,6 +91,12 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
                       {"window", layer.window},
                       {"chunk", layer.chunk},
                       {"pool", pool_of(s, l) == PoolKind::swa ? "swa" : "full"}});
+    // the layer's fp8 scales where not 1 (a checkpoint's k_scale / v_scale: what a planner builds
+    // its layers with, vLLM's layer._k_scale), the same the value sets' kv_scales carry
+    if (layer.scaled()) {
+      layers.back()["k_scale"] = layer.k_scale;
+      layers.back()["v_scale"] = layer.v_scale;
+    }
   }
   nlohmann::json j = {{"contract_version", kContractVersion},
           {"model",

@@ -251,6 +251,9 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
     for (size_t p = 0; p < want.size(); ++p)
       CallChecker{check, group.parts[p], layer, rows_of_tokens}.run(want[p]);
     check_sinks(check, group, layer);
+    std::vector<CallShape> calls;
+    for (const FaCall& c : group.parts) calls.push_back({c.name, c.rows});
+    check_descales(check, descales, layer, calls);
   }
   check_split_lengths(*this, check, rows_of_tokens);
 }

@@ -12,8 +12,9 @@ namespace {
 
 // One flash_attn_with_kvcache call. FlashAttention's mask: with causal or a window (W, 0) the
 // right edge is the bottom-right diagonal; a window also cuts keys below it - W.
-void run_call(LayerContext& ctx, const FaCall& call, int32_t window_left, const std::vector<int32_t>& rows_of_tokens,
-              Partial& part) {
+void run_call(LayerContext& ctx, const FaCall& call, const CallDescales* descales, int32_t window_left,
+              const std::vector<int32_t>& rows_of_tokens, Partial& part) {
+  const int32_t kv_heads = ctx.input().scenario.model.kv_heads;
   const bool right_edge = call.causal || window_left >= 0;
   std::vector<int64_t> q_tokens;
   for (int32_t b = 0; b < call.rows; ++b) {
@@ -27,6 +28,8 @@ void run_call(LayerContext& ctx, const FaCall& call, int32_t window_left, const 
     const int32_t batch_row = q_begin >= 0 && q_begin < static_cast<int32_t>(rows_of_tokens.size())
                                   ? rows_of_tokens[static_cast<size_t>(q_begin)]
                                   : -1;
+    const std::optional<RowDescale> descale =
+        descales ? std::optional(row_descale(*descales, call.name, call.rows, b, kv_heads, ctx.layer())) : std::nullopt;
     attend_row(
         ctx, batch_row, q_tokens, k_len,
         [&](int64_t k) {
@@ -37,7 +40,7 @@ void run_call(LayerContext& ctx, const FaCall& call, int32_t window_left, const 
           if (right_edge && k > last) return false;
           return window_left < 0 || k >= last - window_left;
         },
-        part);
+        part, descale ? &*descale : nullptr);
     // s_aux: the kernel's softmax takes the sink in, for its own query tokens
     if (!call.sinks.empty())
       for (int32_t t = q_begin; t < q_end; ++t) part.fold_sinks(t, call.sinks);
@@ -57,9 +60,10 @@ void run_fa(const FaPlan& plan, const RunInput& in, RunOutput& out) {
     // window_size = (sliding_window_size, 0) for sliding-window layers, (-1, -1) otherwise.
     const int32_t window_left = l.kind == LayerKind::sliding_window ? l.window : -1;
     std::optional<Partial> merged;
-    for (const FaCall& call : plan.group_of(layer).parts) {
+    const std::vector<FaCall>& parts = plan.group_of(layer).parts;
+    for (size_t j = 0; j < parts.size(); ++j) {
       Partial part = ctx.make_partial();
-      run_call(ctx, call, window_left, rows_of_tokens, part);
+      run_call(ctx, parts[j], descales_of(plan.descales, layer, j), window_left, rows_of_tokens, part);
       if (merged)
         merged->merge(part);  // merge_state(o_main, lse_main, o_expand, lse_expand)
       else

@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/checked_buffer.h"
+#include "backends/descales.h"
 
 namespace kvfuzz::fa {
 
@@ -78,6 +79,11 @@ struct FaPlan : Plan {
   bool has_sliding = false;  // false: sliding-window layers read `full`
   FaGroup sliding;
   std::vector<FaGroup> local;  // one per chunk size of the model
+  // One per layer where the planner recorded a quantized cache's descales (FlashAttention's
+  // q/k/v_descale, float32 [rows][kv_heads] per call; vLLM's --kv-cache-dtype fp8: descales.h);
+  // empty: the kernel reads the cache by the layer's own scales (Layer::k_scale), as kvfuzz's
+  // planner and sglang's calls state nothing of them.
+  std::vector<LayerDescales> descales;
 
   const FaGroup& group_of(int32_t layer) const;
   void check_metadata(MetadataChecker& check) const override;

@@ -67,6 +67,7 @@ FaCall merge_call(const std::vector<const FaCall*>& calls, const std::vector<Bat
 
 std::string batch_shape(const BatchCase& c) {
   const auto& p = dynamic_cast<const FaPlan&>(*c.plan);
+  if (!p.descales.empty()) return "";  // fp8 descales are per call row: not merged
   std::string shape = p.has_sliding ? "sliding" : "no-sliding";
   for (const Layer& l : p.layers) shape += " " + batch::layer_shape(l);
   for (const FaGroup* g : groups(p)) {

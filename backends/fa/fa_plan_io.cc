@@ -40,6 +40,7 @@ void io_plan(PlanIo& io, FaPlan& p) {
   io.field("has_sliding", p.has_sliding);
   io.object("sliding", p.sliding, io_group);
   io.list("local", p.local, io_group);
+  io.optional_list("descales", p.descales, io_layer_descales<PlanIo>);
 }
 
 // Which group each layer reads ("full", "sliding", "local.<i>") and its window_left: derived

@@ -162,6 +162,14 @@ void FlashInferPlan::check_metadata(MetadataChecker& check) const {
     const auto layer = static_cast<int32_t>(first_layer - group_of_layer.begin());
     for (const WrapperPlan& w : groups[gi].calls) CallChecker(groups[gi], layer, w, check).run();
   }
+  std::vector<CallShape> calls;  // descales: every layer's own, over its group's calls
+  for (int32_t l = 0; l < static_cast<int32_t>(group_of_layer.size()) && !descales.empty(); ++l) {
+    calls.clear();
+    for (size_t j = 0; j < groups[static_cast<size_t>(group_of_layer[static_cast<size_t>(l)])].calls.size(); ++j)
+      calls.push_back({"flashinfer." + std::to_string(j),
+                       groups[static_cast<size_t>(group_of_layer[static_cast<size_t>(l)])].calls[j].rows});
+    check_descales(check, descales, l, calls);
+  }
 }
 
 void FlashInferPlan::check_guards() const {

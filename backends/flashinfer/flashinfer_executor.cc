@@ -2,6 +2,8 @@
 
 #include <numbers>
 #include <numeric>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "backends/attend.h"
@@ -35,8 +37,10 @@ void merge_base2(Partial& acc, Partial part, MergeKernel kernel) {
   to_base2(acc);
 }
 
-void run_call(LayerContext& ctx, const WrapperPlan& w, Partial& out) {
+void run_call(LayerContext& ctx, const WrapperPlan& w, const CallDescales* descales, const std::string& name,
+              Partial& out) {
   const ReadSource pool = ctx.pool_source();
+  const int32_t kv_heads = ctx.input().scenario.model.kv_heads;
   std::vector<int64_t> tokens;
   for (int32_t r = 0; r < w.rows; ++r) {
     const int64_t q0 = w.qo_indptr[r], q_len = w.qo_indptr[r + 1] - q0;
@@ -52,9 +56,15 @@ void run_call(LayerContext& ctx, const WrapperPlan& w, Partial& out) {
       return !w.causal || k <= q_abs;
     };
     const int32_t batch_row = r / w.rows_per_batch_row;
+    const std::optional<RowDescale> descale =
+        descales ? std::optional(row_descale(*descales, name, w.rows, r, kv_heads, ctx.layer())) : std::nullopt;
     if (w.paged()) {
-      attend_row(ctx, batch_row, tokens, k_len,
-                 [&](int64_t k) { return Read{pool, paged_csr_slot(w.kv_indices, kv0, k, w.page_size)}; }, visible, out);
+      attend_row(
+          ctx, batch_row, tokens, k_len,
+          [&](int64_t k) {
+            return Read{pool, paged_csr_slot(w.kv_indices, kv0, k, w.page_size)};
+          },
+          visible, out, descale ? &*descale : nullptr);
     } else {
       attend_row(ctx, batch_row, tokens, k_len, [&](int64_t k) { return Read{ReadSource::batch, kv0 + k}; }, visible,
                  out);
@@ -74,7 +84,7 @@ void run_flashinfer(const FlashInferPlan& plan, const RunInput& in, RunOutput& o
     Partial acc = ctx.make_partial();
     for (size_t c = 0; c < g.calls.size(); ++c) {
       Partial part = ctx.make_partial();
-      run_call(ctx, g.calls[c], part);
+      run_call(ctx, g.calls[c], descales_of(plan.descales, layer, c), "flashinfer." + std::to_string(c), part);
       to_base2(part);
       if (c == 0) acc = std::move(part);
       else merge_base2(acc, std::move(part), plan.merge);

@@ -18,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "backends/common/checked_buffer.h"
+#include "backends/descales.h"
 
 namespace kvfuzz::flashinfer {
 
@@ -74,6 +75,10 @@ class FlashInferPlan final : public Plan {
   MergeKernel merge = MergeKernel::flashinfer_base2;
   std::vector<LayerGroupPlan> groups;
   std::vector<int32_t> group_of_layer;  // [layers]
+  // One per layer where the planner recorded an fp8 cache's scales (FlashInfer's run(q_scale,
+  // k_scale, v_scale), each call's scalars over its rows and KV heads; vLLM's --kv-cache-dtype fp8:
+  // descales.h); empty: the cache is read by the layer's own scales (Layer::k_scale).
+  std::vector<LayerDescales> descales;
 
   void check_metadata(MetadataChecker& check) const override;
   void check_guards() const override;

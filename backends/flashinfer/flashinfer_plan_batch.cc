@@ -70,6 +70,7 @@ WrapperPlan merge_call(const std::vector<const WrapperPlan*>& calls, const std::
 
 std::string batch_shape(const BatchCase& c) {
   const auto& p = dynamic_cast<const FlashInferPlan&>(*c.plan);
+  if (!p.descales.empty()) return "";  // fp8 descales are per call row: not merged
   std::string shape =
       "ps " + std::to_string(p.page_size) + (p.merge == MergeKernel::natural_exp ? " natural" : "") + " layers";
   for (int32_t g : p.group_of_layer) shape += " " + std::to_string(g);

@@ -43,6 +43,7 @@ void io_plan(PlanIo& io, FlashInferPlan& p) {
   io.enumeration("merge", p.merge, kMergeNames);
   io.list("groups", p.groups, io_group);
   io.field("group_of_layer", p.group_of_layer);
+  io.optional_list("descales", p.descales, io_layer_descales<PlanIo>);
 }
 
 }  // namespace

@@ -374,6 +374,57 @@ void sweep(Profile profile, int64_t cases) {
 
 TEST(FaGenerated, PassesTinyCases) { sweep(Profile::tiny, testing::test_cases(2000)); }
 TEST(FaGenerated, PassesSmallCases) { sweep(Profile::small, testing::test_cases(1000)); }
+// fp8 descales in the plan (FaPlan::descales, descales.h): the executor attends with stored values
+// times them and check_metadata holds them against the layer's scales. The layer's own scales give
+// the plan-less result bit for bit; k and v swapped change the output and are named; a descale
+// list of the wrong length is a Violation, not a silent fall-back to the layer's scale.
+TEST(FaDescales, ConsumedByTheExecutorAndCheckedAgainstTheLayer) {
+  int checked = 0;
+  for (uint64_t seed = 1; seed < 40 && checked < 3; ++seed) {
+    const Scenario s = generate(seed, Profile::fp8);
+    const Layer& l0 = s.model.layers.front();
+    if (s.model.mla || l0.k_scale == l0.v_scale || !fa_backend().supports(s).ok) continue;
+    const CaseContext ctx(s);
+    const Prepared& p = ctx.prepared();
+    std::unique_ptr<Plan> planned = fa_backend().plan({s, p.cache, ctx.batch(), {}});
+    auto& plan = static_cast<FaPlan&>(*planned);
+    auto run = [&] {
+      KvPools pools(s, p.cache, ctx.values());
+      RunOutput out(s, p.batch);
+      fa_backend().run(plan, {s, p.cache, p.batch, pools, ctx.tensors()}, out);
+      return out.out;
+    };
+    const std::vector<float> want = run();
+    auto set = [&](bool swapped) {
+      plan.descales.clear();
+      for (int32_t l = 0; l < static_cast<int32_t>(s.model.layers.size()); ++l) {
+        const Layer& layer = s.model.layers[static_cast<size_t>(l)];
+        LayerDescales d;
+        for (const FaCall& c : plan.group_of(l).parts) {
+          const auto n = static_cast<size_t>(c.rows * s.model.kv_heads);
+          d.parts.push_back({std::vector<double>(n, 1.0),
+                             std::vector<double>(n, swapped ? layer.v_scale : layer.k_scale),
+                             std::vector<double>(n, swapped ? layer.k_scale : layer.v_scale)});
+        }
+        plan.descales.push_back(d);
+      }
+    };
+    set(false);
+    EXPECT_EQ(run(), want) << "seed " << seed;
+    EXPECT_TRUE(metadata_findings(ctx, plan).empty()) << "seed " << seed;
+    set(true);
+    EXPECT_NE(run(), want) << "seed " << seed;
+    const auto found = metadata_findings(ctx, plan);
+    ASSERT_FALSE(found.empty()) << "seed " << seed;
+    EXPECT_NE(found.front().message.find("is handed k_descale[0][0] = "), std::string::npos) << found.front().message;
+    set(false);
+    plan.descales.front().parts.front().k.pop_back();
+    EXPECT_THROW(run(), Violation) << "seed " << seed;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 TEST(FaGenerated, PassesMediumCases) { sweep(Profile::medium, testing::test_cases(50)); }
 TEST(FaGenerated, PassesGptOssCasesWithSinks) { sweep(Profile::gpt_oss, testing::test_cases(100)); }
 

@@ -344,6 +344,56 @@ TEST(FlashInferFaults, LastPageLenOverflowExistsOnlyWherePagesDo) {
   EXPECT_FALSE(p.check().empty());
 }
 
+// fp8 scales in the plan (FlashInferPlan::descales, descales.h: vLLM's run(k_scale, v_scale) per
+// row): the executor reads a paged row's stored values times them; the layer's own scales give the
+// plan-less result bit for bit, k and v swapped change it and are named by check_metadata.
+TEST(FlashInferDescales, ConsumedByTheExecutorAndCheckedAgainstTheLayer) {
+  int checked = 0;
+  for (uint64_t seed = 1; seed < 60 && checked < 3; ++seed) {
+    const Scenario s = generate(seed, Profile::fp8);
+    const Layer& l0 = s.model.layers.front();
+    const Backend& b = flashinfer_paged_backend();
+    if (s.model.mla || l0.k_scale == l0.v_scale || !b.supports(s).ok) continue;
+    Planned p(s, b);
+    auto& plan = const_cast<FlashInferPlan&>(p.fi());
+    bool paged = true;
+    for (const auto& g : plan.groups)
+      for (const WrapperPlan& w : g.calls) paged = paged && w.paged();
+    if (!paged) continue;  // ragged calls read the batch's new K/V, which no scale touches
+    auto run = [&] {
+      KvPools pools(s, p.ctx.prepared().cache, p.ctx.values());
+      RunOutput out(s, p.ctx.prepared().batch);
+      b.run(plan, {s, p.ctx.prepared().cache, p.ctx.prepared().batch, pools, p.ctx.tensors()}, out);
+      return out.out;
+    };
+    const std::vector<float> want = run();
+    auto set = [&](bool swapped) {
+      plan.descales.clear();
+      for (size_t l = 0; l < s.model.layers.size(); ++l) {
+        const Layer& layer = s.model.layers[l];
+        LayerDescales d;
+        for (const WrapperPlan& w : plan.groups[static_cast<size_t>(plan.group_of_layer[l])].calls) {
+          const auto n = static_cast<size_t>(w.rows * s.model.kv_heads);
+          d.parts.push_back({{}, std::vector<double>(n, swapped ? layer.v_scale : layer.k_scale),
+                             std::vector<double>(n, swapped ? layer.k_scale : layer.v_scale)});
+        }
+        plan.descales.push_back(d);
+      }
+    };
+    set(false);
+    EXPECT_EQ(run(), want) << "seed " << seed;
+    EXPECT_TRUE(p.check().empty()) << "seed " << seed;
+    set(true);
+    EXPECT_NE(run(), want) << "seed " << seed;
+    const auto found = p.check();
+    ASSERT_FALSE(found.empty()) << "seed " << seed;
+    EXPECT_NE(found.front().message.find("call flashinfer.0 is handed k_descale[0][0] = "), std::string::npos)
+        << found.front().message;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 TEST(FlashInferFaults, UntranslatedWindowIndicesArePinpointed) {
   Planned p(hybrid_case(), flashinfer_backend(), {"flashinfer_swa_untranslated"});
   EXPECT_EQ(all(p.call(1).kv_indices), (Ints{13, 14, 15}));
