@@ -12,6 +12,8 @@
 #  - group-table-not-swapped: a drafting step on sliding and full layers (draft_decode_groups_gpt_oss.json,
 #    Step3p5MTPProposer) whose full layers get the sliding group's block table: in-bounds, oracle; the
 #    same case unsupported on 0.11.0 with vLLM's reason (validate_same_kv_cache_group).
+#  - gemma4-table-not-swapped: the same bug in Gemma4Proposer (--multi-group-drafter gemma4), caught on its
+#    first pass by gemma4_draft_groups.json.
 # (0.11.0's findings on the seed triage as vllm#29845: ci/vllm.sh known and releases, in vllm_seeds_test.)
 # ctest reports it skipped (never passed) where vLLM 0.33.0/0.11.0 or the torch venv are missing.
 #  - the target step's rejected tokens past the drafting layout (draft_decode_swa_rejected.json clean on
@@ -27,15 +29,15 @@ NEEDS="0.33.0 0.11.0 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 REJECTED=corpus/vllm/draft_decode_rejected.json
 
-# mutant NAME FILE OLD NEW CASE PATTERN: FILE (under the release's vllm/) edited in a copy of the
+# mutant NAME FILE OLD NEW CASE PATTERN [PLANNER_ARGS]: FILE (under the release's vllm/) edited in a copy of the
 # release (a tree of links, the one file copied; the release folder resolved first, so a linked .vllm/R is
 # never itself copied as a link and edited through); the case must then fail with PATTERN in the output.
 mutant() {
-  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 site=$WORK/site-$1
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 extra=${7:-} site=$WORK/site-$1
   cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
   replace "$site/vllm/$file" "$old" "$new" || return
   out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
-    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa" 2>&1)
+    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa $extra" 2>&1)
   if grep -q "finding(s)" <<<"$out" && grep -q -- "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"
   else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }
@@ -57,6 +59,14 @@ mutant group-table-not-swapped v1/spec_decode/step3p5.py \
   '                cm.block_table_tensor = self._per_group_block_tables[gid][:num_reqs]' \
   '                cm.block_table_tensor = common_attn_metadata.block_table_tensor' \
   corpus/vllm/draft_decode_groups_gpt_oss.json "in-bounds: layer 1 (full)"
+# Gemma4Proposer's first pass (--multi-group-drafter gemma4; gemma4_draft_groups.json, a draft_extend_v2 step on
+# sliding and full layers, clean on 0.27.1, 0.28.0, 0.33.0): every group's metadata built with the drafter's own
+# group's table (layer 0's, the sliding one) instead of the table the runner handed for the group (gemma4.py:95).
+# One kvfuzz check: 4.8 s idle, 5.5 s at load 3 (2026-11-28).
+mutant gemma4-table-not-swapped v1/spec_decode/gemma4.py \
+  '                cm.block_table_tensor = self._per_group_block_tables[gid][:batch_size]' \
+  '                cm.block_table_tensor = common_attn_metadata.block_table_tensor' \
+  corpus/vllm/gemma4_draft_groups.json "in-bounds: layer 1 (full)" "--multi-group-drafter gemma4"
 # where the release has no multi-group proposer (up to 0.22.1), vLLM's reason, unsupported
 out=$("$K" check corpus/vllm/draft_decode_groups_gpt_oss.json --backend vllm_fa_0_11_0:fa \
   --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/0.11.0 --backend fa" 2>&1)

@@ -14,12 +14,19 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   several groups is, for EagleProposer, a draft model vLLM refuses at start-up.
 - Two model-specific proposers drop the assertion. Step3p5MTPProposer (step3p5.py, from 0.23.0;
   `method == "mtp"` with a `step3p5_mtp` draft config: speculative.py:2108) drafts on layers of every
-  group, each group's block table and slot mapping its own. Gemma4Proposer (gemma4.py, from 0.22.0)
-  swaps in each group's block table, but its layers share the target's KV (they write nothing) and
-  draft from one constant position, which is not kvfuzz's draft_decode (draft u written at S + u):
-  not driven.
+  group, each group's block table and slot mapping its own. Gemma4Proposer (gemma4.py, from 0.22.0;
+  `method == "mtp"` with a `gemma4_mtp` draft config: speculative.py:2100-2106, picked before
+  Step3p5MTPProposer, gpu_model_runner.py:641-644) swaps in each group's block table
+  (build_per_group_and_layer_attn_metadata, gemma4.py:72-104) and hands every layer the drafter's own
+  group's slots (llm_base_proposer.py:402-418); its layers share the target's KV
+  (kv_sharing_target_layer_name, gemma4.py:356: Attention writes nothing, attention.py:549, :569) and
+  its drafting loop keeps positions, seq_lens and metadata constant (constant_draft_positions,
+  gemma4.py:49; llm_base_proposer.py:644-647, :699-715). Driven (--multi-group-drafter gemma4) on its
+  first pass, draft_extend_v2; its drafting steps read the target's keys from the last verified
+  position, which is not kvfuzz's draft_decode (draft u written and read at S + u): unsupported.
 - The runner hands each group's block table and slot mapping of the target step
-  (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516) and the drafter's own group's
+  (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516; Gemma4Proposer only the tables,
+  `set_per_group_block_table`, :2517-2520) and the drafter's own group's
   CommonAttentionMetadata (`spec_decode_common_attn_metadata`, :2497-2511); the proposer's loop
   advances the primary group's slots with the release's Triton kernel and every other group's with
   its own code (step3p5.py `_update_positions_dependent_metadata`), and builds each group's metadata
@@ -35,10 +42,12 @@ import importlib
 import importlib.util
 import types
 
-# the release's proposers that draft across KV-cache groups with their own slots per group:
+# the release's proposers that draft across KV-cache groups, by the planner's --multi-group-drafter:
 # (module, class, method, the draft config's model_type that makes the runner pick it, its architecture:
-# speculative.py:1049-1051)
-MULTI_GROUP = (("vllm.v1.spec_decode.step3p5", "Step3p5MTPProposer", "mtp", "step3p5_mtp", "Step3p5MTP"),)
+# speculative.py:1049-1051, :2100-2114)
+MULTI_GROUP = {"step3p5": ("vllm.v1.spec_decode.step3p5", "Step3p5MTPProposer", "mtp", "step3p5_mtp", "Step3p5MTP"),
+               "gemma4": ("vllm.v1.spec_decode.gemma4", "Gemma4Proposer", "mtp", "gemma4_mtp", "Gemma4MTPModel")}
+FIRST = {"step3p5": "0.23.0", "gemma4": "0.22.0"}  # the first release that ships it (read, docs/vllm.md)
 
 
 def several(setup):
@@ -49,25 +58,31 @@ def several(setup):
 def proposer_class(vl, eagle, setup):
     """The proposer vLLM's runner builds for the case's draft layers: EagleProposer where they are in
     one KV-cache group; where they span several, the release's proposer that drafts across groups
-    (configured as the runner picks it: its method and draft model type), else UnsupportedCase with
-    vLLM's reason."""
+    (setup.multi_group_drafter, configured as the runner picks it: its method and draft model type),
+    else UnsupportedCase with vLLM's reason."""
     from fake_runner import UnsupportedCase
 
     if not several(setup):
         return eagle.EagleProposer
-    for module, name, method, model_type, arch in MULTI_GROUP:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except ModuleNotFoundError:
-            found = False
-        if found:
-            spec = setup.vllm_config.speculative_config
-            spec.method = method
-            spec.draft_model_config.hf_config = types.SimpleNamespace(model_type=model_type, architectures=[arch])
-            return getattr(importlib.import_module(module), name)
-    raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version}'s EagleProposer asserts that all "
-                          "drafting layers belong to one (validate_same_kv_cache_group), and the release has no "
-                          "Step3p5MTPProposer (0.23.0 on) to draft across them")
+    which = getattr(setup, "multi_group_drafter", "step3p5")
+    module, name, method, model_type, arch = MULTI_GROUP[which]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        found = False
+    if not found:
+        raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version}'s EagleProposer asserts that "
+                              "all drafting layers belong to one (validate_same_kv_cache_group), and the release has no "
+                              f"{name} ({FIRST[which]} on) to draft across them")
+    if which == "gemma4" and setup.mode == "draft_decode":
+        raise UnsupportedCase("Gemma4Proposer drafts every step from one constant position (constant_draft_positions, "
+                              "gemma4.py:49): its step u reads the target's keys from the last verified position and its "
+                              "layers write nothing (kv_sharing_target_layer_name), not kvfuzz's draft_decode (draft u "
+                              "written and read at S + u); its first pass is draft_extend_v2")
+    spec = setup.vllm_config.speculative_config
+    spec.method = method
+    spec.draft_model_config.hf_config = types.SimpleNamespace(model_type=model_type, architectures=[arch])
+    return getattr(importlib.import_module(module), name)
 
 
 def kv_cache_config(setup):
@@ -79,7 +94,8 @@ def kv_cache_config(setup):
 def hand_groups(setup, proposer):
     """What _build_attention_metadata hands a multi-group proposer after the target step: per KV-cache
     group, in order, its CommonAttentionMetadata (the group's block table and slot mapping, the latter
-    checked against kvfuzz's writes) to set_per_group_attn_metadata; returns the drafter's own
+    checked against kvfuzz's writes) to set_per_group_attn_metadata (Gemma4Proposer: the table to
+    set_per_group_block_table); returns the drafter's own
     group's (kv_cache_gid), which goes on to prepare_inputs_padded and propose."""
     first = {}
     for g in setup.groups:
@@ -87,7 +103,10 @@ def hand_groups(setup, proposer):
     primary = None
     for kv_gid in sorted(first):
         cm = setup.common_metadata(first[kv_gid])
-        proposer.set_per_group_attn_metadata(kv_gid, cm.block_table_tensor, cm.slot_mapping)
+        if hasattr(proposer, "set_per_group_attn_metadata"):  # Step3p5MTPProposer: the table and the slots
+            proposer.set_per_group_attn_metadata(kv_gid, cm.block_table_tensor, cm.slot_mapping)
+        else:  # Gemma4Proposer: the table only (its layers write nothing)
+            proposer.set_per_group_block_table(kv_gid, cm.block_table_tensor)
         if kv_gid == proposer.kv_cache_gid:
             primary = cm
     if primary is None:

@@ -331,7 +331,10 @@ def _attention_groups(eagle, proposer, setup, layer_names):
         if hasattr(module, "get_layers_from_vllm_config"):
             module.get_layers_from_vllm_config = lambda cfg, c, names=None: {
                 k: v for k, v in layers.items() if names is None or k in names}
-    proposer._draft_attn_layer_names = set(layer_names)
+    # vLLM's is a set (llm_base_proposer.py:1337); the base class and Step3p5MTPProposer iterate it sorted,
+    # Gemma4Proposer in set order (gemma4.py:261), so its drafter's group (:293) varies from process to
+    # process with the string hash seed: here the names' order, layer 0's group first, in every process
+    proposer._draft_attn_layer_names = dict.fromkeys(layer_names).keys()
     if draft_groups.several(setup):
         proposer.initialize_attn_backend(draft_groups.kv_cache_config(setup))
         return

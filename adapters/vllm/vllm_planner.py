@@ -55,6 +55,10 @@ def parse_args():
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
                         "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
                         "where async scheduling, vLLM's default with EAGLE, hands none (eagle_drafting.py)")
+    p.add_argument("--multi-group-drafter", choices=["step3p5", "gemma4"], default="step3p5",
+                   help="the proposer that drafts on layers of several KV-cache groups (V1 runner): Step3p5MTPProposer "
+                        "(0.23.0 on, every drafting mode) or Gemma4Proposer (0.22.0 on; its first pass, draft_extend_v2; "
+                        "its constant-position drafting steps are not draft_decode: draft_groups.py)")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
                    help="vLLM's --kv-cache-dtype: auto (the model's dtype) or fp8 (e4m3 bytes; fa: the impls built "
                         "for fp8 with each layer's k_scale / v_scale, the q/k/v_descale each kernel call is handed "
@@ -78,6 +82,9 @@ def parse_args():
     if args.runner == "v2" and args.no_async_scheduling:
         p.error("--runner v2 --no-async-scheduling: Model Runner V2's speculator reads no host seq_lens (the flag "
                 "changes what the V1 runner hands EagleProposer only: eagle_drafting.py)")
+    if args.runner != "v1" and args.multi_group_drafter != "step3p5":
+        p.error(f"--runner {args.runner} --multi-group-drafter {args.multi_group_drafter}: the flag picks the V1 "
+                "runner's proposer (draft_groups.py); Model Runner V2's speculators are its own (v2_drafting.py)")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -162,6 +169,7 @@ def plan(case):
                       every_step=ARGS.cudagraphs == "every-step")
         setup.cascade = ARGS.cascade
         setup.async_scheduling = not ARGS.no_async_scheduling
+        setup.multi_group_drafter = ARGS.multi_group_drafter
         if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2 and v2_runner.chooses_v2(VL, setup.vllm_config)):
             setup.cascade = "never"  # V2's runner computes no common prefix (vllm/v1/worker/gpu/ has no cascade)
             setup.v2 = v2_runner.V2Inputs(VL, setup)
