@@ -18,6 +18,7 @@
 #include "properties/scale_fit.h"
 #include "properties/tolerance.h"
 #include "reference/input_out_of_range.h"
+#include "reference/validate.h"
 
 namespace kvfuzz {
 namespace {
@@ -105,6 +106,10 @@ std::string format_ranges(std::vector<int64_t> v) {
   return v.empty() ? "(none)" : os.str();
 }
 
+namespace {
+constexpr int64_t kJoinedProbeValues = int64_t{1} << 26;  // the case's written pool values, for its probes to join its request
+}  // namespace
+
 BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std::vector<std::string>& faults,
                        bool lenient, bool read_probes) {
   BackendRun run;
@@ -134,9 +139,12 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
     }
     std::vector<std::string> skipped;
     const RunInput in{s, p.cache, p.batch, pools, ctx.tensors(), lenient ? &skipped : nullptr};
-    // KVFUZZ_PROBES_APART=1: the probes in a request of their own, as before (an A/B of the cost)
+    // KVFUZZ_PROBES_APART=1: the probes in a request of their own, as before (an A/B of the cost).
+    // A large case's too (the long profile's pools, up to GBs a set): its pools and its probes'
+    // would be held at once, and one request more is nothing beside its size.
     static const bool apart = std::getenv("KVFUZZ_PROBES_APART") != nullptr;
-    if (read_probes && !apart && !backend.records_reads()) run.probes = std::make_shared<ReadProbes>(ctx, backend);
+    if (read_probes && !apart && !backend.records_reads() && written_pool_values(s, p.cache) <= kJoinedProbeValues)
+      run.probes = std::make_shared<ReadProbes>(ctx, backend);
     if (run.probes && !run.probes->inputs().empty()) {  // the case's values and the probes' in one request
       std::vector<RunInput> inputs{in};
       for (const RunInput& probe : run.probes->inputs()) inputs.push_back(probe);
