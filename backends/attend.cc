@@ -47,13 +47,6 @@ const float* LayerContext::v(const Read& r, int32_t kv_head, const Where& where)
   return pool_.v(r.index, kv_head, where);
 }
 
-const float* descaled(const float* values, int32_t n, double factor, std::vector<float>& to) {
-  if (factor == 1.0) return values;
-  to.resize(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n; ++i) to[static_cast<size_t>(i)] = static_cast<float>(values[i] * factor);
-  return to.data();
-}
-
 void LayerContext::write_output(const Partial& p) {
   for (int64_t t = 0; t < p.tokens(); ++t) {
     for (int32_t h = 0; h < p.heads(); ++h) {

@@ -59,7 +59,12 @@ class LayerContext {
 
 // `values` scaled by factor (a descale over the layer's scale), as floats, into `to`; the values
 // themselves where factor is 1.
-const float* descaled(const float* values, int32_t n, double factor, std::vector<float>& to);
+inline const float* descaled(const float* values, int32_t n, double factor, std::vector<float>& to) {
+  if (factor == 1.0) return values;
+  to.resize(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) to[static_cast<size_t>(i)] = static_cast<float>(values[i] * factor);
+  return to.data();
+}
 
 template <class KeyOf, class Visible>
 void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q_tokens, int64_t k_len, KeyOf key_of,
@@ -89,22 +94,18 @@ void attend_row(LayerContext& ctx, int32_t batch_row, std::span<const int64_t> q
     for (int32_t h = 0; h < m.q_heads; ++h) {
       const float* q = ctx.input().tensors.q(ctx.layer(), token, h);
       acc.reset();
-      if (descale != nullptr) {  // an fp8 call's descales (RowDescale)
-        const auto g = static_cast<size_t>(h / group);
-        q = descaled(q, m.head_dim, descale->q.empty() ? 1.0 : descale->q[g], q_buf);
-        const double fk = descale->k[g] / ctx.k_scale(), fv = descale->v[g] / ctx.v_scale();
-        for (int64_t k : used) {
-          const Read& r = keys[static_cast<size_t>(k)];
-          const float* kr = descaled(ctx.k(r, h / group, where), m.head_dim, fk, k_buf);
-          acc.add(logit(q, kr, m.head_dim, ctx.sm_scale(), ctx.softcap()),
-                  descaled(ctx.v(r, h / group, where), m.v_head_dim, fv, v_buf));
-        }
-        acc.finish(partial.out(token, h), &partial.lse(token, h));
-        continue;
-      }
+      // An fp8 call's descales (RowDescale): its K and V are the stored values times its descale
+      // over the layer's scale; a factor of 1 (no descales, or the layer's own) reads them as stored.
+      const auto g = static_cast<size_t>(h / group);
+      const double fq = descale == nullptr || descale->q.empty() ? 1.0 : descale->q[g],
+                   fk = descale == nullptr ? 1.0 : descale->k[g] / ctx.k_scale(),
+                   fv = descale == nullptr ? 1.0 : descale->v[g] / ctx.v_scale();
+      q = descaled(q, m.head_dim, fq, q_buf);
       for (int64_t k : used) {
         const Read& r = keys[static_cast<size_t>(k)];
-        acc.add(logit(q, ctx.k(r, h / group, where), m.head_dim, ctx.sm_scale(), ctx.softcap()), ctx.v(r, h / group, where));
+        const float* kr = descaled(ctx.k(r, h / group, where), m.head_dim, fk, k_buf);
+        acc.add(logit(q, kr, m.head_dim, ctx.sm_scale(), ctx.softcap()),
+                descaled(ctx.v(r, h / group, where), m.v_head_dim, fv, v_buf));
       }
       acc.finish(partial.out(token, h), &partial.lse(token, h));
     }
