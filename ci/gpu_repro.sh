@@ -12,7 +12,8 @@
 # release's Python source, .gpu/wheels/sglang_src-RELEASE.tgz (ci/gpu_sglang_src.py packs it here; a
 # run whose archive is missing is skipped); OUT/pair_table.md is then every run's row
 # (ci/gpu_pair_table.py: exit, max error, keys read vs visible; corpus/sglang/README.md).
-#   OUT=/tmp/repro bash ci/gpu_repro.sh          # GPU_REPRO_PARTS="pair fipair": only those streams
+#   OUT=/tmp/repro bash ci/gpu_repro.sh          # GPU_REPRO_PARTS="pair fipair": only those streams;
+#                                                # GPU_REPRO_ONLY=REGEX: only the runs whose line matches it
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${OUT:-findings-repro}")
@@ -34,6 +35,13 @@ for archive in "$wheels"/sglang_src-*.tgz; do
   [ -d "$src/$release" ] || { mkdir -p "$src/$release.tmp" && tar -xzf "$archive" -C "$src/$release.tmp" &&
     mv "$src/$release.tmp" "$src/$release"; }
 done
+# A planted mutant of 0.5.23 (ci/plant.py): only fast_decode_plan reads what it changes, so the real
+# FlashInfer's replay path is what can show it
+mutated=$src/0.5.23+swa-schedule-unclamped
+if [ -d "$src/0.5.23" ] && [ ! -d "$mutated" ]; then
+  cp -r "$src/0.5.23" "$mutated.tmp" && python3 ci/plant.py --release swa-schedule-unclamped "$mutated.tmp" &&
+    mv "$mutated.tmp" "$mutated"
+fi
 nvidia-smi -L >"$out/gpu.txt" 2>&1
 fi_env="PYTHONPATH=$site FLASHINFER_WORKSPACE_BASE=$PWD/.gpu"
 # file | label | needs | environment | arguments | expected exit status (ci/repro.sh's RUNS format)
@@ -79,7 +87,10 @@ $(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.12.post1 1)
 $(pair FlashInfer sglang_26513_flashinfer_swa_ragged 0.5.13 0 ' (the fixed release)')
 $(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 1)
 $(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix 39287')
-$(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)"
+$(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)
+$(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.23 0 ' (CUDA graph: FlashInfer'"'"'s fast_decode_plan at the replay)')
+$(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.10.post1 0 ' (CUDA graph: FlashInfer'"'"'s fast_decode_plan at the replay)')
+$(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.23+swa-schedule-unclamped 1 ' (a planted mutant: the window wrapper scheduled from unclamped lengths)')"
 # sglang's FlashAttentionBackend, every FA known issue's minimal case (bf16, head dim 64: shapes FA3
 # takes) on the release with the bug and with the fix, twice: FA3's plain-torch stand-in (stream fa)
 # and FA3's real kernel (stream fa3: sgl-kernel 0.4.3's library, unpacked from its parts by
@@ -122,7 +133,10 @@ if [[ "$parts" == *" fa3 "* ]] && [ ! -f "$fa3/sgl_kernel/flash_attn.py" ]; then
 fi
 stream() {  # stream NAME RUNS TIMEOUT: ci/repro.sh's runs into OUT/NAME, its summary in OUT/NAME.txt
   [[ "$parts" == *" $1 "* ]] || return 0
-  PY=python3 REPRO_TIMEOUT=$3 REPRO_RUNS=$2 bash ci/repro.sh run "$out/$1" >"$out/$1.txt" 2>&1
+  local runs=$2
+  [ -z "${GPU_REPRO_ONLY:-}" ] || runs=$(grep -E -- "$GPU_REPRO_ONLY" <<<"$runs" || true)
+  [ -n "$runs" ] || return 0
+  PY=python3 REPRO_TIMEOUT=$3 REPRO_RUNS=$runs bash ci/repro.sh run "$out/$1" >"$out/$1.txt" 2>&1
 }
 stream flashinfer "$flashinfer_runs" 300 &
 stream pair "$pair_runs" 240 &

@@ -53,6 +53,7 @@ sglang/repro/sglang_22679_flashinfer_verify_swa.py:corpus/sglang/flashinfer_veri
 sglang/repro/sglang_26513_flashinfer_swa_ragged.py:corpus/sglang/flashinfer_swa_ragged.json:sglang_flashinfer_0_5_12_post1:flashinfer_paged
 sglang/repro/sglang_39287_flashinfer_mask.py:corpus/sglang/flashinfer_verify_swa_mask.json:sglang_flashinfer_0_5_23:flashinfer_paged
 sglang/repro/kvfuzz_flashinfer_swa_full_prefix.py:corpus/sglang/flashinfer_swa_full_prefix.json:sglang_flashinfer_0_5_13:flashinfer_paged
+sglang/repro/kvfuzz_flashinfer_graph_decode_swa.py:corpus/sglang/flashinfer_graph_decode_swa.json:sglang_flashinfer_0_5_23:flashinfer_paged
 sglang/repro/kvfuzz_fa_mixed_local.py:corpus/sglang/fa_mixed_local.json:sglang_fa_0_5_23:fa
 sglang/repro/kvfuzz_fa_draft_extend_local.py:corpus/sglang/fa_draft_extend_local.json:sglang_fa_0_5_23:fa
 sglang/repro/kvfuzz_fa_verify_local.py:corpus/sglang/fa_verify_local.json:sglang_fa_0_5_23:fa

@@ -156,28 +156,14 @@ mutant() {
       plant "$adapters/sglang/sglang_release.py" "replay(n, fb.req_pool_indices, fb.seq_lens, " \
         "replay(n, fb.req_pool_indices, seq_lens, " &&
         plant "$adapters/sglang/sglang_release.py" $'\n        seq_lens.copy_(fb.seq_lens)\n' $'\n' || return 1 ;;
-    swa-schedule-unclamped)
-      file=$(release_copy "$dir" flashinfer_backend.py) && site=$dir/site &&
-        plant "$file" $'\n                seq_lens_cpu=seq_lens_cpu_tmp,\n' $'\n                seq_lens_cpu=seq_lens_cpu,\n' ||
-        return 1 ;;
-    mla-graph-indptr)
-      file=$(release_copy "$dir" flashinfer_mla_backend.py) && site=$dir/site &&
-        plant "$file" "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = torch.cumsum(" \
-          "self.cuda_graph_kv_indptr_cpu[1 : bs + 1] = 1 + torch.cumsum(" || return 1 ;;
+    swa-schedule-unclamped|mla-graph-indptr)  # ci/plant.py's release mutants
+      file=$(python3 ci/plant.py --file "$name") && release_copy "$dir" "${file#sglang/srt/layers/attention/}" >/dev/null &&
+        site=$dir/site && python3 ci/plant.py --release "$name" "$site" || return 1 ;;
   esac
   echo "$PY $adapters/sglang/sglang_planner.py --site $site --device $DEVICE --backend $backend"
 }
 # plant FILE OLD NEW: OLD (exactly once in FILE) replaced by NEW
-plant() {
-  python3 - "$@" <<'PY'
-import sys
-path, old, new = sys.argv[1:]
-text = open(path).read()
-if text.count(old) != 1:
-    sys.exit(f"ci/sglang.sh: the mutation no longer applies: {old!r} is in {path} {text.count(old)} times")
-open(path, "w").write(text.replace(old, new))
-PY
-}
+plant() { python3 ci/plant.py "$@"; }
 
 case "$1" in
   seeds)

@@ -69,9 +69,30 @@ def real_flashinfer(sglang_import):
     sglang_import.STUBBED = tuple(p for p in sglang_import.STUBBED if p != "flashinfer")
     sglang_import.REAL = sglang_import.REAL + ("flashinfer",)
     try:
-        return importlib.import_module("flashinfer").__version__
+        flashinfer = importlib.import_module("flashinfer")
     except Exception as e:  # noqa: BLE001 - any import failure: the package cannot run here
         cannot_run(f"FlashInfer does not import here ({type(e).__name__}: {e})")
+    count_fast_decode_plan(flashinfer)
+    return flashinfer.__version__
+
+
+def count_fast_decode_plan(flashinfer):
+    """FlashInfer's own fast_decode_plan, counted (STATS["fast_decode_plan"]): sglang binds it to its
+    CUDA-graph decode wrappers after capture and calls it at each replay (0.5.23 flashinfer_backend.py
+    :81, :842-846, :1831-1856), so a graph decode that ran FlashInfer's replay path says so. Replaced
+    before sglang imports it by name; the function itself runs unchanged."""
+    real = getattr(flashinfer, "fast_decode_plan", None)
+    if real is None:
+        return
+    STATS["fast_decode_plan"] = 0
+
+    def fast_decode_plan(*args, **kwargs):
+        STATS["fast_decode_plan"] += 1
+        return real(*args, **kwargs)
+
+    flashinfer.fast_decode_plan = fast_decode_plan
+    if hasattr(flashinfer, "decode"):
+        flashinfer.decode.fast_decode_plan = fast_decode_plan
 
 
 class FA3:
