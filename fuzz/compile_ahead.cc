@@ -27,7 +27,9 @@ CompileAhead::CompileAhead(const CampaignOptions& options, ShapePool& shapes, co
         pair && pair->external_executor() && pair->external_executor()->server_count() > 0)
       backends_.push_back(pair);
   on_ = !backends_.empty();
-  if (on_) thread_ = std::thread(&CompileAhead::loop, this);
+  size_t servers = 0;
+  for (const PairBackend* b : backends_) servers = std::max(servers, b->external_executor()->server_count());
+  for (size_t i = 0; on_ && i < servers; ++i) threads_.emplace_back(&CompileAhead::loop, this);
 }
 
 void CompileAhead::finish() {
@@ -36,27 +38,27 @@ void CompileAhead::finish() {
     done_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  for (std::thread& t : threads_)
+    if (t.joinable()) t.join();
 }
 
 void CompileAhead::loop() {
   const int64_t run = options_.shape_run;
-  int64_t k = 0;  // this shard's next case to look at
   std::unique_lock<std::mutex> lock(mu_);
   while (!done_ && !(options_.stop && options_.stop->load())) {
     // The jobs are in the run of their latest case: look at the next runs' cases no job took yet.
     const int64_t claimed = claimed_.load();
     const int64_t next_run = (index_of(std::max<int64_t>(claimed, 1) - 1) / run + 1) * run;
-    k = std::max({k, claimed, k_of(next_run)});
-    const int64_t index = index_of(k);
+    k_ = std::max({k_, claimed, k_of(next_run)});
+    const int64_t k = k_, index = index_of(k);
     if (index >= next_run + kRunsAhead * run || (options_.cases > 0 && index >= options_.cases)) {
       cv_.wait_for(lock, std::chrono::milliseconds(10));
       continue;
     }
+    ++k_;  // this thread's case
     lock.unlock();
     warm_case(k, index);
     lock.lock();
-    ++k;
   }
 }
 

@@ -11,9 +11,13 @@
 // on a server does, and is counted. A real kernel compiles or loads the variant there (FlashInfer's
 // JIT, Triton, torch.compile), so the jobs' first requests of the run find it built.
 //
-// One warm-up at a time, server after server (the first compiles into the kernel's cache on disk,
-// the others load it into their own process), for cases of the four runs after the jobs' current
-// one that no job has taken yet. The jobs' requests meanwhile go to the other servers.
+// As many warm-ups at once as servers: one thread per server walks the cases of the four runs after
+// the jobs' current one that no job has taken yet, each case taken by one thread, which sends it to
+// the servers that lack its variant, idlest first, one after another (the first compiles into the
+// kernel's cache on disk, the others load it into their own process). So different variants build
+// at once on different servers (a compile is mostly one process's CPU work: nvcc, Triton, Inductor),
+// where one thread would build them one after another. The jobs' requests meanwhile go to the servers
+// not busy warming.
 //
 //   CompileAhead ahead(options, shapes, claimed);  // starts its thread when it applies
 //   ... the jobs claim cases (claimed: how many this shard's jobs took) ...
@@ -43,10 +47,11 @@ class CompileAhead {
 
   // Whether it runs: options.compile_ahead, shapes reused in runs, a backend with executor servers.
   bool on() const { return on_; }
-  // No warm-up starts after it; the one in flight ends first.
+  // No warm-up starts after it; those in flight end first.
   void finish();
 
  private:
+  // One warm-up thread: takes the next case to look at (k_) until finish().
   void loop();
   // Warms this shard's k-th case (campaign case `index`) on the servers that have not run its
   // variants.
@@ -65,7 +70,8 @@ class CompileAhead {
   std::condition_variable cv_;
   bool done_ = false;
   bool on_ = false;
-  std::thread thread_;
+  int64_t k_ = 0;  // this shard's next case to look at, shared by the threads (under mu_)
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace kvfuzz

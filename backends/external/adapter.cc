@@ -120,12 +120,17 @@ void Adapter::settle(const nlohmann::json& answer, int64_t id, const std::string
   stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0) * cases;
 }
 
+std::pair<bool, int> Adapter::busyness(size_t server) const {
+  const AdapterServer& s = *servers_.at(server);
+  return {s.warming(), s.load()};
+}
+
 AdapterServer* Adapter::least_loaded() const {
   // A server busy with a warm-up (a compile, maybe for seconds) only when every one is.
-  AdapterServer* server = servers_.front().get();
-  for (const auto& s : servers_)
-    if (std::pair(s->warming(), s->load()) < std::pair(server->warming(), server->load())) server = s.get();
-  return server;
+  size_t best = 0;
+  for (size_t i = 1; i < servers_.size(); ++i)
+    if (busyness(i) < busyness(best)) best = i;
+  return servers_[best].get();
 }
 
 bool Adapter::wants_warm_up(size_t server, const std::string& variant) const {

@@ -140,8 +140,10 @@ class Adapter {
   // campaign's time is not up), and a warm-up: one request written by `write`, sent to that server
   // only, outside any case: its answer is discarded, a failure (which retires the process, as any
   // failure on a server does) only counted. While it runs, the jobs' requests go to other servers
-  // when there are any. False when it failed; never throws.
+  // when there are any. False when it failed; never throws. `busyness`: how busy a server is, as
+  // least_loaded compares them (a warm-up in flight, then requests waiting): smaller is idler.
   size_t server_count() const { return servers_.size(); }
+  std::pair<bool, int> busyness(size_t server) const;
   bool wants_warm_up(size_t server, const std::string& variant) const;
   bool warm_up(size_t server, const std::string& variant, const std::function<void(const std::string&)>& write);
 

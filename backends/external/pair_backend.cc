@@ -176,6 +176,11 @@ std::vector<size_t> PairBackend::cold_servers(const Scenario& s) const {
   const std::string variant = kernel_variant(s);
   for (size_t i = 0; i < ext_executor_->server_count(); ++i)
     if (ext_executor_->wants_warm_up(i, variant)) cold.push_back(i);
+  // idlest first (as they stand now): warm-ups of other variants may be building on the others
+  std::vector<std::pair<std::pair<bool, int>, size_t>> by;
+  for (const size_t i : cold) by.push_back({ext_executor_->busyness(i), i});
+  std::stable_sort(by.begin(), by.end());
+  for (size_t j = 0; j < by.size(); ++j) cold[j] = by[j].second;
   return cold;
 }
 

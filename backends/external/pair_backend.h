@@ -39,7 +39,7 @@ class PairBackend final : public Backend {
   void run_many(const Plan& plan, const std::vector<RunInput>& inputs, std::vector<RunOutput>& outputs) const override;
 
   // Compile ahead (fuzz/compile_ahead.h): the executor servers that want a warm-up of `s`'s kernel
-  // variant (Adapter::wants_warm_up; none without servers), and `in` run once on one of them as a
+  // variant (Adapter::wants_warm_up; none without servers), idlest first, and `in` run once on one of them as a
   // warm-up, its answer discarded (false: it failed).
   std::vector<size_t> cold_servers(const Scenario& s) const;
   bool warm_up(const Plan& plan, const RunInput& in, size_t server) const;
