@@ -8,7 +8,10 @@ pip install --no-index). FlashInfer's wheel (62 MB, with the CUDA sources of eve
 is rewritten to a copy holding all of its Python and only the sources of the kernels kvfuzz runs
 (batch decode / prefill / MLA, single decode / prefill, POD, page, cascade, mask packing;
 FlashInfer's own headers and its CCCL), 22 MB, so that the folder fits one copy to a GPU machine;
-the kernels it compiles from them are unchanged. Of sglang only the Triton attention kernels run
+the kernels it compiles from them are unchanged. The CUTLASS headers its sm90 kernels (backend
+"fa3", and "auto" on Hopper) include travel beside it, packed from the full wheel before it is
+slimmed: flashinfer_cutlass-VERSION.tar.xz and .sha256, 1.0 MiB (ci/gpu_cutlass.py; ci/gpu.sh
+installs them into .gpu/site). Of sglang only the Triton attention kernels run
 (adapters/gpu/sglang_triton.py): each release in SGLANG_RELEASES is fetched to a temporary folder
 (its own wheel, whatever Python that is for: the files are read as source) and the folder gets
 sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, with the wheel's
@@ -29,6 +32,7 @@ import sys
 import tempfile
 import zipfile
 
+import gpu_cutlass
 import gpu_sglang_src
 
 PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
@@ -57,7 +61,7 @@ def kept(name):
     if name.startswith("flashinfer/data/csrc/"):
         return bool(KEPT_SOURCES.match(name))
     if name.startswith("flashinfer/data/cutlass/"):
-        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include none; they need cccl)
+        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include none): gpu_cutlass.py
     if name.startswith("flashinfer/data/") or ".dist-info/" in name:
         return True
     return name.endswith((".py", ".pyi", ".jinja", ".json", ".typed"))
@@ -165,6 +169,8 @@ def main():
         with zipfile.ZipFile(wheel) as z:
             full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
         if full:
+            if not (folder / gpu_cutlass.names(gpu_cutlass.wheel_version(wheel))[1]).exists():
+                gpu_cutlass.pack(wheel, folder)
             slim(wheel)
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
