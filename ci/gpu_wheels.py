@@ -168,9 +168,15 @@ def main():
     for wheel in folder.glob("flashinfer_python-*.whl"):
         with zipfile.ZipFile(wheel) as z:
             full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
-        if full:
-            if not (folder / gpu_cutlass.names(gpu_cutlass.wheel_version(wheel))[1]).exists():
+        version = gpu_cutlass.wheel_version(wheel)
+        if not (folder / gpu_cutlass.names(version)[1]).exists():
+            if full:
                 gpu_cutlass.pack(wheel, folder)
+            else:  # slimmed before the headers travelled beside it: the full wheel again, to a temporary folder
+                with tempfile.TemporaryDirectory() as tmp:
+                    pip_download(["-d", tmp, f"flashinfer-python=={version}"])
+                    gpu_cutlass.pack(next(pathlib.Path(tmp).glob("flashinfer_python-*.whl")), folder)
+        if full:
             slim(wheel)
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
