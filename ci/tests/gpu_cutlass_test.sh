@@ -7,16 +7,9 @@
 set -uo pipefail
 SRC=$1 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK"
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$SRC/ci/tests/expect_exit2.sh"
 cutlass() { python3 "$SRC/ci/gpu_cutlass.py" "$@" >"$WORK/log" 2>&1; }
-expect2() {  # WHAT MESSAGE ARGS...: gpu_cutlass.py ARGS exits 2 naming MESSAGE
-  local what=$1 message=$2 rc
-  shift 2
-  cutlass "$@"
-  rc=$?
-  [ $rc = 2 ] && grep -q "$message" "$WORK/log" || fail "$what: exit $rc, expected 2 with '$message': $(cat "$WORK/log")"
-}
+expect2() { expect_exit2 cutlass "$@"; }  # WHAT MESSAGE ARGS...: gpu_cutlass.py ARGS exits 2 naming MESSAGE
 V=0.7.2.post1
 # A full wheel: the headers FlashInfer's JIT includes, a CUTLASS folder it does not, and its Python.
 python3 - "$WORK/flashinfer_python-$V-py3-none-any.whl" "$WORK/flashinfer_python-9.9-py3-none-any.whl" <<'PY'
