@@ -19,7 +19,8 @@ set, overrides it for MLA). What FlashInfer 0.7.2.post1 does with each (read in 
     16-bit caches (decode.py:2375-2391); MLA's auto prefers fa3 then fa2 on sm90
     (mla/_batch_mla/_auto_policy.py:105-107). sglang 0.5.23 asks auto for its ragged wrapper and fa2
     for the others on Hopper (flashinfer_backend.py:335-336, 501-525).
-A refusal is answered unsupported (the case says nothing about the kernel), never run into.
+A refusal is answered unsupported (the case says nothing about the kernel), never run into; under fa3
+the paged_csr executor declares no fp8 caches (PAGED_CSR_DTYPES).
 """
 import os
 import sys
@@ -38,6 +39,12 @@ def _read(var, default):
 
 BACKEND = _read("KVFLASHINFER_BACKEND", "fa2")
 MLA_BACKEND = _read("KVFLASHINFER_MLA_BACKEND", BACKEND)
+
+
+# The cache dtypes the paged_csr executor declares: fa3 takes an fp8 cache only under an fp8 query,
+# and the executor hands a bf16 one as vLLM does; its fp8 cases are not drawn (a few calls of them
+# would run: CUDA-core decode, ragged; refusal() answers the rest).
+PAGED_CSR_DTYPES = ["bf16", "fp16"] + ([] if BACKEND == "fa3" else ["fp8_e4m3"])
 
 
 def refusal(role, has_mask, fp8, tensor_cores):

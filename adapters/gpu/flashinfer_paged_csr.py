@@ -203,7 +203,7 @@ def merge_layer(parts, natural_exp, dtype):
 
 
 @kv.executor(name="flashinfer_paged_csr", family="paged_csr",
-             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16", "fp16", "fp8_e4m3"],
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": flashinfer_choice.PAGED_CSR_DTYPES,
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True, "kv_scales": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "max_merges": 34, "row_sum": "p",
