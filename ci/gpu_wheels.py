@@ -76,6 +76,23 @@ def slim(wheel):
     tmp.replace(wheel)
 
 
+def flashinfer_parts(wheel, folder):
+    """FlashInfer's CUTLASS headers packed beside its wheel (gpu_cutlass.py; from the full wheel fetched
+    again where the folder holds a slimmed one), then the wheel slimmed."""
+    with zipfile.ZipFile(wheel) as z:
+        full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
+    version = gpu_cutlass.wheel_version(wheel)
+    if not (folder / gpu_cutlass.names(version)[1]).exists():
+        if full:
+            gpu_cutlass.pack(wheel, folder)
+        else:  # slimmed before the headers travelled beside it
+            with tempfile.TemporaryDirectory() as tmp:
+                pip_download(["-d", tmp, f"flashinfer-python=={version}"])
+                gpu_cutlass.pack(next(pathlib.Path(tmp).glob("flashinfer_python-*.whl")), folder)
+    if full:
+        slim(wheel)
+
+
 def pip_download(args):
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", *args]
     if subprocess.call(cmd) != 0:
@@ -166,18 +183,7 @@ def main():
     for release in SGLANG_RELEASES:
         sglang_kernels(release, folder)
     for wheel in folder.glob("flashinfer_python-*.whl"):
-        with zipfile.ZipFile(wheel) as z:
-            full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
-        version = gpu_cutlass.wheel_version(wheel)
-        if not (folder / gpu_cutlass.names(version)[1]).exists():
-            if full:
-                gpu_cutlass.pack(wheel, folder)
-            else:  # slimmed before the headers travelled beside it: the full wheel again, to a temporary folder
-                with tempfile.TemporaryDirectory() as tmp:
-                    pip_download(["-d", tmp, f"flashinfer-python=={version}"])
-                    gpu_cutlass.pack(next(pathlib.Path(tmp).glob("flashinfer_python-*.whl")), folder)
-        if full:
-            slim(wheel)
+        flashinfer_parts(wheel, folder)
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
     sgl_flashmla(folder)
