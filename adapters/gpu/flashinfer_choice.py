@@ -19,6 +19,9 @@ set, overrides it for MLA). What FlashInfer 0.7.2.post1 does with each (read in 
     16-bit caches (decode.py:2375-2391); MLA's auto prefers fa3 then fa2 on sm90
     (mla/_batch_mla/_auto_policy.py:105-107). sglang 0.5.23 asks auto for its ragged wrapper and fa2
     for the others on Hopper (flashinfer_backend.py:335-336, 501-525).
+Precision: the executors declare fa2's figures for every backend. The sm90 kernels round P to the input
+dtype as fa2 does and take 32 to 192 keys per running-max update (CTA_KV, prefill_sm90.cuh:507-524,
+578-615), more than fa2's 16, so fa2's tile_keys stay a lower bound (read, not measured).
 A refusal is answered unsupported (the case says nothing about the kernel), never run into; under fa3
 the paged_csr executor declares no fp8 caches (PAGED_CSR_DTYPES).
 """
