@@ -8,6 +8,13 @@
 #   KVFUZZ_GPU_ADAPTERS   executors to run (default: sglang_triton flashinfer_paged_csr flashinfer_mla
 #                         flashmla flex_page_table vllm_triton cuda_page_table): adapters/gpu/<name>.py, or
 #                         cuda_page_table (C ABI, built here)
+#   KVFUZZ_GPU_FLASHINFER_BACKENDS  FlashInfer's kernel backends flashinfer_paged_csr and flashinfer_mla
+#                         run on, each a campaign and a table row of its own: NAME (fa2), NAME.fa3 (the sm90
+#                         kernels), NAME.auto (FlashInfer's pick; KVFLASHINFER_BACKEND). Default "fa2 fa3" where
+#                         FlashInfer's CUTLASS headers are installed (.gpu/wheels/flashinfer_cutlass-*, packed
+#                         by ci/gpu_wheels.py, installed into .gpu/site here, checked: a bad one exits 2), else
+#                         "fa2"; fa3 or auto without the headers exits 2. Each sm90 variant is a JIT build on
+#                         first use (docs/gpu.md "FlashInfer's sm90 kernels")
 #   KVFUZZ_GPU_SERVERS    the executor's processes (kvfuzz run --adapter-servers): "gpus:4": four
 #                         executor servers per visible GPU, shared by every job (every GPU of the host is
 #                         used; each kernel variant loads once per server, not per job; docs/gpu.md
@@ -94,6 +101,11 @@ if [ ! -f "$site/flashinfer/__init__.py" ]; then
   mkdir -p "$site"
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
+# FlashInfer's CUTLASS headers (its sm90 kernels' JIT builds include them; ci/gpu_cutlass.py), where
+# ci/gpu_wheels.py packed them beside the slim wheel: checked and installed into the site.
+if ls $wheels/flashinfer_cutlass-* >/dev/null 2>&1 && ! python3 ci/gpu_cutlass.py present "$site"; then
+  python3 ci/gpu_cutlass.py install "$wheels" "$site"
+fi
 # sglang's Triton kernels: the files of the release that sglang_triton loads (the package would pull in
 # the whole server).
 [ -d ".gpu/sglang/$sglang_release" ] ||
@@ -114,13 +126,34 @@ fa3=$(realpath -m "${KVFUZZ_FA3:-.gpu-fa3/sgl_fa3}")
 fa3_present=0
 [ -f "$fa3/sgl_kernel/flash_attn.py" ] && fa3_present=1
 
+# FlashInfer's kernel backends the FlashInfer executors run on, each its own campaign and table row
+# (NAME for fa2, NAME.fa3, NAME.auto; KVFLASHINFER_BACKEND, adapters/gpu/flashinfer_kernels.py).
+cutlass_present=0
+python3 ci/gpu_cutlass.py present "$site" && cutlass_present=1
+fi_backends_default="fa2 fa3"
+[ "$cutlass_present" = 1 ] || fi_backends_default=fa2
+read -r -a fi_backends <<<"${KVFUZZ_GPU_FLASHINFER_BACKENDS:-$fi_backends_default}"
+for b in "${fi_backends[@]}"; do
+  case $b in
+    fa2) ;;
+    fa3 | auto) [ "$cutlass_present" = 1 ] || {
+      echo "gpu.sh: KVFUZZ_GPU_FLASHINFER_BACKENDS has $b, whose sm90 kernels need FlashInfer's CUTLASS headers:" \
+        "none in $site (python3 ci/gpu_wheels.py packs .gpu/wheels/flashinfer_cutlass-*.tar.xz)" >&2; exit 2; } ;;
+    *) echo "gpu.sh: KVFUZZ_GPU_FLASHINFER_BACKENDS: $b is not fa2, fa3 or auto" >&2; exit 2 ;;
+  esac
+done
+[ "${#fi_backends[@]}" -gt 0 ] || { echo "gpu.sh: KVFUZZ_GPU_FLASHINFER_BACKENDS names no backend" >&2; exit 2; }
+
 # The adapter command carries its environment, so the replay line every finding prints reproduces
 # it when pasted into a fresh shell.
-adapter_command() {
+adapter_command() {  # NAME: an executor, or a FlashInfer executor's row NAME.BACKEND
+  local fi_env=
+  [[ $1 == *.* ]] && fi_env="KVFLASHINFER_BACKEND=${1#*.} "
+  set -- "${1%%.*}"
   case $1 in
     cuda_page_table) echo "$PWD/build/backends/kvfuzz-worker $PWD/build/adapters/libcuda_page_table.so" ;;
     *) [ -f "adapters/gpu/$1.py" ] || { echo "gpu.sh: no executor adapters/gpu/$1.py" >&2; exit 2; }
-       echo "PYTHONPATH=$site:$PWD/adapters KVFUZZ_FA3=$fa3 KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla VLLM_SITE=$PWD/.gpu/vllm FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
+       echo "${fi_env}PYTHONPATH=$site:$PWD/adapters KVFUZZ_FA3=$fa3 KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla VLLM_SITE=$PWD/.gpu/vllm FLASHINFER_WORKSPACE_BASE=$cache TRITON_CACHE_DIR=$cache/triton" \
             "TORCHINDUCTOR_CACHE_DIR=$cache/inductor SGLANG_TRITON_RELEASE=$sglang_release python3 $PWD/adapters/gpu/$1.py" ;;
   esac
 }
@@ -131,6 +164,15 @@ if [ "$fa3_present" = 0 ] && [[ " ${names[*]} " == *" fa3_page_table "* ]]; then
   echo "== fa3_page_table skipped: no FA3 library at $fa3 (python3 ci/gpu_fa3.py unpack --to DIR ...; KVFUZZ_FA3=DIR)"
   read -r -a names <<<"$(printf '%s\n' "${names[@]}" | grep -vx fa3_page_table | tr '\n' ' ')"
 fi
+rows=()
+for name in "${names[@]}"; do
+  case $name in
+    flashinfer_paged_csr | flashinfer_mla)
+      for b in "${fi_backends[@]}"; do [ "$b" = fa2 ] && rows+=("$name") || rows+=("$name.$b"); done ;;
+    *) rows+=("$name") ;;
+  esac
+done
+names=("${rows[@]}")
 servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
 # With servers a job mostly waits for its answer: four jobs a core keep the servers' batches full
 # (cuda_page_table on an H200, 16 cores: 672 checked/s with 16 jobs, 1024 with 64; docs/gpu.md).
@@ -146,6 +188,7 @@ for p in $profiles; do profile_args+=(--profile "$p"); done
 # profiles_of NAME: FlashMLA's pages hold 64 tokens, a page size the generator draws from medium up.
 profiles_of() {
   local p list=$profiles
+  set -- "${1%%.*}"
   [ "$1" = flashmla ] && list=${KVFUZZ_GPU_FLASHMLA_PROFILES:-medium large}
   [ "$1" = vllm_triton ] && list=${KVFUZZ_GPU_VLLM_PROFILES:-small medium}
   [ "$1" = fa3_page_table ] && list=${KVFUZZ_GPU_FA3_PROFILES:-tiny small gpt-oss}
@@ -164,7 +207,7 @@ campaign() {
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-run "$shape_run" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
     --adapter "$(adapter_command "$name")" --adapter-servers "$servers" $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
-    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "$name" --out "$out/$name" --max-saved 2 \
+    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "${name%%.*}" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
   echo $((SECONDS - t0)) >"$out/$name.wall"  # the whole campaign, shrinking included, against --seconds
@@ -184,7 +227,7 @@ if [ "$long_cases" -gt 0 ]; then
     echo "== $name: $long_cases cases of the long profile"
     rc=0
     ./build/fuzz/kvfuzz run --cases "$long_cases" --profile long --jobs 2 --no-shrink \
-      --adapter "$(adapter_command "$name")" --backend "$name" --out "$out/$name.long" --adapter-timeout 600 \
+      --adapter "$(adapter_command "$name")" --backend "${name%%.*}" --out "$out/$name.long" --adapter-timeout 600 \
       >"$out/$name.long.log" 2>&1 || rc=$?
     echo "$rc" >"$out/$name.long.rc"
     names+=("$name.long")

@@ -5,7 +5,9 @@
 # table (ci/gpu_table.py: findings triaged against adapters/gpu/ and adapters/sglang/known_issues.json):
 #   flashmla        sglang_flashmla_R:flashmla              FlashMLA (adapters/gpu/flashmla.py; its decode
 #                                                           path: extend runs on FlashInfer MLA, unsupported)
-#   flashinfer_mla  sglang_flashinfer_mla_R:flashinfer_mla  FlashInfer's BatchMLAPagedAttentionWrapper (fa2)
+#   flashinfer_mla  sglang_flashinfer_mla_R:flashinfer_mla  FlashInfer's BatchMLAPagedAttentionWrapper (auto, as
+#                                                           sglang asks, where the CUTLASS headers are
+#                                                           installed; else fa2)
 #   fa3_mla         sglang_fa3_mla_R:fa3_mla                FA3's flash_attn_with_kvcache(qv=...) (adapters/gpu/fa3_mla.py)
 #
 #   bash ci/gpu_mla_pairs.sh              # a GPU machine, after ci/gpu.sh's packages (.gpu/site, .gpu/flashmla)
@@ -85,6 +87,9 @@ else
   planner_env="PYTHONPATH=$planner_site:$site"
   planner_py=python3
   exec_env="PYTHONPATH=$site:$PWD/adapters KVFUZZ_FA3=$fa3 KVFUZZ_FLASHMLA_DIR=$PWD/.gpu/flashmla FLASHINFER_WORKSPACE_BASE=$cache"
+  # sglang 0.5.23's FlashInfer MLA backend asks for "auto" (flashinfer_mla_backend.py:296, 302, 306): the
+  # sm90 kernel on Hopper, where FlashInfer's CUTLASS headers are installed (ci/gpu_cutlass.py), else fa2
+  python3 ci/gpu_cutlass.py present "$site" && exec_env="KVFLASHINFER_MLA_BACKEND=auto $exec_env"
   length=(--seconds "${KVFUZZ_MLA_SECONDS:-60}") jobs=$(nproc) servers=(--adapter-servers gpus:4) shrink=(--shrink-seconds 10)
   py=python3
 fi

@@ -24,6 +24,12 @@ if [ ! -f "$site/flashinfer/__init__.py" ] || [ ! -d "$site/msgspec" ]; then
   mkdir -p "$site"
   python3 -m pip install --quiet --no-index --no-deps --target "$site" "$wheels"/*.whl
 fi
+# FlashInfer's CUTLASS headers (ci/gpu_cutlass.py), where packed beside the slim wheel: then sglang's
+# FlashInferAttnBackend runs its ragged wrapper on the backend it asks for, "auto" (the sm90 kernels on
+# Hopper; adapters/repro/sglang_metadata.py says which FlashInfer resolved); without them on fa2.
+if ls $wheels/flashinfer_cutlass-* >/dev/null 2>&1 && ! python3 ci/gpu_cutlass.py present "$site"; then
+  python3 ci/gpu_cutlass.py install "$wheels" "$site" || exit 2
+fi
 for release in 0.5.23 0.5.10.post1; do
   [ -d ".gpu/sglang/$release" ] || [ ! -f "$wheels/sglang_kernels-$release.zip" ] ||
     python3 -m zipfile -e "$wheels/sglang_kernels-$release.zip" ".gpu/sglang/$release"

@@ -8,7 +8,10 @@ pip install --no-index). FlashInfer's wheel (62 MB, with the CUDA sources of eve
 is rewritten to a copy holding all of its Python and only the sources of the kernels kvfuzz runs
 (batch decode / prefill / MLA, single decode / prefill, POD, page, cascade, mask packing;
 FlashInfer's own headers and its CCCL), 22 MB, so that the folder fits one copy to a GPU machine;
-the kernels it compiles from them are unchanged. Of sglang only the Triton attention kernels run
+the kernels it compiles from them are unchanged. The CUTLASS headers its sm90 kernels (backend
+"fa3", and "auto" on Hopper) include travel beside it, packed from the full wheel before it is
+slimmed: flashinfer_cutlass-VERSION.tar.xz and .sha256, 1.0 MiB (ci/gpu_cutlass.py; ci/gpu.sh
+installs them into .gpu/site). Of sglang only the Triton attention kernels run
 (adapters/gpu/sglang_triton.py): each release in SGLANG_RELEASES is fetched to a temporary folder
 (its own wheel, whatever Python that is for: the files are read as source) and the folder gets
 sglang_kernels-RELEASE.zip, the kernel files and what they import from sglang, with the wheel's
@@ -29,6 +32,7 @@ import sys
 import tempfile
 import zipfile
 
+import gpu_cutlass
 import gpu_sglang_src
 
 PINS = ["flashinfer-python==0.7.2.post1", "apache-tvm-ffi==0.1.15.post2", "requests==2.34.2", "urllib3==2.8.0",
@@ -57,7 +61,7 @@ def kept(name):
     if name.startswith("flashinfer/data/csrc/"):
         return bool(KEPT_SOURCES.match(name))
     if name.startswith("flashinfer/data/cutlass/"):
-        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include none; they need cccl)
+        return False  # headers of the sm90 / sm100 kernels (the fa2 kernels include none): gpu_cutlass.py
     if name.startswith("flashinfer/data/") or ".dist-info/" in name:
         return True
     return name.endswith((".py", ".pyi", ".jinja", ".json", ".typed"))
@@ -70,6 +74,23 @@ def slim(wheel):
             if kept(info.filename):
                 out.writestr(info, src.read(info), compress_type=zipfile.ZIP_DEFLATED, compresslevel=9)
     tmp.replace(wheel)
+
+
+def flashinfer_parts(wheel, folder):
+    """FlashInfer's CUTLASS headers packed beside its wheel (gpu_cutlass.py; from the full wheel fetched
+    again where the folder holds a slimmed one), then the wheel slimmed."""
+    with zipfile.ZipFile(wheel) as z:
+        full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
+    version = gpu_cutlass.wheel_version(wheel)
+    if not (folder / gpu_cutlass.names(version)[1]).exists():
+        if full:
+            gpu_cutlass.pack(wheel, folder)
+        else:  # slimmed before the headers travelled beside it
+            with tempfile.TemporaryDirectory() as tmp:
+                pip_download(["-d", tmp, f"flashinfer-python=={version}"])
+                gpu_cutlass.pack(next(pathlib.Path(tmp).glob("flashinfer_python-*.whl")), folder)
+    if full:
+        slim(wheel)
 
 
 def pip_download(args):
@@ -162,10 +183,7 @@ def main():
     for release in SGLANG_RELEASES:
         sglang_kernels(release, folder)
     for wheel in folder.glob("flashinfer_python-*.whl"):
-        with zipfile.ZipFile(wheel) as z:
-            full = any(n.startswith("flashinfer/data/cutlass/") for n in z.namelist())
-        if full:
-            slim(wheel)
+        flashinfer_parts(wheel, folder)
     for release in SGLANG_SRC_RELEASES:
         gpu_sglang_src.sglang_src(release, folder)
     sgl_flashmla(folder)

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 DEV = torch.device("cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda")
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32, "fp8_e4m3": torch.float8_e4m3fn}
 
 
 class _Staging:

@@ -11,7 +11,12 @@ cascade's expand call :1840-1863; forward_decode likewise) and nothing the plan 
       num_splits = KVFUZZ_FA3_NUM_SPLITS (default 0: FA3's heuristic, what sglang passes unless
       deterministic), sinks = the call's sinks in bf16 (gpt-oss's s_aux: sglang keeps them in bf16
       for FA3, models/gpt_oss.py:428, and FA3 takes no other dtype; sinks not exact in bf16 are
-      answered unsupported))
+      answered unsupported),
+      q_descale / k_descale / v_descale = for an fp8 case (q, K and V in e4m3, the stored values) the
+      call's descales as the plan records them (case.descales: float32 [rows, kv_heads], as vLLM's
+      FlashAttention impl expands layer._q/_k/_v_scale, vllm/v1/attention/backends/flash_attn.py
+      :1288-1296, 0.33.0; q none where none was recorded), else the layer's scales so expanded;
+      none for a 16-bit case)
 with the cache viewed [pages, view_page_size, kv_heads, head_dim] over the layer's pool (sglang's
 expand call views it with pages of 1). The plan holds no scheduler_metadata (sglang's planner runs
 without FA3's precompute, fa_page_table.py), so none is passed. A group's parts are merged as
@@ -20,8 +25,8 @@ not among the parts carried, so the model of it in adapters/repro/fa3_standin.py
 result in V's dtype). The output and LSE are FA3's (the LSE transposed to [tokens, heads]); rows
 of a page id outside the pool are run as they are: FA3 reads what lies there, memcheck sees it.
 
-What FA3 takes (flash_api.cpp, as fa3_standin.refusal states it): fp16 / bf16 (fp8 e4m3 needs a
-query in fp8 and descales: not wired), head dims multiples of 8 up to 256, V as wide as K (or the
+What FA3 takes (flash_api.cpp, as fa3_standin.refusal states it): fp16 / bf16, fp8 e4m3 (output
+in bf16, :859; descales (batch, kv_heads), :1115-1144), head dims multiples of 8 (fp8: 16) up to 256, V as wide as K (or the
 narrower combinations FA3 takes, run as FA3 runs them), GQA, any page size, softcap, windows,
 sinks. Precision: P is rounded to the input dtype before P.V, the output written in it; the
 running max updates once per tile of kBlockN keys, 64 to 176 for 16-bit sm90 tiles
@@ -50,14 +55,27 @@ import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
 from fa3_standin import merge_state_v2, refusal  # noqa: E402
-from page_table_parts import run_layers  # noqa: E402
+from page_table_parts import part_of, run_layers  # noqa: E402
 
 FLASH_ATTN_WITH_KVCACHE = fa3_library.load()
 
 
-def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache):
-    """flash_attn_with_kvcache's arguments for one call of the plan, as sglang passes them; None when
-    the call has no query token."""
+def descale_arguments(case, layer, part, rows):
+    """q_descale / k_descale / v_descale of an fp8 case's call: float32 [rows, kv_heads] on the device,
+    the plan's (case.descales) or else the layer's scales expanded, as vLLM hands them; {} for 16 bits."""
+    if case.dtype != "fp8_e4m3":
+        return {}
+    d = case.descales(layer, part)
+    if d is None:
+        heads = case.model["kv_heads"]
+        d = (None, np.full((rows, heads), case.k_scale(layer), np.float32),
+             np.full((rows, heads), case.v_scale(layer), np.float32))
+    return {f"{name}_descale": dev(a) for name, a in zip("qkv", d) if a is not None}
+
+
+def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer):
+    """flash_attn_with_kvcache's arguments for one call of the plan, as sglang (and, on an fp8 cache,
+    vLLM) passes them; None when the call has no query token."""
     rows, width = int(call["rows"]), int(call["width"])
     cu_q = case.array(prefix + "cu_seqlens_q")[: rows + 1].astype(np.int32)
     tokens = int(cu_q[rows]) if rows else 0
@@ -79,7 +97,7 @@ def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache):
                 max_seqlen_q=int(call["max_seqlen_q"]), softmax_scale=float(case.sm_scale), causal=bool(call["causal"]),
                 window_size=(int(window_left), 0) if window_left >= 0 else (-1, -1), softcap=float(case.softcap or 0.0),
                 return_softmax_lse=True, num_splits=NUM_SPLITS,
-                sinks=sinks)
+                sinks=sinks, **descale_arguments(case, layer, part_of(prefix), rows))
 
 
 def merge(out_a, lse_a, out_b, lse_b, dtype):
@@ -89,9 +107,9 @@ def merge(out_a, lse_a, out_b, lse_b, dtype):
 
 
 @kv.executor(name="fa3_page_table", family="page_table",
-             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp16", "bf16"], "page_sizes": "any",
-                       "head_dims": HEAD_DIMS, "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True,
-                       "softcap": True, "gqa": True, "sinks": True},
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp16", "bf16", "fp8_e4m3"],
+                       "page_sizes": "any", "head_dims": HEAD_DIMS, "mla": False, "non_mla": True, "hybrid_swa": True,
+                       "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True, "kv_scales": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 32, "split_keys": 32})
 def run(case):
     """FA3's flash_attn_with_kvcache (sgl-kernel) over the paged pool, parts merged by merge_state_v2"""
@@ -106,7 +124,7 @@ def run(case):
         q, k_cache, v_cache = tensors(layer, int(call["view_page_size"]))
         out = np.zeros((case.num_tokens, q.shape[1], m["v_head_dim"]))
         lse = np.full((case.num_tokens, q.shape[1]), -np.inf)
-        args = call_arguments(case, call, prefix, window_left, q, k_cache, v_cache)
+        args = call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer)
         if args is not None:
             o, softmax_lse, *_ = FLASH_ATTN_WITH_KVCACHE(**args)
             sync()
@@ -114,7 +132,8 @@ def run(case):
             out[:tokens], lse[:tokens] = host(o), host(softmax_lse.transpose(0, 1))
         return out, lse
 
-    return run_layers(case, run_call, lambda oa, la, ob, lb: merge(oa, la, ob, lb, dt))
+    out_dt = torch.bfloat16 if case.dtype == "fp8_e4m3" else dt  # FA3's output dtype (flash_api.cpp:859)
+    return run_layers(case, run_call, lambda oa, la, ob, lb: merge(oa, la, ob, lb, out_dt))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ or after that index - window_left; a custom mask (flattened bool) replaces the c
 q_len x k_len block starting where FlashInfer's plan puts it: the sum of the earlier rows' q_len
 times (pages - 1) * ps + last_page_len (prefill.py _compute_page_mask_indptr), which for a row of
 no pages is 1 - ps + ... rather than 0 (the mask offsets of later rows shift; a negative one is
-read out of bounds here, an IndexError, where the GPU faults).
+read out of bounds here, an IndexError, where the GPU faults). An fp8 cache's pages hold the stored
+values; a paged run's scales act as FlashInfer applies them: q_scale and k_scale folded into sm_scale,
+the output times v_scale (flashinfer_kernels.py).
 BatchMLAPagedAttentionWrapper (flashinfer_mla.py; mla/_batch_mla/_planning.py, mla.cuh): plan
 checks its metadata as FlashInfer's Python does (the dense form: batch sizes agree, width >= the
 live pages; the CSR form: indptrs from 0 and nondecreasing, kv_indptr's page counts
@@ -74,18 +76,29 @@ def _flat(pages):
     return pages.reshape(-1, *pages.shape[2:])
 
 
+def _scaled(sm_scale, scales):
+    """(sm_scale with q_scale and k_scale folded in, a function giving the output times v_scale)."""
+    q_scale, k_scale, v_scale = scales
+    for s in (q_scale, k_scale):
+        sm_scale *= 1.0 if s is None else s
+    return sm_scale, lambda o, lse: (o * (1.0 if v_scale is None else v_scale), lse)
+
+
 def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
-           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
+           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype, scales=(None, None, None)):
     rows = np.arange(len(kv_indptr), dtype=np.int64)
-    return _rows(q, rows, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), None, True, None,
-                 window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
+    sm_scale, finish = _scaled(sm_scale, scales)
+    return finish(*_rows(q, rows, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size), None, True,
+                         None, window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages)))
 
 
 def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_page_len, *, page_size, causal,
-                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
-    return _rows(q, qo_indptr, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size),
-                 _paged_mask_len(kv_indptr, last_page_len, page_size), causal,
-                 custom_mask, window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages))
+                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype,
+                  scales=(None, None, None)):
+    sm_scale, finish = _scaled(sm_scale, scales)
+    return finish(*_rows(q, qo_indptr, kv_indptr, _paged_rows(kv_indptr, kv_indices, last_page_len, page_size),
+                         _paged_mask_len(kv_indptr, last_page_len, page_size), causal,
+                         custom_mask, window_left, sm_scale, logits_soft_cap, _flat(k_pages), _flat(v_pages)))
 
 
 def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo_heads, num_kv_heads, sm_scale,

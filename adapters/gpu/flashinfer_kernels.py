@@ -9,6 +9,12 @@ BatchPrefillWithRaggedKVCacheWrapper.plan keeps the previous plan's custom mask 
 without one (prefill.py: the paged wrapper resets _custom_mask_buf to None, the ragged one does
 not), so one shared wrapper runs a later causal call under a stale mask (flashinfer_stale_mask.py
 shows it; KVFLASHINFER_SHARED_RAGGED=1 shares one wrapper, as sglang does, to reproduce it here).
+Every wrapper is built with backend= flashinfer_choice.BACKEND (KVFLASHINFER_BACKEND: fa2, fa3 or
+auto; MLA: KVFLASHINFER_MLA_BACKEND). An fp8_e4m3 case runs as vLLM's --kv-cache-dtype fp8 runs
+FlashInfer: the paged cache in float8_e4m3fn (the stored values), the query and the output in bf16,
+each paged run handed k_scale / v_scale (and q_scale where recorded) as Python floats
+(vllm/v1/attention/backends/flashinfer.py:2444-2451, 2635-2644, 0.33.0), which FlashInfer folds
+into sm_scale and multiplies the output by (prefill.py:4325-4326, 4625-4631; decode.py:2909-2910).
 """
 import os
 
@@ -22,9 +28,8 @@ from flashinfer.mla._batch_mla._backends._capabilities import _BackendPlanUnsupp
 
 import kvfuzz_adapter as kv
 from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host
+from flashinfer_choice import BACKEND, MLA_BACKEND
 
-BACKEND = "fa2"  # sglang's prefill_backend and decode_backend
-MLA_BACKEND = os.environ.get("KVFLASHINFER_MLA_BACKEND", "fa2")
 SHARED_RAGGED = os.environ.get("KVFLASHINFER_SHARED_RAGGED") == "1"
 _workspace = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=DEV)
 _wrappers = {}
@@ -46,44 +51,59 @@ def _wrapper(kind, variant=False):
     return _wrappers[key]
 
 
+def _dtypes(dtype):
+    """(query / output dtype, cache dtype) of a case's dtype: fp8 caches under a bf16 query."""
+    if dtype == "fp8_e4m3":
+        return torch.bfloat16, torch.float8_e4m3fn
+    return TORCH_DTYPES[dtype], TORCH_DTYPES[dtype]
+
+
 def pages(case, layer, which, slots, page_size, width):
     """Layer's K or V pool as a paged cache on the device, [slots / page_size, page_size, Hkv, width]
-    in the case's dtype (a sparse pool never exists dense on the host)."""
-    t = device_pool(case, layer, which, TORCH_DTYPES[case.dtype], width, slots)
+    in the cache's dtype, what the cache stores (a sparse pool never exists dense on the host; an
+    fp8 one is built in bf16, exact, then cast)."""
+    q_dtype, kv_dtype = _dtypes(case.dtype)
+    t = device_pool(case, layer, which, q_dtype, width, slots).to(kv_dtype)
     return t.view(-1, page_size, *t.shape[1:])
 
 
-def _run(wrapper, *inputs):
-    o, lse = wrapper.run(*inputs, return_lse=True)
+def _run(wrapper, *inputs, **scales):
+    o, lse = wrapper.run(*inputs, return_lse=True, **{k: v for k, v in scales.items() if v is not None})
     torch.cuda.synchronize()
     return host(o), host(lse)
 
 
 def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
-           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
-    dt = TORCH_DTYPES[dtype]
+           num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype, scales=(None, None, None)):
+    """scales: run()'s (q_scale, k_scale, v_scale), floats or None (not passed)."""
+    qt, kt = _dtypes(dtype)
     w = _wrapper("decode", use_tensor_cores)
     w.plan(dev(kv_indptr), dev(kv_indices), dev(last_page_len), num_qo_heads, num_kv_heads, q.shape[-1],
            page_size, window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
-           q_data_type=dt, kv_data_type=dt)
-    return _run(w, dev(q, dt), (dev(k_pages, dt), dev(v_pages, dt)))
+           q_data_type=qt, kv_data_type=kt)
+    return _run(w, dev(q, qt), (dev(k_pages, kt), dev(v_pages, kt)), **_scale_args(scales))
+
+
+def _scale_args(scales):
+    return dict(zip(("q_scale", "k_scale", "v_scale"), scales))
 
 
 def prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, kv_indices, last_page_len, *, page_size, causal,
-                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype):
-    dt = TORCH_DTYPES[dtype]
+                  custom_mask, num_qo_heads, num_kv_heads, sm_scale, logits_soft_cap, window_left, dtype,
+                  scales=(None, None, None)):
+    dt, kt = _dtypes(dtype)
     w = _wrapper("paged")
     w.plan(dev(qo_indptr), dev(kv_indptr), dev(kv_indices), dev(last_page_len), num_qo_heads, num_kv_heads,
            q.shape[-1], page_size, head_dim_vo=v_pages.shape[-1],
            custom_mask=None if custom_mask is None else dev(custom_mask), causal=causal,
            window_left=window_left, logits_soft_cap=logits_soft_cap, sm_scale=sm_scale,
-           q_data_type=dt, kv_data_type=dt)
-    return _run(w, dev(q, dt), (dev(k_pages, dt), dev(v_pages, dt)))
+           q_data_type=dt, kv_data_type=kt)
+    return _run(w, dev(q, dt), (dev(k_pages, kt), dev(v_pages, kt)), **_scale_args(scales))
 
 
 def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo_heads, num_kv_heads, sm_scale,
                    logits_soft_cap, window_left, dtype):
-    dt = TORCH_DTYPES[dtype]
+    dt = _dtypes(dtype)[0]  # the step's new K/V, in the query's dtype
     w = _wrapper("ragged", custom_mask is not None)
     w.plan(dev(qo_indptr), dev(kv_indptr), num_qo_heads, num_kv_heads, q.shape[-1], v.shape[-1],
            custom_mask=None if custom_mask is None else dev(custom_mask), causal=causal,
@@ -94,7 +114,7 @@ def prefill_ragged(q, k, v, qo_indptr, kv_indptr, *, causal, custom_mask, num_qo
 
 def merge_state(out_a, lse_a, out_b, lse_b, dtype):
     """flashinfer.cascade.merge_state on two calls' outputs (in the kernel's dtype) and base-2 LSEs."""
-    dt = TORCH_DTYPES[dtype]
+    dt = _dtypes(dtype)[0]
     o, s = _merge_state(dev(out_a, dt), dev(lse_a), dev(out_b, dt), dev(lse_b))
     torch.cuda.synchronize()
     return host(o), host(s)

@@ -1,9 +1,9 @@
 """FlashInfer's MLA kernel under kvfuzz: an mla executor on the GPU.
 
 Runs the mla plan (backends/contract/FAMILIES.md) through flashinfer-python 0.7.2.post1's
-BatchMLAPagedAttentionWrapper, backend "fa2" (KVFLASHINFER_MLA_BACKEND=fa3 picks the Hopper kernel,
-which sglang's flashinfer_mla backend gets on an H100 by asking for "auto"; its CUTLASS headers are
-not in the wheel ci/gpu_wheels.py keeps). One plan per value set, one run per layer, as sglang plans
+BatchMLAPagedAttentionWrapper, backend "fa2" (KVFLASHINFER_BACKEND or KVFLASHINFER_MLA_BACKEND=fa3 picks
+the Hopper kernel, which sglang's flashinfer_mla backend gets on an H100 by asking for "auto"; its
+CUTLASS headers travel beside the slim wheel, ci/gpu_cutlass.py; flashinfer_choice.py). One plan per value set, one run per layer, as sglang plans
 once per batch:
 
     w = BatchMLAPagedAttentionWrapper(workspace, backend="fa2")        # 128 MiB, shared
@@ -52,6 +52,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import flashinfer_choice  # noqa: E402,F401  (a bad KVFLASHINFER_BACKEND: exit 2)
 import kvfuzz_adapter as kv  # noqa: E402
 from mla_packed import CKV, KPE, check_dims, decode_rows, latent, layer_keys, paged  # noqa: E402
 from numpy_attention import LOG2E, rows_of  # noqa: E402

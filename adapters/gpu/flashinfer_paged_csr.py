@@ -1,8 +1,10 @@
 """FlashInfer's real wrappers under kvfuzz: a paged_csr executor on the GPU.
 
 Runs each call of the paged_csr plan (backends/contract/FAMILIES.md; FlashInfer's wrapper calls as
-sglang's FlashInferAttnBackend makes them) through flashinfer-python's own wrappers, backend "fa2"
-as sglang sets it (flashinfer_backend.py: prefill_backend = decode_backend = "fa2"):
+sglang's FlashInferAttnBackend makes them) through flashinfer-python's own wrappers, on the kernel
+backend KVFLASHINFER_BACKEND names (fa2 by default, as sglang sets its paged and decode wrappers,
+flashinfer_backend.py:335-336; fa3: FlashInfer's sm90 kernels; auto: FlashInfer's pick;
+flashinfer_choice.py, which also says what fa3 refuses: those calls are answered unsupported):
   - role "decode" / "draft": BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores when the GQA group
     is >= 4 (sglang's should_use_tensor_core for fp16/bf16 caches). The kernel reads ONE query per
     kernel row: q is [rows, H, D], row r's query the token at qo_indptr[r] (a padded row with no
@@ -24,8 +26,13 @@ and V are zero-padded to one width W, the smallest of 64 / 128 / 256 that holds 
 (zeros change neither q.k, with sm_scale passed, nor the kept V channels); a real 64 or 128 passes
 unpadded. Wired: all modes, full / sliding-window / chunked layers (chunks are in the plan's CSR),
 hybrid SWA pools, CUDA-graph padding, bf16 and fp16 (each dtype is another set of JIT builds;
-outputs come in the cache dtype), any page size, GQA, softcap. Not wired: MLA (FlashInfer's MLA
-wrapper takes the mla family), fp32 and fp8.
+outputs come in the cache dtype), any page size, GQA, softcap, fp8 e4m3 caches with per-tensor scales
+as vLLM runs them (flashinfer_kernels.py: the cache in e4m3, query and output in bf16). A paged or
+decode row's run is handed the scales the plan's descales give that row (case.descales: FlashInfer
+takes one float per run, so a call whose rows were handed different scales, vLLM's join of its decode
+and prefill runs, is run once per distinct scale, each row's output taken from its own), else the
+layer's scales (case.k_scale / v_scale); a ragged row reads the step's new K/V, unscaled. Not wired:
+MLA (FlashInfer's MLA wrapper takes the mla family), fp32.
 Precision (what the bound of properties/tolerance.h needs): the fa2 prefill kernels, which also run
 the tensor-core decode, update a warp's running max once per 16 * NUM_MMA_KV keys and sum the rounded
 P (row_sum "p"). The CUDA-core decode kernel (include/flashinfer/attention/decode.cuh,
@@ -61,6 +68,7 @@ from numpy_attention import LOG2E, merge_base2, padded, rows_of  # noqa: E402
 
 EMULATE = os.environ.get("KVFLASHINFER_EMULATE") == "1"
 WIDTHS = (64, 128, 256)
+import flashinfer_choice  # noqa: E402  (a bad KVFLASHINFER_BACKEND: exit 2 before torch loads)
 if EMULATE:
     import flashinfer_emulated as kernels  # noqa: E402
 else:
@@ -88,7 +96,34 @@ def paged_pool(case, layer, ps, w):
     return tuple(kernels.pages(case, layer, which, n + (-n % ps), ps, w) for which in ("k", "v"))
 
 
-def run_call(case, call, prefix, layer, steps):
+def row_scales(case, layer, part, n_rows):
+    """Each kernel row's (q_scale, k_scale, v_scale) for FlashInfer's run(): the plan's descales of
+    the call (one float per row: FlashInfer repeats it over the KV heads), else the layer's scales
+    for an fp8 cache, else none."""
+    d = case.descales(layer, part)
+    if d is None:
+        fp8 = case.dtype == "fp8_e4m3"
+        return [(None, case.k_scale(layer), case.v_scale(layer)) if fp8 else (None, None, None)] * n_rows
+    rows = []
+    for r in range(n_rows):
+        triple = []
+        for name, a in zip(("q", "k", "v"), d):
+            if a is not None and r >= len(a):
+                raise ValueError(f"layer {layer} call {part}: {name} descales for {len(a)} rows, the call has {n_rows}")
+            if a is not None and np.any(a[r] != a[r][0]):
+                raise ValueError(f"layer {layer} call {part} row {r}: {name} descales differ over the KV heads; "
+                                 "FlashInfer's run takes one scale")
+            triple.append(None if a is None else float(a[r][0]))
+        rows.append(tuple(triple))
+    return rows
+
+
+def by_scales(scales, run):
+    """run(scales) once per distinct scale triple of the rows: {triple: its (out, lse)}."""
+    return {triple: run(triple) for triple in dict.fromkeys(scales)}
+
+
+def run_call(case, call, prefix, layer, steps, part):
     """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] and which tokens it covers [T]; adds the
     call's (keys per rescale step, keys per split-KV partition) to `steps`."""
     T = case.num_tokens
@@ -103,6 +138,10 @@ def run_call(case, call, prefix, layer, steps):
     w = width(case)
     ps = call["page_size"]
     tensor_cores = H // Hkv >= 4
+    refused = flashinfer_choice.refusal(call["role"], bool(call["has_mask"]), case.dtype == "fp8_e4m3",
+                                        tensor_cores)
+    if refused:
+        raise kv.Unsupported(refused)
     steps.add((decode_step(H // Hkv, w) if call["role"] in ("decode", "draft") and not tensor_cores else 16,
                128 if call["role"] == "ragged" else max(128 // ps, 1) * ps))  # ragged: page size 1
     q = padded(case.q[layer], T, w)
@@ -119,23 +158,30 @@ def run_call(case, call, prefix, layer, steps):
         for r, t in live:
             q_rows[r] = q[t]
         k_pages, v_pages = paged_pool(case, layer, call["page_size"], w)
-        o, s = kernels.decode(q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
-                              case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
-                              use_tensor_cores=tensor_cores, **common)
+        scales = row_scales(case, layer, part, len(rows))
+        runs = by_scales(scales, lambda triple: kernels.decode(
+            q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
+            case.array(prefix + "kv_last_page_len"), page_size=call["page_size"], use_tensor_cores=tensor_cores,
+            scales=triple, **common))
         for r, t in live:
+            o, s = runs[scales[r]]
             out[t], lse[t], covered[t] = o[r], s[r], True
         return out, lse, covered
     mask = case.array(prefix + "custom_mask").astype(bool) if call["has_mask"] else None
     if call["role"] == "ragged":
         k_new, v_new = padded(case.k_new[layer], T, w), padded(case.v_new[layer], T, w)
-        o, s = kernels.prefill_ragged(q, k_new, v_new, qo_indptr, kv_indptr,
-                                      causal=bool(call["causal"]), custom_mask=mask, **common)
+        scales = [None] * len(rows)
+        runs = {None: kernels.prefill_ragged(q, k_new, v_new, qo_indptr, kv_indptr,
+                                             causal=bool(call["causal"]), custom_mask=mask, **common)}
     else:
         k_pages, v_pages = paged_pool(case, layer, call["page_size"], w)
-        o, s = kernels.prefill_paged(q, k_pages, v_pages, qo_indptr, kv_indptr, case.array(prefix + "kv_indices"),
-                                     case.array(prefix + "kv_last_page_len"), page_size=call["page_size"],
-                                     causal=bool(call["causal"]), custom_mask=mask, **common)
-    for _, t, n in rows:
+        scales = row_scales(case, layer, part, len(rows))
+        runs = by_scales(scales, lambda triple: kernels.prefill_paged(
+            q, k_pages, v_pages, qo_indptr, kv_indptr, case.array(prefix + "kv_indices"),
+            case.array(prefix + "kv_last_page_len"), page_size=call["page_size"], causal=bool(call["causal"]),
+            custom_mask=mask, scales=triple, **common))
+    for r, t, n in rows:
+        o, s = runs[scales[r]]
         out[t:t + n], lse[t:t + n], covered[t:t + n] = o[t:t + n], s[t:t + n], True
     return out, lse, covered
 
@@ -157,13 +203,13 @@ def merge_layer(parts, natural_exp, dtype):
 
 
 @kv.executor(name="flashinfer_paged_csr", family="paged_csr",
-             supports={"modes": "all", "layer_kinds": "all", "dtypes": ["bf16", "fp16"], "page_sizes": "any",
-                       "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
-                       "cuda_graph": True, "softcap": True, "gqa": True},
+             supports={"modes": "all", "layer_kinds": "all", "dtypes": flashinfer_choice.PAGED_CSR_DTYPES,
+                       "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
+                       "cuda_graph": True, "softcap": True, "gqa": True, "kv_scales": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "max_merges": 34, "row_sum": "p",
                         "tile_keys": 3, "split_keys": 64})
 def run(case):
-    """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend fa2"""
+    """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend KVFLASHINFER_BACKEND"""
     if max(case.model["head_dim"], case.model["v_head_dim"]) > WIDTHS[-1]:
         raise kv.Unsupported(f"head dims above {WIDTHS[-1]}")
     out_shape, lse_shape = case.output_shapes()
@@ -174,7 +220,7 @@ def run(case):
     for layer in range(len(case.layers)):
         g = case.plan["group_of_layer"][layer]
         calls = case.plan["groups"][g]["calls"]
-        parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer, steps) for c, call in enumerate(calls)]
+        parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer, steps, c) for c, call in enumerate(calls)]
         if parts:
             o, s = merge_layer(parts, natural_exp, case.dtype)
             out[layer], lse[layer] = o[..., :case.model["v_head_dim"]], s / LOG2E

@@ -116,6 +116,11 @@ def call_lse(case, layer, call, prefix, window_left, attend):
     return lse
 
 
+def part_of(prefix):
+    """The part index of a call's array prefix, "groups.G.parts.I." (run_layers') -> I."""
+    return int(prefix.rstrip(".").rsplit(".", 1)[1])
+
+
 def run_layers(case, run_call, merge):
     """A page_table executor's outputs: for each layer, run_call(layer, call, prefix, window_left) ->
     (out [tokens, Hq, Dv], lse [tokens, Hq]) for each kernel call of the group the layer reads,

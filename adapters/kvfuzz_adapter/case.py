@@ -103,6 +103,39 @@ class Case(_Base):
         scales = self.manifest["sets"][self.value_set].get("kv_scales")
         return float(scales[which][layer]) if scales else 1.0
 
+    def descales(self, layer, part):
+        """The fp8 descales kernel call `part` of layer's group was handed, as the plan records them
+        (FAMILIES.md `descales`: page_table and paged_csr plans of an fp8 cache, e.g. vLLM's
+        --kv-cache-dtype fp8 planner): (q, k, v), each float32 [rows, kv_heads] (q None: none, 1),
+        what a kernel multiplies the cache's stored values by (FlashAttention's q/k/v_descale,
+        FlashInfer's run(q_scale, k_scale, v_scale) repeated over rows and heads). None where the
+        plan carries none: the kernel is then handed the layer's own scales, k_scale / v_scale.
+        The k and v descales are for this value set's pools: a planner records them against the
+        layer's scales (self.layers[layer]["k_scale"]), which the case's own values are stored by;
+        the read-set probes' values are stored unscaled (their k_scale(layer) is 1), so there each is
+        the recorded descale over the layer's scale (1 where the planner handed the kernel the
+        layer's scale). Hand them to the kernel as they come."""
+        layers = self.plan.get("descales") or []
+        if not layers:
+            return None
+        parts = layers[layer]["parts"]
+        if part >= len(parts):
+            raise ValueError(f"the plan's descales of layer {layer} have {len(parts)} parts, none for call {part}")
+        heads = self.model["kv_heads"]
+
+        def rows(name):
+            values = parts[part].get(name) or []
+            if name == "q" and not values:
+                return None
+            if len(values) % heads:
+                raise ValueError(f"descales of layer {layer} call {part}: {name} holds {len(values)} values, "
+                                 f"not [rows][{heads} kv heads]")
+            d = np.asarray(values, np.float64).reshape(-1, heads)
+            if name != "q":  # for this value set's pools (exact: the scales are 4-bit floats)
+                d = d * (self._scale(layer, name) / float(self.layers[layer].get(f"{name}_scale", 1.0)))
+            return d.astype(np.float32)
+        return rows("q"), rows("k"), rows("v")
+
     def k_cache(self, layer):
         """[slots, kv_heads, head_dim] float32: the layer's pool (full or SWA: self.layers[layer]["pool"]).
         A pool sent sparse (PROTOCOL.md) is materialized here, once; pool_parts avoids that. It holds

@@ -33,11 +33,16 @@ here. softmax_lse is [heads, total_q] (varlen) or [batch, heads, seqlen_q], natu
 
 What FA3 refuses, refused here with its message (RuntimeError, as TORCH_CHECK raises), from
 Dao-AILab/flash-attention hopper/flash_api.cpp at commit 0251105a2fb19d2957484b7f023cd8c115286ced
-(read, not run): dtypes other than fp16 / bf16 (:715; fp8 e4m3, which FA3 takes, is not modelled:
-NotImplementedError), K or V of another dtype than Q (:721-722), page_table not int32 (:735),
+(read, not run): dtypes other than fp16 / bf16 / fp8 e4m3 (:715), K or V of another dtype than Q (:721-722), page_table not int32 (:735),
 cu_seqlens_q not int32 or without max_seqlen_q (:744-745), head dim above 256 (:780), heads not a
 multiple of KV heads (:781), V head dim unlike Q/K's outside (128, 192] x (96, 128] or Q/K <= 64 x
-V <= 512 (:783), either head dim not a multiple of 8 (:855-856). Taken but computed otherwise by
+V <= 512 (:783), either head dim not a multiple of 8 (of 16 for fp8, :854-856). fp8 e4m3 (q, k and v
+all e4m3): the output in bf16 (:859), and q_descale / k_descale / v_descale, each float32 (batch,
+kv_heads) or None (1), read only for fp8 (:1115-1144, CHECK_SHAPE: RuntimeError on another shape):
+entry b's scores use q * q_descale[b, kv head of the q head] and k * k_descale[b, kv head], its output
+v * v_descale[b, kv head]; with 16-bit inputs FA3 ignores them, and so does this. FA3's fp8 kernels
+round P to e4m3 before P.V and tile by 1-byte sizes: not modelled (the fault model below uses the
+16-bit tiles). Taken but computed otherwise by
 FA3, and computed here as documented: V unlike Q/K with both <= 64 on a paged cache (FA3's (64, 64)
 kernel loads V with K's column predicate, paged_kv.h:130: V's channels past Q/K's width come back 0;
 adapters/gpu/fa3_mechanisms.py vdim, H100).
@@ -61,7 +66,7 @@ flash_fwd_combine_kernel.h:465) while the split buffers are sized for the call's
 splits that were not allocated (vllm#25490's illegal memory access): this stand-in raises
 RuntimeError for it, where FA3 has undefined behaviour. A schedule this module did not make is
 refused (NotImplementedError). Arguments that change the math and that sglang does not pass on
-these paths (new K/V, rotary, descales, score/mask mods, leftpad, batch index) raise
+these paths (new K/V, rotary, score/mask mods, leftpad, batch index) raise
 NotImplementedError rather than being ignored.
 """
 import math
@@ -69,12 +74,12 @@ import math
 import torch
 
 # Arguments accepted at their default only (any other value would change the math modelled here).
-_ONLY_DEFAULT = ("k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad", "rotary_seqlens",
-                 "q_descale", "k_descale", "v_descale", "score_mod", "aux_tensors", "mask_mod", "sfq", "sfk",
+_ONLY_DEFAULT = ("k", "v", "rotary_cos", "rotary_sin", "cache_batch_idx", "cache_leftpad", "rotary_seqlens", "score_mod", "aux_tensors", "mask_mod", "sfq", "sfk",
                  "sfv", "rel_bias", "rel_bias_prep_cache")
 # Arguments that only tune the schedule (which keys are read does not depend on them).
 _SCHEDULE = ("cu_seqlens_k_new", "rotary_interleaved", "sm_margin", "ver", "only_qv", "max_seqlen_k")
-_DTYPES = (torch.float16, torch.bfloat16)
+FP8 = getattr(torch, "float8_e4m3fn", None)
+_DTYPES = (torch.float16, torch.bfloat16, FP8)
 # The stand-in's schedules: id(tensor) -> the num_splits it was made for (its data is FA3's size only)
 _SCHEDULES = {}
 
@@ -87,8 +92,6 @@ def _check(ok, message):
 
 def _check_shapes(q_dtype, k_dtype, v_dtype, d, dv, heads, kv_heads):
     """flash_api.cpp's refusals of dtypes and head dims (mha_fwd, :715-856)."""
-    if q_dtype == getattr(torch, "float8_e4m3fn", None):
-        raise NotImplementedError("the FA3 stand-in does not model fp8 (FA3 takes e4m3 with descales)")
     _check(q_dtype in _DTYPES, "FlashAttention only supports fp16, bf16, and fp8_e4m3 data type")
     _check(k_dtype == q_dtype, "query and key must have the same dtype")
     _check(v_dtype == q_dtype, "query and value must have the same dtype")
@@ -97,8 +100,9 @@ def _check_shapes(q_dtype, k_dtype, v_dtype, d, dv, heads, kv_heads):
     _check(dv == d or (128 < d <= 192 and 96 < dv <= 128) or (d <= 64 and dv <= 512),
            "If V headdim is different from Q/K dim, we only support Q/K headdim in (128, 192] and V headdim in "
            "(96, 128], or (Q/K <= 64 and V <= 512).")
-    _check(d % 8 == 0, "head_size should be a multiple of 8")
-    _check(dv % 8 == 0, "head_size_v should be a multiple of 8")
+    alignment = 16 if q_dtype == FP8 else 8
+    _check(d % alignment == 0, f"head_size should be a multiple of {alignment}")
+    _check(dv % alignment == 0, f"head_size_v should be a multiple of {alignment}")
 
 
 def refusal(q_dtype, d, dv, heads, kv_heads):
@@ -194,9 +198,11 @@ class _Params:
         return out
 
 
-def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded, sinks=None, qv=None):
+def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, softcap, loaded, sinks=None, qv=None,
+           descales=(None, None, None)):
     """One batch entry: q [seqlen_q, H, D] -> (out [seqlen_q, H, Dv] float32, lse [H, seqlen_q]); sinks [H]
-    (one logit per q head) or None; qv [seqlen_q, H, Dv] (MLA's absorbed query, scored against V) or None."""
+    (one logit per q head) or None; qv [seqlen_q, H, Dv] (MLA's absorbed query, scored against V) or None;
+    descales: the entry's (q, k, v) descale rows, each [kv_heads] float32 or None (1)."""
     sq, heads = q.shape[0], q.shape[1]
     page = k_cache.shape[1]
     j = torch.arange(seqlen_k, device=q.device)
@@ -213,8 +219,16 @@ def _entry(q, k_cache, v_cache, table, seqlen_k, scale, causal, window, chunk, s
     k = k_cache[pages, j % page].float()  # [seqlen_k, Hk, D]
     v = v_cache[pages, j % page].float()
     group = heads // k.shape[1]
+    q = q.float()
+    qd, kd, vd = (None if d is None else d.float().to(q.device) for d in descales)
+    if qd is not None:
+        q = q * qd.repeat_interleave(group)[None, :, None]
+    if kd is not None:
+        k = k * kd[None, :, None]
+    if vd is not None:
+        v = v * vd[None, :, None]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # [seqlen_k, H, *]
-    s = torch.einsum("qhd,khd->hqk", q.float(), k)
+    s = torch.einsum("qhd,khd->hqk", q, k)
     if qv is not None:  # FA3 scores q.k + qv.v (0251105a mainloop_fwd_sm90_tma_gmma_ws.hpp:1144-1147, Qv.V into S)
         s = s + torch.einsum("qhd,khd->hqk", qv.float(), v)
     s = s * scale
@@ -274,7 +288,8 @@ def _check_schedule(schedule, params, num_splits):
 def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=None, cu_seqlens_q=None,
                             max_seqlen_q=None, softmax_scale=None, causal=False, window_size=(-1, -1),
                             attention_chunk=None, softcap=0.0, return_softmax_lse=False, out=None,
-                            scheduler_metadata=None, num_splits=0, pack_gqa=None, sinks=None, qv=None, **other):
+                            scheduler_metadata=None, num_splits=0, pack_gqa=None, sinks=None, qv=None,
+                            q_descale=None, k_descale=None, v_descale=None, **other):
     """FA3's flash_attn_with_kvcache over a paged cache, computed as documented (module docstring)."""
     for name, value in other.items():
         if name in _ONLY_DEFAULT and value is not None:
@@ -311,6 +326,11 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
                      k_cache.shape[1], causal, window, chunk, int(num_splits), pack_gqa, varlen)
     if scheduler_metadata is not None:
         _check_schedule(scheduler_metadata, params, int(num_splits))
+    descales = (q_descale, k_descale, v_descale) if q.dtype == FP8 else (None, None, None)  # :1115: fp8 only
+    for name, d in zip(("q_descale", "k_descale", "v_descale"), descales):
+        if d is not None:
+            _check(tuple(d.shape) == (batch, k_cache.shape[-2]), f"{name} must have shape ({batch}, "
+                   f"{k_cache.shape[-2]}), got {list(d.shape)}")
     # default scale with qv: (d + dv) ** -0.5 (flash_attn_interface.py:670)
     scale = softmax_scale if softmax_scale is not None else (q.shape[-1] + (0 if qv is None else dv)) ** -0.5
     result = torch.full((qs.shape[0], heads, dv), math.nan, dtype=torch.float32, device=q.device)
@@ -322,9 +342,10 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=None, page_table=
         n = min(hi - lo, limit)  # rows past max_seqlen_q: not computed
         loaded = params.loaded(hi - lo, int(lens[b]), n)
         o, l_ = _entry(qs[lo:hi], k_cache, v_cache, page_table[b], int(lens[b]), scale, causal, window, chunk,
-                       float(softcap or 0.0), loaded, sinks, None if qv is None else qvs[lo:hi])
+                       float(softcap or 0.0), loaded, sinks, None if qv is None else qvs[lo:hi],
+                       tuple(None if d is None else d[b] for d in descales))
         result[lo:lo + n], lse[:, lo:lo + n] = o[:n], l_[:, :n]
-    result = result.to(q.dtype)
+    result = result.to(torch.bfloat16 if q.dtype == FP8 else q.dtype)  # :859
     if not varlen:
         result = result.reshape(*q.shape[:2], heads, dv)
         lse = lse.reshape(heads, batch, -1).permute(1, 0, 2)

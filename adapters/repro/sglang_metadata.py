@@ -213,6 +213,12 @@ def build_flashinfer(sg, setup, case):
             backend.indices_updater_prefill.prefill_wrapper_ragged = ragged
         name += " (ragged wrapper on fa2: this FlashInfer has no CUTLASS headers for its sm90 kernels)"
     kernel_call(sg.init_metadata, backend, setup)
+    ragged = getattr(backend, "prefill_wrapper_ragged", None)
+    if ragged is not None and getattr(ragged, "_requested_backend", None) == "auto":
+        # "auto" resolves at each plan (FlashInfer 0.7.2.post1 prefill.py:5527-5536): the kernel it ran
+        ran = getattr(ragged, "_backend", "auto")
+        name += " (ragged wrapper: sglang asks auto, " + (f"FlashInfer resolved it to {ran})" if ran != "auto" else
+                                                           "not planned in this step)")
     return backend, name
 
 

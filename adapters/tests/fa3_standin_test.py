@@ -5,7 +5,7 @@ GQA, varlen queries aligned bottom-right, causal, sliding windows, chunks, soft 
 larger, or not causal), which must fail: the check can fail. Then what FA3 refuses (flash_api.cpp's
 checks: fp32, head dim 1, V narrower than Q/K), where it faults (a page outside the cache in a loaded
 tile, never in a tile the window skips) and its schedule (scheduler_metadata of another size, or
-made for other num_splits than the call's).
+made for other num_splits than the call's), and fp8 e4m3 with per-entry descales.
 
     .sglang/venv/bin/python adapters/tests/fa3_standin_test.py     # about 3 s
     python3 adapters/tests/fa3_standin_test.py --real DIR          # FA3's real kernel, on a GPU
@@ -183,6 +183,41 @@ def qv_scores(failures, rng):
             failures.append(f"qv with {what}: FA3 refuses it ({message}), the stand-in says {got!r}")
 
 
+def fp8_descales(failures, rng):
+    """fp8 e4m3 q / K / V with q_descale / k_descale / v_descale (batch, kv_heads) float32: entry b attends
+    q * q_descale[b], k * k_descale[b], v * v_descale[b] per KV head, the output in bf16; descales of
+    another shape are refused (flash_api.cpp:854-859, 1115-1144, 0251105a). Two entries of different
+    descales, GQA 2/1 heads: each entry's against a float64 attention over its own dequantized values,
+    and the call with the entries' descales exchanged must miss."""
+    fp8 = fa3_standin.FP8
+    k_cache, v_cache, table, kpos, vpos = paged(rng, [5, 9], 4, 1, 16, 16)
+    k_cache, v_cache = k_cache.to(fp8), v_cache.to(fp8)
+    kpos = [np.stack([k_cache[table[b, p // 4], p % 4].float().numpy() for p in range(n)]).astype(np.float64)
+            for b, n in enumerate([5, 9])]
+    vpos = [np.stack([v_cache[table[b, p // 4], p % 4].float().numpy() for p in range(n)]).astype(np.float64)
+            for b, n in enumerate([5, 9])]
+    q = torch.from_numpy(rng.standard_normal((4, 2, 16)).astype(np.float32)).to(fp8)
+    descale = {"q_descale": torch.tensor([[1.0], [0.5]]), "k_descale": torch.tensor([[0.375], [4.0]]),
+               "v_descale": torch.tensor([[0.0625], [1.5]])}
+    out, lse = call(q, k_cache, v_cache, table, [5, 9], softmax_scale=0.25, return_softmax_lse=True, **descale)
+    swapped = call(q, k_cache, v_cache, table, [5, 9], softmax_scale=0.25,
+                   **{n: d.flip(0) for n, d in descale.items()})
+    err = wrong = 0.0
+    for b, n in enumerate([5, 9]):
+        qb = q[2 * b:2 * b + 2].double().numpy() * float(descale["q_descale"][b, 0])
+        ref = oracle(qb, kpos[b] * float(descale["k_descale"][b, 0]), vpos[b] * float(descale["v_descale"][b, 0]),
+                     n, 2, 0.25, "full", 0, 0.0)
+        err = max(err, float(np.abs(out[2 * b:2 * b + 2].double().numpy() - ref).max() / (np.abs(ref).max() + 1e-9)))
+        wrong = max(wrong, float(np.abs(swapped[2 * b:2 * b + 2].double().numpy() - ref).max() / (np.abs(ref).max() + 1e-9)))
+    print(f"fp8 with descales: relative error {err:.2e} (output {out.dtype}); descales of the other entry: {wrong:.2e}")
+    # the real FA3 rounds P to e4m3 before P.V (3 significand bits): a looser bound there
+    if not (err < (8e-2 if K.real else 1e-2) and out.dtype == torch.bfloat16 and wrong > 0.5):
+        failures.append(f"fp8 descales: error {err}, output {out.dtype}, exchanged descales {wrong}")
+    got = raises(RuntimeError, lambda: call(q, k_cache, v_cache, table, [5, 9], k_descale=torch.ones(2, 2)))
+    if got is None or "k_descale must have shape" not in got:
+        failures.append(f"a k_descale of shape (2, 2) for 1 KV head: FA3 refuses it, the stand-in says {got!r}")
+
+
 def raises(kind, fn):
     """The exception fn raises if it is of kind (its message), else None."""
     try:
@@ -346,6 +381,7 @@ def main():
     faults(failures, rng)
     schedules(failures, rng)
     qv_scores(failures, np.random.default_rng(11))
+    fp8_descales(failures, np.random.default_rng(12))
     for f in failures:
         print("FAIL:", f)
     print(f"fa3 {'real kernel' if K.real else 'stand-in'} test:", "all passed" if not failures else f"{len(failures)} failure(s)")

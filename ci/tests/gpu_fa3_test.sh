@@ -9,16 +9,9 @@ set -uo pipefail
 SRC=$1 WORK=$2
 rm -rf "$WORK" && mkdir -p "$WORK"
 command -v zstd >/dev/null || { echo "SKIPPED: no zstd program here"; exit 0; }
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$SRC/ci/tests/expect_exit2.sh"
 fa3() { python3 "$SRC/ci/gpu_fa3.py" "$@" >"$WORK/log" 2>&1; }
-expect2() {  # WHAT MESSAGE ARGS...: gpu_fa3.py ARGS exits 2 naming MESSAGE
-  local what=$1 message=$2 rc
-  shift 2
-  fa3 "$@"
-  rc=$?
-  [ $rc = 2 ] && grep -q "$message" "$WORK/log" || fail "$what: exit $rc, expected 2 with '$message': $(cat "$WORK/log")"
-}
+expect2() { expect_exit2 fa3 "$@"; }  # WHAT MESSAGE ARGS...: gpu_fa3.py ARGS exits 2 naming MESSAGE
 
 # 1. Pack (1.5 MiB of random bytes: two parts of 1 MiB), unpack from two folders
 lib=$WORK/lib
