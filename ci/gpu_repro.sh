@@ -96,7 +96,7 @@ $(pair FlashInfer sglang_39287_flashinfer_mask 0.5.23 0 ' with fix 39287' '--fix
 $(pair FlashInfer kvfuzz_flashinfer_swa_full_prefix 0.5.13 1)
 $(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.23 0 ' (CUDA graph: FlashInfer'"'"'s fast_decode_plan at the replay)')
 $(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.10.post1 0 ' (CUDA graph: FlashInfer'"'"'s fast_decode_plan at the replay)')
-$(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.23+swa-schedule-unclamped 1 ' (a planted mutant: the window wrapper scheduled from unclamped lengths)')"
+$(pair FlashInfer kvfuzz_flashinfer_graph_decode_swa 0.5.23+swa-schedule-unclamped 0 ' (a planted mutant: the window wrapper scheduled from unclamped lengths; right on the real kernel at these lengths, H200)')"
 # sglang's FlashAttentionBackend, every FA known issue's minimal case (bf16, head dim 64: shapes FA3
 # takes) on the release with the bug and with the fix, twice: FA3's plain-torch stand-in (stream fa)
 # and FA3's real kernel (stream fa3: sgl-kernel 0.4.3's library, unpacked from its parts by
