@@ -1,5 +1,6 @@
 #include "backends/contract/npy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -78,7 +79,9 @@ std::vector<float> NpyArray::as_float(std::string_view what) const {
   return v;
 }
 
-std::string encode_npy(const NpyArray& a) {
+namespace {
+
+std::string npy_header(const NpyArray& a) {
   std::ostringstream dict;
   dict << "{'descr': '" << a.descr << "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < a.shape.size(); ++i) dict << a.shape[i] << (a.shape.size() == 1 || i + 1 < a.shape.size() ? "," : "");
@@ -90,28 +93,31 @@ std::string encode_npy(const NpyArray& a) {
   std::string out("\x93NUMPY\x01\x00", 8);
   out.push_back(static_cast<char>(header.size() & 0xff));
   out.push_back(static_cast<char>(header.size() >> 8));
-  out += header;
-  out.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
-  return out;
+  return out + header;
 }
 
-NpyArray decode_npy(std::string_view b, std::string_view what) {
+// The length of the magic, version and header-length fields, read from the file's first bytes
+// (at least 12 of them, or all there are).
+size_t npy_prefix(std::string_view b, std::string_view what, size_t* header_len) {
   const std::string w(what);
   if (b.size() < 10 || b.substr(0, 6) != std::string_view("\x93NUMPY", 6)) throw ContractError(w + ": not a .npy file");
   const int major = static_cast<unsigned char>(b[6]);
-  size_t header_len = 0, start = 0;
+  *header_len = 0;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(b[8]) | static_cast<size_t>(static_cast<unsigned char>(b[9])) << 8;
-    start = 10;
-  } else if (major == 2 || major == 3) {
-    if (b.size() < 12) throw ContractError(w + ": truncated .npy header");
-    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(b[8 + i])) << (8 * i);
-    start = 12;
-  } else {
-    throw ContractError(w + ": unsupported .npy version " + std::to_string(major));
+    *header_len = static_cast<unsigned char>(b[8]) | static_cast<size_t>(static_cast<unsigned char>(b[9])) << 8;
+    return 10;
   }
-  if (b.size() < start + header_len) throw ContractError(w + ": truncated .npy header");
-  const std::string_view header = b.substr(start, header_len);
+  if (major == 2 || major == 3) {
+    if (b.size() < 12) throw ContractError(w + ": truncated .npy header");
+    for (int i = 0; i < 4; ++i) *header_len |= static_cast<size_t>(static_cast<unsigned char>(b[8 + i])) << (8 * i);
+    return 12;
+  }
+  throw ContractError(w + ": unsupported .npy version " + std::to_string(major));
+}
+
+// The array the header describes, without its bytes; checks that `payload` bytes hold it.
+NpyArray npy_described(std::string_view header, size_t payload, std::string_view what) {
+  const std::string w(what);
   NpyArray a;
   std::string descr = header_field(header, "descr", what);
   if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"')) throw ContractError(w + ": malformed descr");
@@ -133,27 +139,57 @@ NpyArray decode_npy(std::string_view b, std::string_view what) {
     }
   }
   const int64_t n = a.elements();
-  const size_t payload = b.size() - start - header_len;
   if (static_cast<uint64_t>(n) * a.item_size() != payload)
     throw ContractError(w + ": shape " + shape + " of " + a.descr + " needs " + std::to_string(n * static_cast<int64_t>(a.item_size())) +
                         " bytes, the file holds " + std::to_string(payload));
+  return a;
+}
+
+}  // namespace
+
+std::string encode_npy(const NpyArray& a) {
+  std::string out = npy_header(a);
+  out.append(reinterpret_cast<const char*>(a.bytes.data()), a.bytes.size());
+  return out;
+}
+
+NpyArray decode_npy(std::string_view b, std::string_view what) {
+  size_t header_len = 0;
+  const size_t start = npy_prefix(b, what, &header_len);
+  if (b.size() < start + header_len) throw ContractError(std::string(what) + ": truncated .npy header");
+  NpyArray a = npy_described(b.substr(start, header_len), b.size() - start - header_len, what);
   a.bytes.assign(b.begin() + static_cast<std::ptrdiff_t>(start + header_len), b.end());
   return a;
 }
 
+// Header and payload written and read as they lie in the file, with no copy of the payload on the
+// way (an executor server reads every pool of every request: the exchange's largest cost).
 void write_npy(const std::string& path, const NpyArray& a) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  const std::string bytes = encode_npy(a);
-  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  const std::string header = npy_header(a);
+  f.write(header.data(), static_cast<std::streamsize>(header.size()));
+  f.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
   if (!f) throw std::runtime_error("cannot write " + path);
 }
 
 NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw ContractError(path + ": missing");
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return decode_npy(ss.str(), path);
+  const auto size = static_cast<size_t>(f.tellg());
+  f.seekg(0);
+  std::string prefix(std::min<size_t>(size, 12), '\0');
+  f.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  size_t header_len = 0;
+  const size_t start = npy_prefix(prefix, path, &header_len);
+  if (size < start + header_len) throw ContractError(path + ": truncated .npy header");
+  std::string header(header_len, '\0');
+  f.seekg(static_cast<std::streamoff>(start));
+  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  NpyArray a = npy_described(header, size - start - header_len, path);
+  a.bytes.resize(size - start - header_len);
+  f.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
+  if (!f) throw ContractError(path + ": cannot be read");
+  return a;
 }
 
 }  // namespace kvfuzz
