@@ -56,6 +56,23 @@ import v2_graph
 import v2_runner
 
 
+class _Speculator(types.SimpleNamespace):
+    """A draft model as vLLM's speculative config describes it, and the class init_speculator builds."""
+
+
+# --v2-speculator: the draft model, configured as vLLM configures it (config/speculative.py), and the
+# class V2's init_speculator (spec_decode/__init__.py) picks for it. EAGLE: a Llama EAGLE head. MTP: a
+# DeepSeek-V3-style MTP module (method "mtp", one next-n layer: use_multi_module_mtp() is false, so
+# MTPSpeculator, the EAGLE loop of TargetDependentARSpeculator / AutoRegressiveSpeculator with its
+# hooks; share_mtp_topk_indices stays False, as load_draft_model leaves it for a draft without
+# index_share_for_mtp_iteration).
+SPECULATORS = {
+    "eagle": _Speculator(method="eagle", architecture="LlamaForCausalLMEagle", hf_config={}, cls="EagleSpeculator"),
+    "mtp": _Speculator(method="mtp", architecture="DeepSeekMTPModel", cls="MTPSpeculator",
+                       hf_config=dict(model_type="deepseek_mtp", num_nextn_predict_layers=1)),
+}
+
+
 class Drafter:
     """V2's speculator for the case, its attention set up over the runner's block tables."""
 
@@ -68,10 +85,15 @@ class Drafter:
                                   "(vllm/v1/worker/gpu/spec_decode/eagle.py, one metadata build for every draft step) "
                                   "is not modelled; the adapter drives spec_decode/speculator.py's (0.27.1 on)")
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
-        config = _view(setup.vllm_config)
+        which = getattr(setup, "v2_speculator", "eagle")
+        config = _view(setup.vllm_config, which)
         init = spec_decode.init_speculator
         args = dict(vllm_config=config, device=setup.device, req_states=None)
         self.speculator = init(**{k: v for k, v in args.items() if k in inspect.signature(init).parameters})
+        picked, expected = type(self.speculator).__name__, SPECULATORS[which].cls
+        if picked != expected:  # the release's init_speculator, not the adapter, picks the class
+            raise RuntimeError(f"vLLM {vl.version}'s init_speculator picked {picked} for --v2-speculator {which}; "
+                               f"vLLM configured for it picks {expected}")
 
     def propose(self, model, layer_names):
         import draft_groups
@@ -153,20 +175,28 @@ class Drafter:
                                                batch.idx_mapping, prefill_len)
 
 
-def _view(config):
+def _view(config, which):
     """The VllmConfig the speculator is built with: the runner's namespaces, a field they do not hold
-    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off), with
-    the fields EagleSpeculator's __init__ reads, and the target model class _target_feeds_hc_residual
-    asks about (a Llama: no get_mtp_target_hidden_states)."""
+    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off); the
+    speculative config as vLLM fills it for the draft model of `which` (SPECULATORS: its method, the
+    draft's architecture and model type), with the release's own SpeculativeConfig predicates bound to it
+    (use_eagle, use_gemma4_mtp, use_multi_module_mtp, ...: what init_speculator asks); the fields
+    DraftModelSpeculator's __init__ reads; the target model class _target_feeds_hc_residual asks
+    about (a Llama: no get_mtp_target_hidden_states)."""
     from eagle_drafting import HIDDEN
 
     view = v2_runner.config_view(config)
-    spec = view.speculative_config
-    spec.draft_model_config = v2_runner._Unset(**vars(spec.draft_model_config), get_vocab_size=lambda: 4,
-                                     architectures=["LlamaForCausalLMEagle"])
-    for name in ("uses_draft_model", "use_ngram", "use_gemma4_mtp", "use_multi_module_mtp",
-                 "uses_dynamic_speculative_decoding"):
-        setattr(spec, name, lambda: False)
+    drafter = SPECULATORS[which]
+    spec_cls = importlib.import_module("vllm.config.speculative").SpeculativeConfig
+    predicates = {n: f for n, f in vars(spec_cls).items()
+                  if inspect.isfunction(f) and n.startswith(("use_", "uses_", "is_", "needs_"))}
+    fields = {k: v for k, v in vars(view.speculative_config).items() if k not in predicates}  # the release's, not ours
+    spec = type("SpeculativeConfigView", (v2_runner._Unset,), predicates)(**fields)
+    spec.method = drafter.method
+    hf_config = types.SimpleNamespace(architectures=[drafter.architecture], **drafter.hf_config)
+    spec.draft_model_config = v2_runner._Unset(**dict(vars(spec.draft_model_config), hf_config=hf_config),
+                                               get_vocab_size=lambda: 4, architectures=[drafter.architecture])
+    view.speculative_config = spec
     m = view.model_config
     m.get_vocab_size, m.get_hidden_size, m.head_dtype = (lambda: 4), (lambda: HIDDEN), torch.float32
     view.parallel_config.data_parallel_size = 1
