@@ -52,6 +52,7 @@ import types
 import numpy as np
 import torch
 
+import v2_draft_graph
 import v2_graph
 import v2_runner
 
@@ -104,7 +105,7 @@ class Drafter:
         v2_runner.publish_backends(s, layer_names)
         # no KV-cache tensor packs blocks outermost: the kernel block size is the groups' common one
         kv_config = types.SimpleNamespace(**vars(draft_groups.kv_cache_config(s)), kv_cache_tensors=[])
-        target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
+        v2.persistent()  # start-up: the runner's persistent buffers, before the graphs are captured over them
         sp.set_attn(v2.model_state, kv_config, v2.tables, v2.buffers, [[]])
         for groups in sp.attn_groups:
             for group in groups:
@@ -115,7 +116,9 @@ class Drafter:
         # one rank: the pipeline-parallel group the graph managers ask is the whole world
         cu = importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
         cu.get_pp_group = lambda: types.SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1)
-        sp.init_cudagraph_manager(self.vl.cudagraph_mode("NONE"))
+        self.graphs = v2_draft_graph.DraftGraphs(self.vl, s, sp, model)
+        self.graphs.capture()
+        target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
         batch = self._input_batch()
         num_sampled, num_rejected = self._verdict(batch)
         args = dict(input_batch=batch, attn_metadata=target["metadata"], slot_mappings=target["slots"],
