@@ -1,4 +1,4 @@
-"""EAGLE drafting under Model Runner V2 (vllm/v1/worker/gpu/spec_decode/): the release's own
+"""EAGLE and MTP drafting under Model Runner V2 (vllm/v1/worker/gpu/spec_decode/): the release's own
 speculator drafts after a target step whose inputs V2 prepared (v2_runner.V2Inputs), its draft
 layers the stand-in model of eagle_drafting.py, the kernels recorded.
 
@@ -8,11 +8,15 @@ runner hands it) -> recorder.py.
 
 What runs unchanged (0.33.0 lines, target_dependent_ar/speculator.py unless named; 0.27.1 and 0.28.0
 have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting under Model Runner V2"):
-- `init_speculator` (spec_decode/__init__.py:14-94) picks EagleSpeculator for method "eagle"; its
-  __init__ (DraftModelSpeculator's in speculator.py, then :33-50), `set_attn` (speculator.py:287-310:
+- `init_speculator` (spec_decode/__init__.py:14-94) picks the class for the draft model SPECULATORS
+  configures (--v2-speculator): EagleSpeculator for method "eagle", MTPSpeculator for method "mtp" with
+  one next-n layer (the release's own SpeculativeConfig predicates decide; mtp/speculator.py: EAGLE's
+  loop plus its hooks); its __init__ (DraftModelSpeculator's in speculator.py, then the class's),
+  `set_attn` (speculator.py:287-310:
   init_attn_backend over the KV-cache groups: the draft layers' attention groups and the release's
   builders; whether every builder refreshes decode metadata in place, :312-327 and :82-87),
-  `init_cudagraph_manager` (:89-107) with NONE.
+  `init_cudagraph_manager` (:89-107) in the engine's CUDA-graph mode and `capture` (:109-162), the
+  graphs emulated (v2_draft_graph.py).
 - `get_num_sampled_and_rejected` (input_batch.py:516-562, a Triton kernel): after the target step's
   rejection sampler, num_rejected = the row's logits less what it sampled (a verify row of D tokens
   whose accept kept a: D - a; any other row 1 - 1).
@@ -37,10 +41,11 @@ layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_met
 InputBatch fields propose reads, the valid sampled counts (the history's accept), prefill_len (kvfuzz
 has no prompt lengths: no row is still chunk-prefilling), the configuration fields __init__ reads, the
 target model class (get_model_cls: a Llama without get_mtp_target_hidden_states), one rank (the
-pipeline-parallel group the graph managers ask).
-Not modelled: V2's draft CUDA graphs (prefill FULL/PIECEWISE, decode FULL_DECODE_ONLY: the draft
-passes run eagerly, as on the V1 path), the other speculators (MTP, Gemma-4, DFlash, n-gram, ...),
-DP/PCP/DCP, multimodal drafts, adaptive verification.
+pipeline-parallel group the graph managers ask), MTPSpeculator's share_mtp_topk_indices (False, as
+load_draft_model leaves it for a draft without index_share_for_mtp_iteration).
+Not modelled: a FULL draft-prefill graph (unsupported: v2_draft_graph.py), the other speculators
+(multi-module MTP, Gemma-4, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
+drafts, adaptive verification.
 
     Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
 """
