@@ -70,8 +70,7 @@ class DraftGraphs:
     """The speculator's managers with capture and replay emulated (module docstring)."""
 
     def __init__(self, vl, setup, speculator, model):
-        self.vl, self.setup, self.sp, self.model = vl, setup, speculator, model
-        self.replays = {"prefill": 0, "decode": 0}  # FULL graphs replayed, by manager
+        self.vl, self.sp, self.model = vl, speculator, model
         # the managers' graph memory pool: the platform's (CUDA's); the host has none
         importlib.import_module("vllm.platforms").current_platform.get_global_graph_pool = lambda: None
         speculator.init_cudagraph_manager(engine_mode(vl, setup))
@@ -84,7 +83,7 @@ class DraftGraphs:
         managers = {id(m): (m, name) for name in ("prefill", "decode")
                     for m in [getattr(sp, f"{name}_cudagraph_manager", None)] if m is not None}
         for m, name in managers.values():
-            m.run_fullgraph = self._replay(m, name)
+            m.run_fullgraph = self._replay(m)
             m.run_pw_graph = lambda model, model_inputs: model(**model_inputs)  # PIECEWISE: attention eager
         module = importlib.import_module(type(sp.decode_cudagraph_manager).__module__)
         base = type(sp.decode_cudagraph_manager).__mro__[1]  # the runner's CudaGraphManager
@@ -115,13 +114,12 @@ class DraftGraphs:
             module.prepare_inputs_to_capture, base.capture = real_prepare, real_capture
             self.model.inert = False
 
-    def _replay(self, manager, name):
+    def _replay(self, manager):
         def run_fullgraph(desc):
             graph = manager.graphs[desc]
             if graph is None:
                 raise UnsupportedCase("Model Runner V2 replays the draft prefill from a FULL CUDA graph (a uniform batch "
                                       "of verify rows; captured over the target step's buffers): not modelled")
-            self.replays[name] += 1
             graph.replay(self.vl, self.model.rec)
         return run_fullgraph
 
