@@ -217,6 +217,29 @@ line "$WORK/v2chunk27.jsonl" metadata vllm_fa_0_27_1:fa draft_decode chunked 0 "
 flagged "$WORK/v2chunk27.jsonl" "--runner v2"
 not_it v2chunk27 kvfuzz-vllm-v2-chunked-draft-refresh "0.27.1's read (no fused path)"
 
+# - kvfuzz-vllm-v2-draft-graph-padded-reads (a convention: V2's FULL draft-decode graph advances the padded
+#   rows' seq_lens; those rows have no query): known for a draft_decode's padded row, in the case and in its
+#   replay variant, full and sliding, where the planner ran --runner v2; the same mechanism on a target
+#   decode (V2's target graph zeroes its padded seq_lens: a mutant's shape there), without the flag, and
+#   another draft_decode metadata mechanism (a real row's key count) are not it.
+PADROW="vllm.full.N: empty padded kernel row N reads N keys"
+line "$WORK/v2pad.jsonl" metadata vllm_fa_0_33_0:fa draft_decode full 0 "$PADROW"
+line "$WORK/v2pad.jsonl" metadata vllm_triton_0_27_1:fa draft_decode sliding_window 16 \
+  "replay variant: vllm.sliding.N: empty padded kernel row N reads N keys"
+flagged "$WORK/v2pad.jsonl" "--runner v2"
+run v2pad 0 $VLLM
+[ "$(grep -c "^known *kvfuzz-vllm-v2-draft-graph-padded-reads" "$WORK/v2pad.out")" = 2 ] ||
+  fail "the draft graph's padded rows are not kvfuzz-vllm-v2-draft-graph-padded-reads"
+line "$WORK/v2paddecode.jsonl" metadata vllm_fa_0_33_0:fa decode full 0 "$PADROW"
+flagged "$WORK/v2paddecode.jsonl" "--runner v2"
+not_it v2paddecode kvfuzz-vllm-v2-draft-graph-padded-reads "a target decode's padded row reading keys"
+line "$WORK/v2padv1.jsonl" metadata vllm_fa_0_33_0:fa draft_decode full 0 "$PADROW"
+not_it v2padv1 kvfuzz-vllm-v2-draft-graph-padded-reads "a padded row read without --runner v2"
+line "$WORK/v2padreal.jsonl" metadata vllm_fa_0_33_0:fa draft_decode full 0 \
+  "vllm.full.N.cache_seqlens[N] (batch row N) is N, expected N (too large)"
+flagged "$WORK/v2padreal.jsonl" "--runner v2"
+not_it v2padreal kvfuzz-vllm-v2-draft-graph-padded-reads "a real row's key count in a draft decode"
+
 # - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
 #   mechanism on the bf16 path (no flag: FlashMLASchedMeta keeps its own buffers), another plan-run argument

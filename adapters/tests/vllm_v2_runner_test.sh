@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # vLLM's Model Runner V2 (vllm_planner.py --runner, adapters/vllm/v2_runner.py) on the newest release:
-#  - four seeds clean under V2: a hybrid SWA cache whose sliding blocks V2 nulls below the window
+#  - three seeds clean under V2: a hybrid SWA cache whose sliding blocks V2 nulls below the window
 #    (fa_hybrid_swa_null_blocks.json), two sliding window sizes in two KV-cache groups
 #    (v2_two_windows.json), a decode batch V2's CudaGraphManager runs in a FULL CUDA graph
-#    (v2_graph_decode_swa.json: captured with the dummy batch, replayed: v2_graph.py), and an EAGLE
-#    drafting step of V2's speculator across two KV-cache groups after a verify that rejected
-#    tokens (v2_eagle_draft_decode_groups.json: v2_drafting.py);
-#  - four mutants planted in one copy of the release, each caught under --runner auto, which is
-#    therefore V2 there (VllmConfig.use_v2_model_runner): V2's block-table gather masking one
+#    (v2_graph_decode_swa.json: captured with the dummy batch, replayed: v2_graph.py);
+#  - two drafting seeds of V2's speculator (v2_drafting.py), whose FULL draft-decode graph
+#    (v2_draft_graph.py) hands its padded rows keys (kvfuzz-vllm-v2-draft-graph-padded-reads, a
+#    convention) and shows nothing else: an EAGLE step across two KV-cache groups after a verify that
+#    rejected tokens (v2_eagle_draft_decode_groups.json: the convention in its replay variant only,
+#    the case itself runs eagerly), and 3 rows replayed in a graph captured for 4
+#    (v2_draft_graph_padded.json: the convention in the case, which only a FULL replay shows);
+#  - five mutants planted in one copy of the release: MTPSpeculator's hooks believing the draft shares
+#    its top-k indices, caught under --runner v2 --v2-speculator mtp (v2_mtp_draft_decode.json: the
+#    release's MTPSpeculator is what drafts); four caught under --runner auto, which is therefore V2
+#    there (VllmConfig.use_v2_model_runner): V2's block-table gather masking one
 #    sliding-window block into the window (the mixed seed), get_dummy_block_tables handing the
 #    capture a copy of the persistent tables, which the replay's gather then never refreshes (the
 #    graph seed: plan-run:page_table, the captured table against the replay's build), the
@@ -31,10 +37,25 @@ check() {  # SITE RUNNER CASE... -> the check's output
 }
 
 out=$(check ".vllm/$NEWEST" v2 corpus/vllm/fa_hybrid_swa_null_blocks.json corpus/vllm/v2_two_windows.json \
-  corpus/vllm/v2_graph_decode_swa.json corpus/vllm/v2_eagle_draft_decode_groups.json)
+  corpus/vllm/v2_graph_decode_swa.json corpus/vllm/v2_eagle_draft_decode_groups.json corpus/vllm/v2_draft_graph_padded.json)
 n=$(grep -c "ok (every property)" <<<"$out")
-[ "$n" = 4 ] && echo "ok: the four V2 seeds (one EAGLE drafting step) are clean on $NEWEST under --runner v2" ||
-  { fail "V2 seeds on $NEWEST: $n of 4 clean"; echo "$out" | grep -v "^ " | tail -6; }
+[ "$n" = 3 ] && echo "ok: the three V2 seeds without drafting are clean on $NEWEST under --runner v2" ||
+  { fail "V2 seeds on $NEWEST: $n of 3 clean"; echo "$out" | grep -v "^ " | tail -6; }
+# a drafting step's FULL draft-decode graph (v2_draft_graph.py) hands its padded rows keys
+# (kvfuzz-vllm-v2-draft-graph-padded-reads, a convention): the EAGLE seed's replay variant pads its batch;
+# the graph seed (3 rows replayed in a graph captured for 4, draft step 1) shows it in the case itself, which
+# only a FULL replay does (the eager loop hands them none), and nothing else
+PADDED="empty padded kernel row N reads N keys"
+section() { awk -v f="== corpus/vllm/$1" '/^== /{on = ($0 == f)} on' <<<"$out"; }
+eagle=$(section v2_eagle_draft_decode_groups.json | grep "fingerprint:")
+graph=$(section v2_draft_graph_padded.json | grep "fingerprint:")
+[ -n "$eagle" ] && ! grep -qv "replay variant: vllm.[a-z]*.N: $PADDED" <<<"$eagle" &&
+  echo "ok: the EAGLE drafting seed shows only the padded rows' keys, in its replay variant" ||
+  { fail "the EAGLE drafting seed: $eagle"; }
+[ "$(grep -c "draft_decode/full: vllm.full.N: $PADDED" <<<"$graph")" = 2 ] && ! grep -qv "$PADDED" <<<"$graph" &&
+  grep -q "vllm.full.0: empty padded kernel row 3 reads 1 keys" <<<"$out" &&
+  echo "ok: V2's FULL draft-decode graph is replayed for 3 rows of 4 (its padded row carries 1 key at draft step 1)" ||
+  { fail "the draft graph seed: $graph"; }
 
 mkdir -p "$WORK/site" && cp -r "$SRC/.vllm/$NEWEST/." "$WORK/site/"
 replace "$WORK/site/vllm/v1/worker/gpu/block_table.py" 'tl.maximum(first_pos - reach, 0) // block_size' \
@@ -51,6 +72,15 @@ replace "$WORK/site/vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculato
 # ChunkedLocalAttention builder's NEVER no longer turns FULL_AND_PIECEWISE to PIECEWISE
 replace "$WORK/site/vllm/v1/worker/gpu/attn_utils.py" 'if cg_support.value < min_cg_support.value:' \
   'if cg_support.value < min_cg_support.value and False:' || exit 1
+# MTPSpeculator (--v2-speculator mtp) believing the draft shares its top-k indices (index_share_for_mtp_iteration):
+# its own hooks then reach for the draft's inner model (model.model.set_skip_topk), which only they call
+replace "$WORK/site/vllm/v1/worker/gpu/spec_decode/mtp/speculator.py" 'share_mtp_topk_indices: bool = False' \
+  'share_mtp_topk_indices: bool = True' || exit 1
+mtp=$("$K" check corpus/vllm/v2_mtp_draft_decode.json --backend "vllm_fa_${NEWEST//./_}:fa" \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $WORK/site --backend fa --runner v2 --v2-speculator mtp" 2>&1)
+grep -q "crash/vllm_fa:fa/draft_decode/-: AttributeError" <<<"$mtp" && grep -q "mtp/speculator.py.*in on_prefill_begin" <<<"$mtp" &&
+  echo "ok: --v2-speculator mtp drives the release's MTPSpeculator (its hooks' mutant is caught)" ||
+  { fail "MTPSpeculator's hook mutant is not caught under --v2-speculator mtp"; echo "$mtp" | grep -v "^ " | tail -4; }
 out=$(check "$WORK/site" auto corpus/vllm/fa_hybrid_swa_null_blocks.json corpus/vllm/v2_graph_decode_swa.json \
   corpus/vllm/draft_decode_rejected.json corpus/vllm/fa_local_graph_decode.json)
 caught() {  # caught FINGERPRINT WHAT: the mutants' run shows FINGERPRINT, the mutant WHAT is caught

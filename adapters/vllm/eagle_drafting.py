@@ -233,10 +233,11 @@ class _DraftModel(torch.nn.Module):
         self.setup, self.impls, self.rec, self.fc = setup, impls, rec, forward_context
         self.target_pass, self.passes, self.seen = target_pass, 0, None
         self.returns_tuple = True  # EAGLE's pair; the proposer's model_returns_tuple() where it has one
+        self.inert = False  # a CUDA graph's capture pass (v2_draft_graph.py): no pass counted, no kernel run
 
     def forward(self, input_ids=None, positions=None, hidden_states=None, inputs_embeds=None, **kwargs):
         n = int(positions.shape[-1])
-        if self.passes == self.target_pass:
+        if not self.inert and self.passes == self.target_pass:
             ctx = self.fc.get_forward_context()
             self.seen = {"positions": positions.clone(), "slots": {}, "metadata": {}}
             for l in sorted(self.impls):
@@ -248,7 +249,7 @@ class _DraftModel(torch.nn.Module):
                 self.rec.layer = l
                 layer, q, k, v, out = _inputs(self.setup, l, n)
                 self.impls[l].forward(layer, q, k, v, self.setup.kv_caches[l], metadata, out)
-        self.passes += 1
+        self.passes += 0 if self.inert else 1
         h = torch.zeros(n, HIDDEN, dtype=self.setup.dtype, device=self.setup.device)
         return (h, h) if self.returns_tuple else h
 

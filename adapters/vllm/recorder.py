@@ -42,6 +42,9 @@ class Recorder:
         # read when the graph replays: while capturing, calls keep those tensors (not copies) and
         # replayed() copies what they hold after the replay's metadata build.
         self.capturing = False
+        # a captured graph re-run as its replay (v2_draft_graph.py): calls read their tensors now, and a
+        # FA3 call is judged against its schedule as a replay is (_check_replayed_schedule)
+        self.replaying = False
         self.calls = {}     # layer -> [recorded flash_attn_varlen_func calls]
         self.schedules = []  # recorded get_scheduler_metadata calls, in order
         self.merges = {}     # layer -> merge_attn_states calls (cascade attention)
@@ -84,13 +87,15 @@ class Recorder:
             for i, name in enumerate(("k_descale", "v_descale")):
                 self.agree.check(name, self.writes[self.layer][i], float(descales[name].flatten()[0]), self.layer,
                                  "the layer's cache write (reshape_and_cache_flash's scale) against the kernel's read")
-        if scheduler_metadata is not None and not self.capturing:
+        if scheduler_metadata is not None and not self.capturing and not self.replaying:
             self._check_schedule(scheduler_metadata, cu_seqlens_q, max_seqlen_q, max_seqlen_k, causal, window,
                                  int(k.shape[1]), int(num_splits or 0))
         self._record("flash_attn_varlen_func", k, block_table, seqused_k, cu_seqlens_q, max_seqlen_q, max_seqlen_k,
                      causal, window, sinks=sinks, num_splits=int(num_splits or 0), scheduled=scheduler_metadata is not None,
                      **({"schedule": scheduler_metadata} if self.capturing and scheduler_metadata is not None else {}),
                      **({"descales": descales} if descales is not None else {}))
+        if scheduler_metadata is not None and self.replaying:
+            self._check_replayed_schedule(self.layer, self.calls[self.layer][-1], scheduler_metadata)
         if not return_softmax_lse:
             return out
         # cascade_attention's two calls: an output and its LSE, each naming the call it came from

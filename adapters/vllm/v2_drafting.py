@@ -1,4 +1,4 @@
-"""EAGLE drafting under Model Runner V2 (vllm/v1/worker/gpu/spec_decode/): the release's own
+"""EAGLE and MTP drafting under Model Runner V2 (vllm/v1/worker/gpu/spec_decode/): the release's own
 speculator drafts after a target step whose inputs V2 prepared (v2_runner.V2Inputs), its draft
 layers the stand-in model of eagle_drafting.py, the kernels recorded.
 
@@ -8,11 +8,15 @@ runner hands it) -> recorder.py.
 
 What runs unchanged (0.33.0 lines, target_dependent_ar/speculator.py unless named; 0.27.1 and 0.28.0
 have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting under Model Runner V2"):
-- `init_speculator` (spec_decode/__init__.py:14-94) picks EagleSpeculator for method "eagle"; its
-  __init__ (DraftModelSpeculator's in speculator.py, then :33-50), `set_attn` (speculator.py:287-310:
+- `init_speculator` (spec_decode/__init__.py:14-94) picks the class for the draft model SPECULATORS
+  configures (--v2-speculator): EagleSpeculator for method "eagle", MTPSpeculator for method "mtp" with
+  one next-n layer (the release's own SpeculativeConfig predicates decide; mtp/speculator.py: EAGLE's
+  loop plus its hooks); its __init__ (DraftModelSpeculator's in speculator.py, then the class's),
+  `set_attn` (speculator.py:287-310:
   init_attn_backend over the KV-cache groups: the draft layers' attention groups and the release's
   builders; whether every builder refreshes decode metadata in place, :312-327 and :82-87),
-  `init_cudagraph_manager` (:89-107) with NONE.
+  `init_cudagraph_manager` (:89-107) in the engine's CUDA-graph mode and `capture` (:109-162), the
+  graphs emulated (v2_draft_graph.py).
 - `get_num_sampled_and_rejected` (input_batch.py:516-562, a Triton kernel): after the target step's
   rejection sampler, num_rejected = the row's logits less what it sampled (a verify row of D tokens
   whose accept kept a: D - a; any other row 1 - 1).
@@ -37,10 +41,11 @@ layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_met
 InputBatch fields propose reads, the valid sampled counts (the history's accept), prefill_len (kvfuzz
 has no prompt lengths: no row is still chunk-prefilling), the configuration fields __init__ reads, the
 target model class (get_model_cls: a Llama without get_mtp_target_hidden_states), one rank (the
-pipeline-parallel group the graph managers ask).
-Not modelled: V2's draft CUDA graphs (prefill FULL/PIECEWISE, decode FULL_DECODE_ONLY: the draft
-passes run eagerly, as on the V1 path), the other speculators (MTP, Gemma-4, DFlash, n-gram, ...),
-DP/PCP/DCP, multimodal drafts, adaptive verification.
+pipeline-parallel group the graph managers ask), MTPSpeculator's share_mtp_topk_indices (False, as
+load_draft_model leaves it for a draft without index_share_for_mtp_iteration).
+Not modelled: a FULL draft-prefill graph (unsupported: v2_draft_graph.py), the other speculators
+(multi-module MTP, Gemma-4, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
+drafts, adaptive verification.
 
     Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
 """
@@ -52,8 +57,26 @@ import types
 import numpy as np
 import torch
 
+import v2_draft_graph
 import v2_graph
 import v2_runner
+
+
+class _Speculator(types.SimpleNamespace):
+    """A draft model as vLLM's speculative config describes it, and the class init_speculator builds."""
+
+
+# --v2-speculator: the draft model, configured as vLLM configures it (config/speculative.py), and the
+# class V2's init_speculator (spec_decode/__init__.py) picks for it. EAGLE: a Llama EAGLE head. MTP: a
+# DeepSeek-V3-style MTP module (method "mtp", one next-n layer: use_multi_module_mtp() is false, so
+# MTPSpeculator, the EAGLE loop of TargetDependentARSpeculator / AutoRegressiveSpeculator with its
+# hooks; share_mtp_topk_indices stays False, as load_draft_model leaves it for a draft without
+# index_share_for_mtp_iteration).
+SPECULATORS = {
+    "eagle": _Speculator(method="eagle", architecture="LlamaForCausalLMEagle", hf_config={}, cls="EagleSpeculator"),
+    "mtp": _Speculator(method="mtp", architecture="DeepSeekMTPModel", cls="MTPSpeculator",
+                       hf_config=dict(model_type="deepseek_mtp", num_nextn_predict_layers=1)),
+}
 
 
 class Drafter:
@@ -68,10 +91,15 @@ class Drafter:
                                   "(vllm/v1/worker/gpu/spec_decode/eagle.py, one metadata build for every draft step) "
                                   "is not modelled; the adapter drives spec_decode/speculator.py's (0.27.1 on)")
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
-        config = _view(setup.vllm_config)
+        which = getattr(setup, "v2_speculator", "eagle")
+        config = _view(setup.vllm_config, which)
         init = spec_decode.init_speculator
         args = dict(vllm_config=config, device=setup.device, req_states=None)
         self.speculator = init(**{k: v for k, v in args.items() if k in inspect.signature(init).parameters})
+        picked, expected = type(self.speculator).__name__, SPECULATORS[which].cls
+        if picked != expected:  # the release's init_speculator, not the adapter, picks the class
+            raise RuntimeError(f"vLLM {vl.version}'s init_speculator picked {picked} for --v2-speculator {which}; "
+                               f"vLLM configured for it picks {expected}")
 
     def propose(self, model, layer_names):
         import draft_groups
@@ -82,7 +110,7 @@ class Drafter:
         v2_runner.publish_backends(s, layer_names)
         # no KV-cache tensor packs blocks outermost: the kernel block size is the groups' common one
         kv_config = types.SimpleNamespace(**vars(draft_groups.kv_cache_config(s)), kv_cache_tensors=[])
-        target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
+        v2.persistent()  # start-up: the runner's persistent buffers, before the graphs are captured over them
         sp.set_attn(v2.model_state, kv_config, v2.tables, v2.buffers, [[]])
         for groups in sp.attn_groups:
             for group in groups:
@@ -93,7 +121,9 @@ class Drafter:
         # one rank: the pipeline-parallel group the graph managers ask is the whole world
         cu = importlib.import_module("vllm.v1.worker.gpu.cudagraph_utils")
         cu.get_pp_group = lambda: types.SimpleNamespace(is_first_rank=True, is_last_rank=True, world_size=1)
-        sp.init_cudagraph_manager(self.vl.cudagraph_mode("NONE"))
+        self.graphs = v2_draft_graph.DraftGraphs(self.vl, s, sp, model)
+        self.graphs.capture()
+        target = self._target_metadata(layer_names)  # the target step: V2's inputs, each group's builder
         batch = self._input_batch()
         num_sampled, num_rejected = self._verdict(batch)
         args = dict(input_batch=batch, attn_metadata=target["metadata"], slot_mappings=target["slots"],
@@ -153,20 +183,28 @@ class Drafter:
                                                batch.idx_mapping, prefill_len)
 
 
-def _view(config):
+def _view(config, which):
     """The VllmConfig the speculator is built with: the runner's namespaces, a field they do not hold
-    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off), with
-    the fields EagleSpeculator's __init__ reads, and the target model class _target_feeds_hc_residual
-    asks about (a Llama: no get_mtp_target_hidden_states)."""
+    reading None (v2_runner.config_view: watermarks, ubatching, adaptive verification, ... off); the
+    speculative config as vLLM fills it for the draft model of `which` (SPECULATORS: its method, the
+    draft's architecture and model type), with the release's own SpeculativeConfig predicates bound to it
+    (use_eagle, use_gemma4_mtp, use_multi_module_mtp, ...: what init_speculator asks); the fields
+    DraftModelSpeculator's __init__ reads; the target model class _target_feeds_hc_residual asks
+    about (a Llama: no get_mtp_target_hidden_states)."""
     from eagle_drafting import HIDDEN
 
     view = v2_runner.config_view(config)
-    spec = view.speculative_config
-    spec.draft_model_config = v2_runner._Unset(**vars(spec.draft_model_config), get_vocab_size=lambda: 4,
-                                     architectures=["LlamaForCausalLMEagle"])
-    for name in ("uses_draft_model", "use_ngram", "use_gemma4_mtp", "use_multi_module_mtp",
-                 "uses_dynamic_speculative_decoding"):
-        setattr(spec, name, lambda: False)
+    drafter = SPECULATORS[which]
+    spec_cls = importlib.import_module("vllm.config.speculative").SpeculativeConfig
+    predicates = {n: f for n, f in vars(spec_cls).items()
+                  if inspect.isfunction(f) and n.startswith(("use_", "uses_", "is_", "needs_"))}
+    fields = {k: v for k, v in vars(view.speculative_config).items() if k not in predicates}  # the release's, not ours
+    spec = type("SpeculativeConfigView", (v2_runner._Unset,), predicates)(**fields)
+    spec.method = drafter.method
+    hf_config = types.SimpleNamespace(architectures=[drafter.architecture], **drafter.hf_config)
+    spec.draft_model_config = v2_runner._Unset(**dict(vars(spec.draft_model_config), hf_config=hf_config),
+                                               get_vocab_size=lambda: 4, architectures=[drafter.architecture])
+    view.speculative_config = spec
     m = view.model_config
     m.get_vocab_size, m.get_hidden_size, m.head_dtype = (lambda: 4), (lambda: HIDDEN), torch.float32
     view.parallel_config.data_parallel_size = 1

@@ -209,13 +209,19 @@ class V2Inputs:
         full = self.desc is not None and self.desc.cg_mode.name == "FULL"
         phase = "capture" if capture else ("replay" if full else "eager")
         if phase not in self._common:
-            if self.tables is None:
-                self.tables = self._block_tables()
-                self._fill()
-                self.buffers = self.input_batch.InputBuffers(self.max_num_reqs, self.max_tokens, self.setup.device)
-                self.model_state = v2_graph.model_state(self)
+            self.persistent()
             self._common[phase] = self._build(phase)
         return self._common[phase][self.kv_groups.index(g.kv_gid)]
+
+    def persistent(self):
+        """The runner's persistent state as start-up leaves it (before any step, so before the CUDA graphs
+        a speculator captures over it): BlockTables with each request's blocks in its row, InputBuffers,
+        the model state. Made once."""
+        if self.tables is None:
+            self.tables = self._block_tables()
+            self._fill()
+            self.buffers = self.input_batch.InputBuffers(self.max_num_reqs, self.max_tokens, self.setup.device)
+            self.model_state = v2_graph.model_state(self)
 
     def _outside(self, block_tables):
         """The entries V2's gather nulled that no query of the attention group's layers reads (wholly below

@@ -2,6 +2,7 @@
 
     python3 adapters/vllm/vllm_planner.py --site .vllm/0.33.0 --backend fa|triton|tree|flashinfer|mla_flashmla|mla_flashattn|mla_triton [--device cpu|cuda]
         [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
+        [--v2-speculator eagle|mtp]   # --runner v2: the draft model V2's speculator drafts with (v2_drafting.py)
         [--kv-cache-dtype auto|fp8]   # fa, mla_*: vLLM's --kv-cache-dtype (fp8: the cache in e4m3 bytes; fa: with the layers' scales)
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
@@ -51,6 +52,10 @@ def parse_args():
                         "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager and CUDA graphs, EAGLE drafting with its own "
                         "speculator: v2_runner.py, v2_drafting.py), or the "
                         "one the release's VllmConfig.use_v2_model_runner picks for the case")
+    p.add_argument("--v2-speculator", choices=["eagle", "mtp"], default="eagle",
+                   help="--runner v2, drafting steps: the draft model vLLM is configured with, and so the speculator "
+                        "V2's init_speculator builds: eagle (an EAGLE head: EagleSpeculator) or mtp (a DeepSeek-V3-"
+                        "style MTP module, method mtp, one next-n layer: MTPSpeculator; v2_drafting.py)")
     p.add_argument("--no-async-scheduling", action="store_true",
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
                         "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
@@ -85,6 +90,9 @@ def parse_args():
     if args.runner != "v1" and args.multi_group_drafter != "step3p5":
         p.error(f"--runner {args.runner} --multi-group-drafter {args.multi_group_drafter}: the flag picks the V1 "
                 "runner's proposer (draft_groups.py); Model Runner V2's speculators are its own (v2_drafting.py)")
+    if args.v2_speculator != "eagle" and args.runner != "v2":
+        p.error(f"--v2-speculator {args.v2_speculator} needs --runner v2: it picks Model Runner V2's speculator "
+                f"(v2_drafting.py), not --runner {args.runner}'s")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -170,6 +178,7 @@ def plan(case):
         setup.cascade = ARGS.cascade
         setup.async_scheduling = not ARGS.no_async_scheduling
         setup.multi_group_drafter = ARGS.multi_group_drafter
+        setup.v2_speculator = ARGS.v2_speculator
         if ARGS.runner == "v2" or (ARGS.runner == "auto" and HAS_V2 and v2_runner.chooses_v2(VL, setup.vllm_config)):
             setup.cascade = "never"  # V2's runner computes no common prefix (vllm/v1/worker/gpu/ has no cascade)
             setup.v2 = v2_runner.V2Inputs(VL, setup)
