@@ -115,8 +115,9 @@ struct CallChecker {
     if (call.causal != part.causal) fail(call.name + ": causal flag is " + std::to_string(call.causal));
     rank = part.rank;
     if ((part.rank >= 0) != (call.rank_slots.capacity() > 0)) {
-      fail(call.name + (part.rank >= 0 ? ": reads no rank's pool (no rank_slots), expected rank " + std::to_string(part.rank) + "'s"
-                                       : ": reads a rank's pool (rank_slots), expected the layer's"));
+      fail(call.name +
+           (part.rank >= 0 ? ": reads no rank's pool (no rank_slots), expected rank " + std::to_string(part.rank) + "'s"
+                           : ": reads a rank's pool (rank_slots), expected the layer's"));
       return;
     }
     if (call.rows < 0 || call.rows >= call.cu_seqlens_q.capacity() || call.rows > call.cache_seqlens.capacity()) {

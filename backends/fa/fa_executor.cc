@@ -47,7 +47,8 @@ void run_call(LayerContext& ctx, const FaCall& call, const CallDescales* descale
         ctx, batch_row, q_tokens, k_len,
         [&](int64_t k) {
           const int64_t slot = page_table_slot(call.page_table, row_offset, k, call.view_page_size);
-          return Read{ctx.pool_source(), call.rank_slots.capacity() > 0 ? rank_pool_slot(call, slot, batch_row, k, ctx.layer()) : slot};
+          return Read{ctx.pool_source(),
+                      call.rank_slots.capacity() > 0 ? rank_pool_slot(call, slot, batch_row, k, ctx.layer()) : slot};
         },
         [&](int64_t i, int64_t k) {
           const int64_t last = causal_last_key(k_len, q_len, i);

@@ -39,7 +39,8 @@ void FaPlan::check_guards() const {
 
 bool FaPlan::merges_by_batch() const {
   // a cascade (common_prefix_len > 0) or decode-context parallelism (dcp_world > 1)
-  bool whole = full.common_prefix_len > 0 || sliding.common_prefix_len > 0 || full.dcp_world > 1 || sliding.dcp_world > 1;
+  bool whole =
+      full.common_prefix_len > 0 || sliding.common_prefix_len > 0 || full.dcp_world > 1 || sliding.dcp_world > 1;
   for (const FaGroup& g : local) whole |= g.common_prefix_len > 0 || g.dcp_world > 1;
   return whole;
 }

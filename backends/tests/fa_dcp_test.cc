@@ -59,8 +59,8 @@ class DcpFa : public Backend {
     const int64_t pool_pages = in.scenario.cache.full_pages;
     std::vector<FaCall> parts;
     for (int32_t r = 0; r < kRanks; ++r) {
-      FaCall c = fa::make_call("dcp.rank" + std::to_string(r), "dcp.rank.page_table", whole.rows, whole.width, block,
-                               false);
+      FaCall c =
+          fa::make_call("dcp.rank" + std::to_string(r), "dcp.rank.page_table", whole.rows, whole.width, block, false);
       for (int64_t e = 0; e < int64_t{whole.rows} * whole.width; ++e) c.page_table.set(e, whole.page_table[e]);
       const int32_t holder = mistake_ == DcpMistake::reads_other_rank && r == 0 ? 1 : r;
       c.rank_slots = Buffer<int64_t>("dcp.rank.rank_slots", pool_pages * block);
@@ -80,9 +80,8 @@ class DcpFa : public Backend {
     for (int32_t b = 0; b < whole.rows; ++b) {
       const int32_t context = whole.cache_seqlens[b] - whole.q_len(b);
       for (int32_t k = 0; k < whole.q_len(b); ++k)
-        step.page_table.set(int64_t{b} * width + k,
-                            static_cast<int32_t>(page_table_slot(whole.page_table, int64_t{b} * whole.width,
-                                                                 context + k, ps)));
+        step.page_table.set(int64_t{b} * width + k, static_cast<int32_t>(page_table_slot(
+                                                        whole.page_table, int64_t{b} * whole.width, context + k, ps)));
       fa::set_row(step, b, whole.cu_seqlens_q[b], whole.q_len(b), whole.q_len(b));
     }
     fa::finish_call(step, whole.rows);
@@ -124,7 +123,9 @@ class DcpFa : public Backend {
     std::vector<double> weight;
     for (const RunOutput& r : runs) {
       const bool any = std::isfinite(r.lse_at(l, t, h));
-      weight.push_back(!any ? 0.0 : mistake_ == DcpMistake::merge_without_lse ? 1.0 : std::exp(r.lse_at(l, t, h) - top));
+      weight.push_back(!any                                        ? 0.0
+                       : mistake_ == DcpMistake::merge_without_lse ? 1.0
+                                                                   : std::exp(r.lse_at(l, t, h) - top));
       total += weight.back();
     }
     float* o = out.out_at(l, t, h);
@@ -164,7 +165,8 @@ TEST(FaDcp, PassesEveryPropertyAcrossRanks) {
 }
 
 TEST(FaDcp, ARankReadingAnotherRanksSlotsIsCaught) {
-  const std::string text = dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::reads_other_rank)).findings);
+  const std::string text =
+      dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::reads_other_rank)).findings);
   EXPECT_NE(text.find("[stride-divide] dcp.rank.page_table -> dcp.rank.rank_slots"), std::string::npos) << text;
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
 }
@@ -176,7 +178,8 @@ TEST(FaDcp, LocalLengthsWithoutTheRemainderAreCaught) {
 }
 
 TEST(FaDcp, AMergeWithoutLseWeightsIsCaught) {
-  const std::string text = dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::merge_without_lse)).findings);
+  const std::string text =
+      dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::merge_without_lse)).findings);
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
 }
 
