@@ -1,4 +1,4 @@
-// Decode-context parallelism in the page_table family (FaGroup::dcp_world, FaCall::rank_slots: the
+// Decode-context parallelism in the page_table family (FaGroup::dcp_world, fa::FaCall::rank_slots: the
 // shape vLLM's FlashAttention backend runs under --decode-context-parallel-size, adapters/vllm/dcp.py):
 // a test-only backend turns kvfuzz's fa plan into R ranks' context calls, each reading its own
 // pool (the interleaved layout: column p on rank (p / I) % R) through its block table and local
@@ -20,11 +20,6 @@
 
 namespace kvfuzz {
 namespace {
-
-using fa::FaCall;
-using fa::FaPlan;
-using testing::admit;
-using testing::extend;
 
 enum class DcpMistake { none, reads_other_rank, no_remainder, merge_split_by_lse, merge_without_lse };
 
@@ -53,13 +48,13 @@ class DcpFa : public Backend {
 
   std::unique_ptr<Plan> plan(const PlanInput& in) const override {
     auto plan = fa_backend().plan(in);
-    fa::FaGroup& g = static_cast<FaPlan&>(*plan).full;
-    const FaCall whole = g.parts.at(0);
+    fa::FaGroup& g = static_cast<fa::FaPlan&>(*plan).full;
+    const fa::FaCall whole = g.parts.at(0);
     const int32_t ps = whole.view_page_size, block = ps / kRanks;
     const int64_t pool_pages = in.scenario.cache.full_pages;
-    std::vector<FaCall> parts;
+    std::vector<fa::FaCall> parts;
     for (int32_t r = 0; r < kRanks; ++r) {
-      FaCall c =
+      fa::FaCall c =
           fa::make_call("dcp.rank" + std::to_string(r), "dcp.rank.page_table", whole.rows, whole.width, block, false);
       for (int64_t e = 0; e < int64_t{whole.rows} * whole.width; ++e) c.page_table.set(e, whole.page_table[e]);
       const int32_t holder = mistake_ == DcpMistake::reads_other_rank && r == 0 ? 1 : r;
@@ -76,7 +71,7 @@ class DcpFa : public Backend {
     }
     int32_t width = 1;
     for (int32_t b = 0; b < whole.rows; ++b) width = std::max(width, whole.q_len(b));
-    FaCall step = fa::make_call("dcp.step", "dcp.step.page_table", whole.rows, width, 1, true);
+    fa::FaCall step = fa::make_call("dcp.step", "dcp.step.page_table", whole.rows, width, 1, true);
     for (int32_t b = 0; b < whole.rows; ++b) {
       const int32_t context = whole.cache_seqlens[b] - whole.q_len(b);
       for (int32_t k = 0; k < whole.q_len(b); ++k)
@@ -97,10 +92,10 @@ class DcpFa : public Backend {
   void run(const Plan& plan, const RunInput& in, RunOutput& out) const override {
     if (mistake_ != DcpMistake::merge_split_by_lse && mistake_ != DcpMistake::merge_without_lse)
       return fa_backend().run(plan, in, out);
-    const auto& whole = static_cast<const FaPlan&>(plan);
+    const auto& whole = static_cast<const fa::FaPlan&>(plan);
     std::vector<RunOutput> runs;
-    for (const FaCall& part : whole.full.parts) {
-      FaPlan one = whole;
+    for (const fa::FaCall& part : whole.full.parts) {
+      fa::FaPlan one = whole;
       one.full.parts = {part};
       runs.emplace_back(in.scenario, in.batch);
       fa_backend().run(one, in, runs.back());
@@ -149,14 +144,12 @@ Scenario dcp_case() {
   Scenario s;
   s.model = {4, 2, 8, 8, false, 0.35, 0.0, {{LayerKind::full, 0, 0}, {LayerKind::full, 0, 0}}, {}};
   s.cache = {8, 24, 0, 4, 48, false};
-  s.history = {admit(3), extend(3, 5), testing::release(3), admit(0), extend(0, 19), admit(1), extend(1, 13), admit(2)};
+  s.history = {testing::admit(3), testing::extend(3, 5), testing::release(3), testing::admit(0), testing::extend(0, 19), testing::admit(1), testing::extend(1, 13), testing::admit(2)};
   s.batch.mode = Mode::mixed;
   s.batch.entries = {{0, 1, {}}, {1, 3, {}}, {2, 6, {}}};
   s.values.seed = 28;
   return s;
 }
-
-std::string dcp_findings(const std::vector<Finding>& findings) { return testing::describe(findings, 64); }
 
 TEST(FaDcp, PassesEveryPropertyAcrossRanks) {
   const CaseContext ctx(dcp_case());
@@ -166,20 +159,20 @@ TEST(FaDcp, PassesEveryPropertyAcrossRanks) {
 
 TEST(FaDcp, ARankReadingAnotherRanksSlotsIsCaught) {
   const std::string text =
-      dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::reads_other_rank)).findings);
+      testing::describe(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::reads_other_rank)).findings, 64);
   EXPECT_NE(text.find("[stride-divide] dcp.rank.page_table -> dcp.rank.rank_slots"), std::string::npos) << text;
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
 }
 
 TEST(FaDcp, LocalLengthsWithoutTheRemainderAreCaught) {
-  const std::string text = dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::no_remainder)).findings);
+  const std::string text = testing::describe(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::no_remainder)).findings, 64);
   EXPECT_NE(text.find("dcp.rank0.cache_seqlens"), std::string::npos) << text;
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
 }
 
 TEST(FaDcp, AMergeWithoutLseWeightsIsCaught) {
   const std::string text =
-      dcp_findings(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::merge_without_lse)).findings);
+      testing::describe(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::merge_without_lse)).findings, 64);
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
 }
 
