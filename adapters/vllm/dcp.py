@@ -173,10 +173,20 @@ def refuse(setup):
     """What this model of DCP does not cover, as UnsupportedCase."""
     if setup.graph:
         raise UnsupportedCase("DCP under CUDA graphs is not modelled (dcp.py: eager steps only)")
+    if any(x["kind"] == "sliding_window" for x in setup.layers_spec):
+        raise UnsupportedCase("DCP with sliding-window layers: vLLM refuses it (SlidingWindowManager asserts "
+                              "dcp_world_size == 1, 'DCP not support sliding window attn now': "
+                              "single_type_kv_cache_manager.py:984 in 0.33.0)")
     if setup.hybrid or any(x["kind"] != "full" for x in setup.layers_spec):
-        raise UnsupportedCase("DCP on sliding-window or chunked layers is not modelled (dcp.py: full layers only)")
+        raise UnsupportedCase("DCP on chunked layers or a hybrid pool is not modelled (dcp.py: full layers only)")
     if setup.mode not in ("decode", "extend", "mixed", "target_verify"):
         raise UnsupportedCase(f"DCP in a {setup.mode} step is not modelled (dcp.py: no drafting)")
+    impl = setup.backend.get_impl_cls()
+    if setup.mode == "target_verify" and setup.dcp_interleave > 1 and not getattr(
+            impl, "supports_mtp_with_cp_non_trivial_interleave_size", False):
+        raise UnsupportedCase(f"spec-decode verify under DCP with interleave {setup.dcp_interleave}: vLLM refuses it for "
+                              f"{impl.__name__} (check_attention_cp_compatibility: supports_mtp_with_cp_non_trivial_"
+                              "interleave_size is False; cp_utils.py:45-49 in 0.33.0)")
 
 
 def plan(vl, make_setup, world, interleave):
