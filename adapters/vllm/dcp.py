@@ -213,8 +213,11 @@ def plan(vl, make_setup, world, interleave):
             raise RuntimeError(f"layer {l}: the ranks made {[len(m) for m in made]} kernel calls under DCP, "
                                "expected the context call and the new tokens' call each (or the latter alone)")
         step = made[0][-1]
-        if not step.get("step_tokens"):
-            raise RuntimeError(f"layer {l}: the last call under DCP is not the new tokens' varlen call")
+        if not all(m[-1].get("step_tokens") for m in made):
+            raise RuntimeError(f"layer {l}: a rank's last call under DCP is not the new tokens' varlen call")
+        if any(not torch.equal(m[-1]["cu_seqlens_q"], step["cu_seqlens_q"]) or m[-1]["causal"] != step["causal"]
+               for m in made):
+            raise RuntimeError(f"layer {l}: the ranks' new-token calls differ (each rank attends all the step's tokens)")
         layer_calls = []
         if len(made[0]) == 2:
             for r, (_, rec, slots) in enumerate(per_rank):
