@@ -5,7 +5,7 @@
 # fa_dcp_mixed.json: a rank's keys resolve to another rank's tokens (stride-divide through its
 # rank_slots) and the merged output is wrong (oracle). The seed itself is clean in `ci/vllm.sh seeds`
 # (vllm_seeds_test); kvfuzz's own DCP model is checked by backends_fa_test (FaDcp.*).
-# About 6 s on 2 idle cores (one `kvfuzz check`); ctest reports it skipped (never passed) where the
+# About 8 s on 2 cores at load 3, 25 s at load 6.5 (one `kvfuzz check`); ctest reports it skipped (never passed) where the
 # release or .sglang/venv is missing.
 # Usage: vllm_dcp_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
 NEEDS="0.33.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
