@@ -157,7 +157,8 @@ if ARGS.dcp > 1:  # eager steps of full layers, no drafting (dcp.refuse)
     SUPPORTED = dict(SUPPORTED, modes=["decode", "extend", "mixed", "target_verify"], layer_kinds=["full"],
                      hybrid_swa=False, cuda_graph=False, sinks=False,
                      page_sizes=[ps for ps in SUPPORTED["page_sizes"] if ps % (ARGS.dcp * ARGS.dcp_interleave) == 0
-                                 and VL.supports_block_size(ps // ARGS.dcp)])  # the rank's block: FA's sizes
+                                 and ps // ARGS.dcp % 16 == 0])  # the rank's block: FlashAttention's multiples of 16
+    # (vllm_release.supports_block_size; 0.15's answer needs a vLLM config, which exists per case: Setup checks it)
 if ARGS.allocator == "vllm":  # drafting's lookahead slots are not replayed (plan() says so)
     SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 HAS_V2 = v2_runner.available(VL)
