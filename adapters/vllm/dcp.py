@@ -26,7 +26,7 @@ cascade attention, drafting, Model Runner V2, sliding-window and chunked layers,
     meta, arrays = plan(vl, setup_for_rank)   # setup_for_rank(r) builds a fresh fake_runner.Setup
 """
 import importlib
-import types
+import inspect
 
 import numpy as np
 import torch
@@ -92,6 +92,50 @@ class DcpRecorder(Recorder):
                 setattr(module, name, self.dcp_combine)
         if hasattr(module, "current_workspace_manager"):
             module.current_workspace_manager = _Workspace
+        split = getattr(module, "run_split_fa2_dcp_context_attention", None)
+        if split is not None:  # the release's own function, under this recorder's stand-in
+            module.run_split_fa2_dcp_context_attention = self._split_context(getattr(split, "original", split))
+
+    def _split_context(self, split):
+        """FA2's split context path (cp_utils.run_split_fa2_dcp_context_attention, 0.27 on) run as the
+        release wrote it, its kernel calls recorded with the batch rows they cover (their block_table
+        and seqused_k are views of the whole batch's): one context call of the rank, a row no call
+        covers reading no key (its output 0 and LSE -inf, as the split path leaves them)."""
+        names = list(inspect.signature(split).parameters)
+
+        def run(*args, **kwargs):
+            bound = dict(zip(names, args), **kwargs)
+            table, lens, cu = bound["block_table"], bound["dcp_context_kv_lens"], bound["cu_seqlens_q"]
+            covered = []
+
+            def kernel(q, out=None, cu_seqlens_q=None, seqused_k=None, block_table=None, max_seqlen_q=None,
+                       max_seqlen_k=None, causal=False, window_size=None, **others):
+                row = (block_table.data_ptr() - table.data_ptr()) // (table.stride(0) * table.element_size())
+                if seqused_k.data_ptr() != lens.data_ptr() + row * lens.element_size():
+                    raise NotImplementedError("an FA2 split context call whose seqused_k and block_table rows differ")
+                covered.append((int(row), seqused_k.clone(), cu_seqlens_q.clone(), bool(causal), window_size,
+                                int(max_seqlen_k)))
+                return out, torch.zeros(int(q.shape[1]), int(q.shape[0]))
+
+            split(*((kernel,) + tuple(bound[n] for n in names[1:])))
+            rows = int(cu.shape[0]) - 1
+            seqused = torch.zeros(rows, dtype=lens.dtype)
+            for row, used, sub_cu, causal, window, _ in covered:
+                m = int(used.numel())
+                if not torch.equal(sub_cu.cpu(), (cu[row:row + m + 1] - cu[row]).cpu()) or causal:
+                    raise NotImplementedError(f"an FA2 split context call over rows {row}..{row + m}: its queries are "
+                                              "not those rows' (or it is causal)")
+                seqused[row:row + m] = used.cpu()
+            window = covered[0][4] if covered else bound["sliding_window_size"]
+            return super(DcpRecorder, self).flash_attn_varlen_func(
+                q=bound["query_across_dcp"], k=bound["key_cache"], v=bound["value_cache"],
+                max_seqlen_q=bound["max_seqlen_q"], cu_seqlens_q=cu, max_seqlen_k=bound["max_dcp_context_kv_len"],
+                seqused_k=seqused, softmax_scale=bound["softmax_scale"], causal=False, window_size=window,
+                block_table=table, softcap=bound["softcap"], out=bound["dcp_context_out"], return_softmax_lse=True,
+                num_splits=bound["max_num_splits"], fa_version=bound["fa_version"])
+
+        run.original = split
+        return run
 
     def flash_attn_varlen_func(self, *args, **kwargs):
         if kwargs.get("block_table") is None and kwargs.get("cu_seqlens_k") is not None:

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 import eagle_drafting
+import vllm_release
 
 
 class UnsupportedCase(Exception):
@@ -316,7 +317,7 @@ class Setup:
                           use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
-        attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
+        attention_config = ns(flash_attn_version=vllm_release.FA_VERSION, flash_attn_max_num_splits_for_cuda_graph=32,
                               use_cudnn_prefill=False, disable_flashinfer_prefill=False,
                               use_prefill_decode_attention=False, hisparse_config=None,
                               # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)

@@ -72,6 +72,9 @@ def parse_args():
     p.add_argument("--dcp-interleave", type=int, default=1,
                    help="with --dcp: vLLM's cp_kv_cache_interleave_size I (dcp_kv_cache_interleave_size before it): I "
                         "consecutive tokens per rank")
+    p.add_argument("--fa-version", type=int, choices=[2, 3], default=3,
+                   help="with --dcp: the FlashAttention version vLLM picked (3 on sm90; 2 on sm80, where 0.27 on run "
+                        "mixed batches' DCP context through cp_utils.run_split_fa2_dcp_context_attention: dcp.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -101,6 +104,8 @@ def parse_args():
                          args.cascade == "always" or args.kv_cache_dtype != "auto" or args.cudagraphs != "case"):
         p.error(f"--dcp {args.dcp}: modelled on --backend fa, the V1 runner, kvfuzz's allocator, no cascade, "
                 "--kv-cache-dtype auto and the case's CUDA graphs (dcp.py)")
+    if args.fa_version != 3 and args.dcp == 1:
+        p.error(f"--fa-version {args.fa_version}: modelled under --dcp only (FlashAttention 3 elsewhere)")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -112,9 +117,11 @@ if ARGS.device == "cpu":
 
 import kvfuzz_adapter as kv  # noqa: E402
 from fake_runner import Setup, UnsupportedCase  # noqa: E402
+import vllm_release  # noqa: E402
 from vllm_release import Vllm  # noqa: E402
 from eagle_drafting import MODES as DRAFTING  # noqa: E402
 
+vllm_release.FA_VERSION = ARGS.fa_version  # what the release's version probe answers
 VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
