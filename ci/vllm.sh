@@ -116,7 +116,9 @@ seeds="fa:corpus/vllm/fa_group_window_full_layer.json:clean
        triton:corpus/vllm/gpt_oss_sinks_graph_decode.json:clean
        fa:corpus/vllm/fa_sinks_cascade_heuristic.json:clean
        mla_flashmla:corpus/vllm/mla_fp8_graph_decode.json:clean:--kv-cache-dtype,fp8
-       fa:corpus/vllm/fa_fp8_scales.json:clean:--kv-cache-dtype,fp8"
+       fa:corpus/vllm/fa_fp8_scales.json:clean:--kv-cache-dtype,fp8
+       fa:corpus/vllm/fa_dcp_mixed.json:clean:--dcp,2
+       fa:corpus/vllm/fa_dcp_decode.json:clean:--dcp,2"
 
 # Known bugs in the last release that shipped them and gone in the first release with the fix,
 # unpatched: backend : case file : upstream PR : last release with it : first release without

@@ -18,7 +18,10 @@ def _same(a, b):
     keys = ("pool", "view_page_size", "max_seqlen_q", "causal")  # the window is per layer (plan layers)
     if any(a[k] != b[k] for k in keys) or a.get("common_prefix_len", 0) != b.get("common_prefix_len", 0):
         return False
-    if a.get("sinks") != b.get("sinks"):
+    if a.get("sinks") != b.get("sinks") or a.get("dcp") != b.get("dcp"):
+        return False
+    if (a.get("rank_slots") is None) != (b.get("rank_slots") is None) or (
+            a.get("rank_slots") is not None and not torch.equal(a["rank_slots"], b["rank_slots"])):
         return False
     return all(torch.equal(a[k], b[k]) for k in ("page_table", "cache_seqlens", "cu_seqlens_q"))
 
@@ -28,7 +31,8 @@ def to_plan(case, mode, calls_by_layer, engine):
     {pool, view_page_size, page_table, cache_seqlens, cu_seqlens_q, max_seqlen_q, causal, window_left,
     window_right} (torch tensors on the host), optionally max_seqlen_k (else the rows' maximum),
     vLLM's padding flags empty_padded_rows, max_seqlen_k_upper_bound, its cascade's
-    common_prefix_len and the call's attention sinks (a list, one logit per q head: s_aux) (FAMILIES.md); engine names
+    common_prefix_len, the call's attention sinks (a list, one logit per q head: s_aux) and, under decode-context
+    parallelism, its dcp (world, interleave) and rank_slots (the rank's pool) (FAMILIES.md); engine names
     the parts ("sglang", "vllm")."""
     layers, groups, routes = [], {"full": None, "sliding": None}, []
     local = {}
@@ -85,10 +89,15 @@ def to_plan(case, mode, calls_by_layer, engine):
             for key, t in (("cu_seqlens_q", c["cu_seqlens_q"]), ("cu_seqlens_k", cu_k), ("cache_seqlens", seqlens),
                            ("page_table", table)):
                 arrays[f"{path}.{key}"] = int32(t, f"{path}.{key}")
+            if c.get("rank_slots") is not None:  # decode-context parallelism: the rank's pool (int64)
+                arrays[f"{path}.rank_slots"] = c["rank_slots"].to(torch.int64).numpy()
         group = {"kind": kind, "chunk": chunk, "parts": parts}
         prefix = calls[0].get("common_prefix_len", 0) if calls else 0
         if prefix:  # vLLM's cascade attention (FAMILIES.md)
             group["common_prefix_len"] = prefix
+        world, interleave = calls[0].get("dcp", (1, 1)) if calls else (1, 1)
+        if world > 1:  # decode-context parallelism: the ranks' calls, then the new tokens' (FAMILIES.md)
+            group["dcp_world"], group["dcp_interleave"] = world, interleave
         return group
 
     local_keys = sorted(local, key=lambda k: int(k.split(".")[1]))

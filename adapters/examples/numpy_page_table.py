@@ -76,6 +76,11 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
             last = (k_len - 1) // ps
             pages = np.where(keys // ps == last, pages + 1, pages)
         slots = pages * ps + keys % ps
+        if prefix + "rank_slots" in case.manifest["arrays"]:  # decode-context parallelism: the rank's own pool
+            rank_pool = case.array(prefix + "rank_slots")  # local slot -> the layer pool's slot (FAMILIES.md)
+            if slots.size and (slots.min() < 0 or slots.max() >= rank_pool.size or (rank_pool[slots] < 0).any()):
+                raise IndexError(f"{prefix}rank_slots: a key reads a local slot outside the rank's pool or never written")
+            slots = rank_pool[slots].astype(np.int64)
         if BREAK == "freed_slot" and k_len > 0:
             slots[0] = case.num_slots(layer) - 1  # the pool's last slot: past every allocation
         q_len = q1 - q0

@@ -22,13 +22,13 @@ from layer_inputs import forward_inputs, publish_layers
 from recorder import Recorder
 
 
-def record(vl, setup, module):
+def record(vl, setup, module, recorder=Recorder):
     """CUDA-graph batches as vLLM runs them: a FULL graph (capture with _dummy_run's batch, then the
     replay's metadata build over the same persistent buffers, the kernel reading what it was handed
     at capture) for a uniform decode batch (one token per request, or 1 + k in a verify step) where
     every builder supports one, else eager with padded tokens. Returns the recorder (its calls, plan-run disagreements reported on the case) and whether
-    the batch ran in a FULL graph."""
-    rec = Recorder(setup)
+    the batch ran in a FULL graph. recorder: the Recorder class (dcp.py's records DCP's kernels too)."""
+    rec = recorder(setup)
     rec.install(module)
     config = setup.vllm_config
     impls = publish_layers(vl, setup, setup.backend.get_impl_cls(), [module, vl.utils])

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 import eagle_drafting
+import vllm_release
 
 
 class UnsupportedCase(Exception):
@@ -71,7 +72,7 @@ class Setup:
     attn: what the layers' attention backend answers (block sizes, head size, KV-cache spec and
     shape): MLA's (mla_backends.py), else the release's own answers for `backend`."""
 
-    def __init__(self, vl, case, device, backend=None, attn=None, every_step=False):
+    def __init__(self, vl, case, device, backend=None, attn=None, every_step=False, dcp=(1, 1)):
         self.vl, self.case, self.device = vl, case, device
         self.backend = backend or vl.backend_cls
         self.attn = attn or vl.layers_of(self.backend)
@@ -105,6 +106,14 @@ class Setup:
         self.allocation = None  # vLLM's KVCacheManager's blocks mapped onto kvfuzz's pages (kv_cache_manager.py)
         self.v2 = None  # Model Runner V2's inputs (v2_runner.V2Inputs) where it runs the step, else the V1 runner's
         self.page_size = int(case.page_size)
+        # decode-context parallelism (dcp.py): kvfuzz's page is vLLM's scheduler block of block_size x R
+        # tokens (resolve_dcp_kv_block_size), each rank's block (the spec's and BlockTable's) block_size
+        self.dcp_world, self.dcp_interleave = dcp
+        if self.page_size % (self.dcp_world * self.dcp_interleave):
+            raise UnsupportedCase(f"page size {self.page_size} is not a multiple of {self.dcp_world} DCP ranks x "
+                                  f"interleave {self.dcp_interleave} (a rank's block holds whole interleave runs)")
+        self.block_size = self.page_size // self.dcp_world
+        self.dcp_writes = {}  # gid -> the step's slot mapping on this DCP rank (dcp.py reads it)
         self.r2t = case.array("req_to_token")
         self.model = m = case.model
         self.head_size = self.attn.head_size(m["head_dim"])
@@ -114,8 +123,8 @@ class Setup:
         if hasattr(self.attn, "configure"):
             self.attn.configure(self.vllm_config, self)
         vl.publish(self.vllm_config)
-        if not self.attn.supports_block_size(self.page_size):
-            raise UnsupportedCase(f"vLLM {vl.version}'s {self.attn.name} backend does not run block size {self.page_size}")
+        if not self.attn.supports_block_size(self.block_size):
+            raise UnsupportedCase(f"vLLM {vl.version}'s {self.attn.name} backend does not run block size {self.block_size}")
         self.hybrid = bool(case.cache_config["hybrid"])
         self.f2s = case.array("full_to_swa") if self.hybrid else None
         self.layers_spec = case.layers
@@ -228,7 +237,7 @@ class Setup:
         # as Attention.get_kv_cache_spec builds it (0.33.0 attention.py:623-681)
         kv_dtype = getattr(self.attn, "kv_cache_dtype", "auto")
         quant = {"kv_quant_mode": it.get_kv_quant_mode(kv_dtype)} if hasattr(it, "get_kv_quant_mode") else {}
-        common = dict(block_size=self.page_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
+        common = dict(block_size=self.block_size, num_kv_heads=self.model["kv_heads"], head_size=self.head_size,
                       head_size_v=self.head_size, dtype=getattr(self.attn, "cache_dtype", self.dtype), use_mla=False,
                       **quant)
         if x["kind"] == "sliding_window":
@@ -255,7 +264,7 @@ class Setup:
         for l, x in enumerate(self.layers_spec):
             slots = info["swa_slots"] if x["pool"] == "swa" else info["full_slots"]
             blocks = max(1, slots // self.page_size)
-            shape = self.attn.kv_cache_shape(blocks, self.page_size, self.model["kv_heads"], self.head_size)
+            shape = self.attn.kv_cache_shape(blocks, self.block_size, self.model["kv_heads"], self.head_size)
             t = torch.zeros(shape, dtype=getattr(self.attn, "cache_dtype", self.dtype), device=self.device)
             self.kv_caches[l] = t
             self._pool_by_ptr[t.untyped_storage().data_ptr()] = x["pool"]
@@ -294,19 +303,21 @@ class Setup:
             # CustomOp.__init__ asks which ops are on (0.15's MLA impl builds its fp8 decode-concat
             # op, unused with kv_cache_dtype auto): all, vLLM's default without Inductor
             custom_ops=["all"], enabled_custom_ops=collections.Counter(), disabled_custom_ops=collections.Counter())
-        parallel_config = ns(decode_context_parallel_size=1, prefill_context_parallel_size=1, dcp_kv_cache_interleave_size=1,
-                             cp_kv_cache_interleave_size=1, tensor_parallel_size=1, dcp_comm_backend="ag_rs",
+        parallel_config = ns(decode_context_parallel_size=self.dcp_world, prefill_context_parallel_size=1,
+                             dcp_kv_cache_interleave_size=self.dcp_interleave,
+                             cp_kv_cache_interleave_size=self.dcp_interleave, tensor_parallel_size=self.dcp_world,
+                             dcp_comm_backend="ag_rs",
                              pipeline_parallel_size=1, data_parallel_size=1)
         # max_num_seqs: at least the CUDA-graph batch (vLLM captures no decode graph above it)
         scheduler_config = ns(max_num_seqs=max(int(self.r2t.shape[0]), self.padded_bs), max_num_batched_tokens=max(8192, self.total_tokens),
                               max_model_len=max_len, chunked_prefill_enabled=True,
                               disable_hybrid_kv_cache_manager=not bool(self.case.cache_config["hybrid"]))
         layout = self.vl.kv_cache_layout(self.backend)
-        cache_config = ns(cache_dtype=getattr(self.attn, "kv_cache_dtype", "auto"), block_size=self.page_size, kv_sharing_fast_prefill=False,
+        cache_config = ns(cache_dtype=getattr(self.attn, "kv_cache_dtype", "auto"), block_size=self.block_size, kv_sharing_fast_prefill=False,
                           use_replayssm=False, enable_prefix_caching=False, num_gpu_blocks_override=None,
                           kv_cache_layout=layout.name if layout is not None else None,
                           get_resolved_kv_cache_layout=lambda: layout)
-        attention_config = ns(flash_attn_version=3, flash_attn_max_num_splits_for_cuda_graph=32,
+        attention_config = ns(flash_attn_version=vllm_release.FA_VERSION, flash_attn_max_num_splits_for_cuda_graph=32,
                               use_cudnn_prefill=False, disable_flashinfer_prefill=False,
                               use_prefill_decode_attention=False, hisparse_config=None,
                               # FlashInfer's native wrappers, not TRT-LLM's kernels (flashinfer_paged_csr.py)
@@ -343,8 +354,14 @@ class Setup:
                 g.block_table = tables[g.kv_gid]
                 continue
             g.block_table = tables[g.kv_gid] = self.vl.block_table(
-                block_size=self.page_size, max_num_reqs=max(npad, 1), max_num_blocks_per_req=-(-max_len // self.page_size),
-                max_num_batched_tokens=max(self.total_tokens, 1))
+                block_size=self.block_size, max_num_reqs=max(npad, 1), max_num_blocks_per_req=-(-max_len // self.page_size),
+                max_num_batched_tokens=max(self.total_tokens, 1), **self.interleave())
+
+    def interleave(self):
+        """The BlockTable's DCP interleave argument, under both of its names (vl.block_table keeps the one the
+        release takes); none without DCP."""
+        i = self.dcp_interleave
+        return dict(cp_kv_cache_interleave_size=i, dcp_kv_cache_interleave_size=i) if self.dcp_world > 1 else {}
 
     def common_metadata(self, g, capture=False):
         """gpu_model_runner's CommonAttentionMetadata of group g over the persistent buffers: its
@@ -375,7 +392,10 @@ class Setup:
         if not capture:
             positions = torch.from_numpy(self.positions)
             slot_mapping = self.vl.slot_mapping(table, n, torch.from_numpy(qsl), positions, self.query_lens)
-            self._check_slots(g, slot_mapping[: self.num_tokens].numpy())
+            if self.dcp_world > 1:  # this rank's local slots, PAD_SLOT_ID for the other ranks' tokens (dcp.py checks)
+                self.dcp_writes[g.gid] = slot_mapping[: self.num_tokens].numpy().copy()
+            else:
+                self._check_slots(g, slot_mapping[: self.num_tokens].numpy())
             slots[: self.num_tokens] = slot_mapping[: self.num_tokens]
         blocks = self.vl.device_block_table(table, npad)
         blocks[rows:npad].fill_(0)  # NULL_BLOCK_ID for padded rows
@@ -391,7 +411,17 @@ class Setup:
             max_seq_len=max_len if capture else (int(seq_lens.max()) if rows else 0),
             block_table_tensor=blocks, slot_mapping=slots.to(self.device), causal=True,
             positions=torch.from_numpy(self.all_positions),
-            is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")), dcp_local_seq_lens=None)
+            is_prefilling=torch.from_numpy((np.diff(qsl) > 1) & (self.mode != "target_verify")),
+            dcp_local_seq_lens=self._dcp_local_seq_lens(seq_lens_t))
+
+    def _dcp_local_seq_lens(self, seq_lens):
+        """The runner's dcp_local_seq_lens under DCP: vLLM's own get_dcp_local_seq_lens of the rank
+        (gpu_model_runner.py:2382-2392 in 0.33.0); None without DCP."""
+        if self.dcp_world == 1 or not hasattr(self.vl.utils, "get_dcp_local_seq_lens"):
+            return None
+        from dcp import rank_of
+        return self.vl.utils.get_dcp_local_seq_lens(seq_lens, self.dcp_world, rank_of(self.vl),
+                                                     self.dcp_interleave).to(self.device)
 
     def _check_slots(self, g, got):
         if self.allocation is not None:  # vLLM's block ids, as kvfuzz's pages

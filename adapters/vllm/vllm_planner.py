@@ -4,6 +4,7 @@
         [--runner v1|v2|auto]     # the V1 model runner, Model Runner V2 (v2_runner.py), or the one vLLM picks
         [--v2-speculator eagle|mtp]   # --runner v2: the draft model V2's speculator drafts with (v2_drafting.py)
         [--kv-cache-dtype auto|fp8]   # fa, mla_*: vLLM's --kv-cache-dtype (fp8: the cache in e4m3 bytes; fa: with the layers' scales)
+        [--dcp R [--dcp-interleave I]]  # fa: decode-context parallelism over R ranks, interleave I (dcp.py)
 
 kvfuzz sends each case's req_to_token, full_to_swa and forward batch; this adapter maps them onto
 vLLM's KV-cache groups and BlockTable (fake_runner.py), runs the release's metadata builder of each
@@ -69,6 +70,16 @@ def parse_args():
                         "for fp8 with each layer's k_scale / v_scale, the q/k/v_descale each kernel call is handed "
                         "recorded into the plan; MLA backends: the release's fp8 decode path, FlashMLA's "
                         "get_mla_metadata_dense_fp8 and flash_mla_with_kvcache_fp8 from 0.15 on, recorded; mla_backends.py)")
+    p.add_argument("--dcp", type=int, default=1,
+                   help="fa: vLLM's --decode-context-parallel-size R: the step runs once per rank with vLLM's DCP group "
+                        "stubbed, each rank's pool what its slot mapping wrote; kvfuzz's page is vLLM's scheduler block "
+                        "of block_size x R tokens (dcp.py)")
+    p.add_argument("--dcp-interleave", type=int, default=1,
+                   help="with --dcp: vLLM's cp_kv_cache_interleave_size I (dcp_kv_cache_interleave_size before it): I "
+                        "consecutive tokens per rank")
+    p.add_argument("--fa-version", type=int, choices=[2, 3], default=3,
+                   help="with --dcp: the FlashAttention version vLLM picked (3 on sm90; 2 on sm80, where 0.27 on run "
+                        "mixed batches' DCP context through cp_utils.run_split_fa2_dcp_context_attention: dcp.py)")
     p.add_argument("--name", default=None, help="the adapter's name (default vllm_<backend>_<release>)")
     args = p.parse_args()
     if not os.path.isdir(os.path.join(args.site, "vllm")):
@@ -93,6 +104,16 @@ def parse_args():
     if args.v2_speculator != "eagle" and args.runner != "v2":
         p.error(f"--v2-speculator {args.v2_speculator} needs --runner v2: it picks Model Runner V2's speculator "
                 f"(v2_drafting.py), not --runner {args.runner}'s")
+    if args.dcp < 1 or args.dcp_interleave < 1:
+        p.error(f"--dcp {args.dcp} --dcp-interleave {args.dcp_interleave}: both must be at least 1")
+    if args.dcp_interleave != 1 and args.dcp == 1:
+        p.error("--dcp-interleave: only with --dcp R > 1")
+    if args.dcp > 1 and (args.backend != "fa" or args.runner != "v1" or args.allocator != "kvfuzz" or
+                         args.cascade == "always" or args.kv_cache_dtype != "auto" or args.cudagraphs != "case"):
+        p.error(f"--dcp {args.dcp}: modelled on --backend fa, the V1 runner, kvfuzz's allocator, no cascade, "
+                "--kv-cache-dtype auto and the case's CUDA graphs (dcp.py)")
+    if args.fa_version != 3 and args.dcp == 1:
+        p.error(f"--fa-version {args.fa_version}: modelled under --dcp only (FlashAttention 3 elsewhere)")
     if args.runner == "v2" and args.cascade == "always":
         p.error("--runner v2 --cascade always: Model Runner V2 runs no cascade attention (vllm/v1/worker/gpu/ has none)")
     return args
@@ -104,12 +125,15 @@ if ARGS.device == "cpu":
 
 import kvfuzz_adapter as kv  # noqa: E402
 from fake_runner import Setup, UnsupportedCase  # noqa: E402
+import vllm_release  # noqa: E402
 from vllm_release import Vllm  # noqa: E402
 from eagle_drafting import MODES as DRAFTING  # noqa: E402
 
+vllm_release.FA_VERSION = ARGS.fa_version  # what the release's version probe answers
 VL = Vllm(ARGS.site, ARGS.backend)
 NAME = ARGS.name or f"vllm_{ARGS.backend}_{VL.version}".replace(".", "_")
 
+import dcp  # noqa: E402
 import flash_attn_page_table  # noqa: E402
 import kv_cache_manager  # noqa: E402
 import flashinfer_paged_csr  # noqa: E402
@@ -144,6 +168,12 @@ if ARGS.backend in MLA:  # MLA models of full layers, eager and under CUDA graph
         non_mla=False, hybrid_swa=False,
         page_sizes=[ps for ps in SUPPORTS["page_sizes"] + [1, 2, 4, 8] if ATTN.supports_block_size(ps)]))
 FAMILY, PLAN, SUPPORTED = BACKENDS[ARGS.backend]
+if ARGS.dcp > 1:  # eager steps of full layers, no drafting (dcp.refuse)
+    SUPPORTED = dict(SUPPORTED, modes=["decode", "extend", "mixed", "target_verify"], layer_kinds=["full"],
+                     hybrid_swa=False, cuda_graph=False, sinks=False,
+                     page_sizes=[ps for ps in SUPPORTED["page_sizes"] if ps % (ARGS.dcp * ARGS.dcp_interleave) == 0
+                                 and ps // ARGS.dcp % 16 == 0])  # the rank's block: FlashAttention's multiples of 16
+    # (vllm_release.supports_block_size; 0.15's answer needs a vLLM config, which exists per case: Setup checks it)
 if ARGS.allocator == "vllm":  # drafting's lookahead slots are not replayed (plan() says so)
     SUPPORTED = dict(SUPPORTED, modes=[m for m in SUPPORTED["modes"] if m not in DRAFTING])
 HAS_V2 = v2_runner.available(VL)
@@ -172,6 +202,15 @@ def plan(case):
         # (the other backends' plans carry no scales: their executor reads the cache by the layer's)
         raise kv.Unsupported(f"fp8 KV-cache scales (model.layers[].k_scale / v_scale) on --backend {ARGS.backend}: "
                              "vLLM's auto cache holds no scaled values (--kv-cache-dtype fp8 runs its fp8 path)")
+    if ARGS.dcp > 1:
+        if not dcp.available(VL):
+            raise kv.Unsupported(f"vLLM {VL.version}'s FlashAttention backend runs no decode-context parallelism "
+                                 "(its metadata has no dcp_context_kv_lens: flash_attn.py; DCP is MLA's there)")
+        try:
+            return dcp.plan(VL, lambda: Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend),
+                                              ATTN, dcp=(ARGS.dcp, ARGS.dcp_interleave)), ARGS.dcp, ARGS.dcp_interleave)
+        except UnsupportedCase as e:
+            raise kv.Unsupported(str(e))
     try:
         setup = Setup(VL, case, torch.device(ARGS.device), VL.attention_backend(ARGS.backend), ATTN,
                       every_step=ARGS.cudagraphs == "every-step")

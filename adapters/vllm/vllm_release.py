@@ -345,8 +345,8 @@ class Vllm:
         import torch
 
         cls = self.block_table_module.BlockTable
-        known = dict(pin_memory=False, device=torch.device("cpu"), cp_kv_cache_interleave_size=1, dcp_kv_cache_interleave_size=1,
-                     kernel_block_size=kwargs["block_size"], **kwargs)
+        known = dict(dict(pin_memory=False, device=torch.device("cpu"), cp_kv_cache_interleave_size=1,
+                          dcp_kv_cache_interleave_size=1, kernel_block_size=kwargs["block_size"]), **kwargs)
         params = inspect.signature(cls.__init__).parameters
         return cls(**{k: v for k, v in known.items() if k in params})
 

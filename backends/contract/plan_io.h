@@ -98,6 +98,13 @@ class PlanIo {
     for (size_t i = 0; i < v.size(); ++i) b.data()[i] = v[i];
   }
 
+  // A buffer added after contract version 1: absent reads as an empty buffer, empty is not written.
+  template <class T>
+  void optional_buffer(const char* key, Buffer<T>& b) {
+    if (reading_ ? set_->arrays.count(prefix_ + key) == 0 : b.capacity() == 0) return;
+    buffer(key, b);
+  }
+
   // A list of sub-objects, each visited by io_item(PlanIo&, S&).
   template <class S, class F>
   void list(const char* key, std::vector<S>& items, F&& io_item) {

@@ -20,6 +20,7 @@ struct CallChecker {
   const FaCall& call;
   int32_t layer;
   const std::vector<int32_t>& rows_of_tokens;  // [num_tokens]
+  int32_t rank = -1;                           // the rank whose pool the call reads (ExpectedPart::rank)
 
   // Every finding of a call names its layer (the fingerprint's layer kind).
   void fail(std::string message) { check.fail(std::move(message), layer); }
@@ -74,6 +75,12 @@ struct CallChecker {
       check.page_table_row(call.page_table, off, call.view_page_size, layer, want.batch_row, want.first_column,
                            want.run);
     int32_t k = want.run;
+    if (rank >= 0) {  // decode-context parallelism: through the rank's pool (rank_slots)
+      for (const ExpectedKey& key : want.keys)
+        check.gathered_key(call.page_table, off, call.view_page_size, call.rank_slots, k++, layer, want.batch_row,
+                           key.column);
+      return;
+    }
     for (const ExpectedKey& key : want.keys)
       check.page_table_key(call.page_table, off, call.view_page_size, k++, layer, want.batch_row, key.column,
                            key.r2t_column);
@@ -106,6 +113,13 @@ struct CallChecker {
                  " but is read with K/V view page size " + std::to_string(call.view_page_size) + " (expected " +
                  std::to_string(part.view_page_size) + ")");
     if (call.causal != part.causal) fail(call.name + ": causal flag is " + std::to_string(call.causal));
+    rank = part.rank;
+    if ((part.rank >= 0) != (call.rank_slots.capacity() > 0)) {
+      fail(call.name +
+           (part.rank >= 0 ? ": reads no rank's pool (no rank_slots), expected rank " + std::to_string(part.rank) + "'s"
+                           : ": reads a rank's pool (rank_slots), expected the layer's"));
+      return;
+    }
     if (call.rows < 0 || call.rows >= call.cu_seqlens_q.capacity() || call.rows > call.cache_seqlens.capacity()) {
       fail(call.name + ": " + std::to_string(call.rows) + " kernel rows do not fit its buffers");
       return;
@@ -222,6 +236,21 @@ void check_sinks(MetadataChecker& check, const FaGroup& group, int32_t layer) {
                layer);
 }
 
+// Decode-context parallelism's layout: ranks that split the cache's pages into blocks of whole
+// interleave runs, on full layers (the model kvfuzz checks; docs/vllm.md).
+bool dcp_layout_fits(MetadataChecker& check, const FaGroup& group, int32_t layer) {
+  const int32_t r = group.dcp_world, i = group.dcp_interleave, ps = check.batch().page_size;
+  const bool full_layer = check.scenario().model.layers[static_cast<size_t>(layer)].kind == LayerKind::full;
+  if (i >= 1 && ps % (r * i) == 0 && full_layer && group.kind == GroupKind::full && group.common_prefix_len == 0)
+    return true;
+  check.fail("layer " + std::to_string(layer) + ": decode-context parallelism over " + std::to_string(r) +
+                 " ranks, interleave " + std::to_string(i) + ", page size " + std::to_string(ps) +
+                 (full_layer ? "" : " on a layer that is not full attention") +
+                 " (kvfuzz models it on full layers whose page size is a multiple of ranks x interleave)",
+             layer);
+  return false;
+}
+
 }  // namespace
 
 void FaPlan::check_metadata(MetadataChecker& check) const {
@@ -229,7 +258,10 @@ void FaPlan::check_metadata(MetadataChecker& check) const {
   const std::vector<int32_t> rows_of_tokens = token_rows(fb);
   for (int32_t layer = 0; layer < static_cast<int32_t>(layers.size()); ++layer) {
     const FaGroup& group = group_of(layer);
-    const std::vector<ExpectedPart> want = expected_parts(fb, group.kind, group.chunk, group.common_prefix_len);
+    const std::vector<ExpectedPart> want =
+        group.dcp_world > 1 ? dcp_parts(fb, group.dcp_world, group.dcp_interleave, group.parts.size() > 1)
+                            : expected_parts(fb, group.kind, group.chunk, group.common_prefix_len);
+    if (group.dcp_world > 1 && !dcp_layout_fits(check, group, layer)) continue;
     for (int32_t b = 0; b < fb.bs && group.common_prefix_len > 0; ++b) {
       if (group.common_prefix_len > fb.prefix_lens[static_cast<size_t>(b)]) {
         check.fail("layer " + std::to_string(layer) + ": common_prefix_len " + std::to_string(group.common_prefix_len) +

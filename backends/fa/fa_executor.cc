@@ -10,6 +10,19 @@
 namespace kvfuzz::fa {
 namespace {
 
+// Decode-context parallelism: the layer-pool slot whose token a rank's local slot holds (what the
+// rank's slot mapping wrote there); a local slot outside the rank's pool or never written is a
+// violation (the rank would read another rank's layout or stale memory).
+int64_t rank_pool_slot(const FaCall& call, int64_t local, int32_t batch_row, int64_t key, int32_t layer) {
+  const int64_t slot = call.rank_slots[local];  // checked: inside the rank's pool
+  if (slot < 0)
+    throw Violation(call.name + ".rank_slots",
+                    "key " + std::to_string(key) + " reads local slot " + std::to_string(local) +
+                        ", which this rank's slot mapping never wrote",
+                    {layer, batch_row, -1});
+  return slot;
+}
+
 // One flash_attn_with_kvcache call. FlashAttention's mask: with causal or a window (W, 0) the
 // right edge is the bottom-right diagonal; a window also cuts keys below it - W.
 void run_call(LayerContext& ctx, const FaCall& call, const CallDescales* descales, int32_t window_left,
@@ -33,7 +46,9 @@ void run_call(LayerContext& ctx, const FaCall& call, const CallDescales* descale
     attend_row(
         ctx, batch_row, q_tokens, k_len,
         [&](int64_t k) {
-          return Read{ctx.pool_source(), page_table_slot(call.page_table, row_offset, k, call.view_page_size)};
+          const int64_t slot = page_table_slot(call.page_table, row_offset, k, call.view_page_size);
+          return Read{ctx.pool_source(),
+                      call.rank_slots.capacity() > 0 ? rank_pool_slot(call, slot, batch_row, k, ctx.layer()) : slot};
         },
         [&](int64_t i, int64_t k) {
           const int64_t last = causal_last_key(k_len, q_len, i);

@@ -134,6 +134,29 @@ std::vector<ExpectedPart> cascade_parts(const ForwardBatch& fb, int32_t common_p
 
 }  // namespace
 
+std::vector<ExpectedPart> dcp_parts(const ForwardBatch& fb, int32_t world, int32_t interleave, bool with_context) {
+  std::vector<ExpectedPart> parts;
+  for (int32_t r = 0; with_context && r < world; ++r) {
+    ExpectedPart rank{fb.page_size / world, false, {}, false, r};
+    for (int32_t b = 0; b < fb.bs; ++b) {
+      ExpectedRow row{b, fb.extend_lens[at(b)], 0, 0, {}};
+      const int32_t context = fb.prefix_lens[at(b)];
+      for (int32_t k = 0;; ++k) {
+        const int32_t column = k / interleave * world * interleave + r * interleave + k % interleave;
+        if (column >= context) break;
+        row.keys.push_back({column, column});
+      }
+      rank.rows.push_back(std::move(row));
+    }
+    parts.push_back(std::move(rank));
+  }
+  ExpectedPart step{1, true, {}};
+  for (int32_t b = 0; b < fb.bs; ++b)
+    step.rows.push_back({b, fb.extend_lens[at(b)], fb.prefix_lens[at(b)], fb.extend_lens[at(b)], {}});
+  parts.push_back(std::move(step));
+  return parts;
+}
+
 std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk,
                                          int32_t common_prefix_len) {
   const bool tree = tree_mode(fb);

@@ -42,11 +42,22 @@ struct ExpectedPart {
   // A cascade's prefix part: one kernel row holds every real query token and reads keys that
   // every batch row holds; `rows` then says, per batch row, which columns those keys are.
   bool shared_row = false;
+  // Decode-context parallelism: the rank whose pool this part reads (its keys resolve through the
+  // call's rank_slots); -1 for a part that reads the layer's pool.
+  int32_t rank = -1;
 };
 
 // The parts of the group a layer of `kind` (and chunk size) reads in this batch; a cascade over
 // a common prefix of `common_prefix_len` keys (FaGroup) for full and sliding groups.
 std::vector<ExpectedPart> expected_parts(const ForwardBatch& fb, GroupKind kind, int32_t chunk,
                                          int32_t common_prefix_len = 0);
+
+// Decode-context parallelism over `world` ranks with interleave `interleave` (FaGroup::dcp_world):
+// rank r holds the request's columns p with (p / interleave) % world == r, its k-th local key is
+// column (k / I) * R * I + r * I + k % I, read through a table of the rank's block size
+// (page_size / world); each rank's part reads its share of every row's context (the keys before the
+// row's queries), not causal; then one part of the step's new tokens, causal, as token slots.
+// with_context false: that last part alone (vLLM skips the context when no row has any).
+std::vector<ExpectedPart> dcp_parts(const ForwardBatch& fb, int32_t world, int32_t interleave, bool with_context);
 
 }  // namespace kvfuzz::fa

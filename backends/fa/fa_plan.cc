@@ -15,6 +15,7 @@ void FaCall::check_guards() const {
   cu_seqlens_k.check_guards();
   cache_seqlens.check_guards();
   page_table.check_guards();
+  rank_slots.check_guards();
 }
 
 const FaGroup& FaPlan::group_of(int32_t layer) const {
@@ -37,9 +38,11 @@ void FaPlan::check_guards() const {
 }
 
 bool FaPlan::merges_by_batch() const {
-  bool cascade = full.common_prefix_len > 0 || sliding.common_prefix_len > 0;
-  for (const FaGroup& g : local) cascade |= g.common_prefix_len > 0;
-  return cascade;
+  // a cascade (common_prefix_len > 0) or decode-context parallelism (dcp_world > 1)
+  bool whole =
+      full.common_prefix_len > 0 || sliding.common_prefix_len > 0 || full.dcp_world > 1 || sliding.dcp_world > 1;
+  for (const FaGroup& g : local) whole |= g.common_prefix_len > 0 || g.dcp_world > 1;
+  return whole;
 }
 
 }  // namespace kvfuzz::fa

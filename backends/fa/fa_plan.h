@@ -46,6 +46,11 @@ struct FaCall {
   // at capture), not the rows' maximum. Both false for sglang's padding (a dummy-page row each).
   bool empty_padded_rows = false;
   bool max_seqlen_k_upper_bound = false;
+  // Decode-context parallelism (FaGroup::dcp_world > 1): one rank's call reads that rank's own pool
+  // through its page table (page size view_page_size, the rank's block size); rank_slots[s] is the
+  // slot of the layer's pool whose token the rank's slot mapping wrote into its local slot s (-1:
+  // none). Empty (capacity 0): the call reads the layer's pool itself.
+  Buffer<int64_t> rank_slots{"rank_slots", 0};
 
   int32_t q_len(int32_t row) const { return cu_seqlens_q[row + 1] - cu_seqlens_q[row]; }
   void check_guards() const;
@@ -67,6 +72,12 @@ struct FaGroup {
   // [0, common_prefix_len) that every request shares; parts[1] one row per request, causal, reading
   // its keys from common_prefix_len on (its table row starts at that key).
   int32_t common_prefix_len = 0;
+  // > 1: vLLM's decode-context parallelism over dcp_world ranks with interleave dcp_interleave
+  // (tokens (p / I) % R == r on rank r): parts[r] (r < R) is rank r's call over its local context
+  // keys (not causal, through its rank_slots), parts[R] the step's new tokens (causal, the layer's
+  // pool); a batch with no context to read may run parts[R] alone. Merged by LSE like any parts.
+  int32_t dcp_world = 1;
+  int32_t dcp_interleave = 1;
   // local only: its virtual batches split full.parts[0]'s rows (their cu_seqlens_q and
   // cache_seqlens), so check_metadata checks those lengths even where no layer reads `full`. The
   // built-in planner's provenance; not carried by the contract (false for an adapter's plan).

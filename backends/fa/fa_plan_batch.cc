@@ -72,7 +72,7 @@ std::string batch_shape(const BatchCase& c) {
   for (const Layer& l : p.layers) shape += " " + batch::layer_shape(l);
   for (const FaGroup* g : groups(p)) {
     const std::string pool = group_pool(p, *c.scenario, g);
-    if (pool == "mixed" || g->common_prefix_len > 0) return "";
+    if (pool == "mixed" || g->common_prefix_len > 0 || g->dcp_world > 1) return "";
     shape += " | " + std::to_string(static_cast<int>(g->kind)) + " chunk " + std::to_string(g->chunk) + " " + pool;
     for (const FaCall& call : g->parts) {
       if (call.cu_seqlens_q[0] != 0 || call.cu_seqlens_q[call.rows] != c.num_tokens) return "";

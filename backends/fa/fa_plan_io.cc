@@ -25,6 +25,7 @@ void io_call(PlanIo& io, FaCall& c) {
   io.optional_field("empty_padded_rows", c.empty_padded_rows);
   io.optional_field("max_seqlen_k_upper_bound", c.max_seqlen_k_upper_bound);
   io.optional_field("sinks", c.sinks);
+  io.optional_buffer("rank_slots", c.rank_slots);
 }
 
 void io_group(PlanIo& io, FaGroup& g) {
@@ -32,6 +33,8 @@ void io_group(PlanIo& io, FaGroup& g) {
   io.field("chunk", g.chunk);
   io.list("parts", g.parts, io_call);
   io.optional_field("common_prefix_len", g.common_prefix_len);
+  io.optional_field("dcp_world", g.dcp_world);
+  io.optional_field("dcp_interleave", g.dcp_interleave);
 }
 
 void io_plan(PlanIo& io, FaPlan& p) {
