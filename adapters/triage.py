@@ -100,6 +100,9 @@ MATCHERS = {
     and max(fp["context"]["v_head_dim"], fp["context"]["head_dim"]) <= v,
     # the model has attention sinks; absent from fingerprints of kvfuzz before 2026-11-28: no sinks
     "sinks": lambda v, fp: fp["context"].get("sinks", False) == v,
+    # draft_decode: a batch request's target step was a verify (its drafter saw rejected drafts);
+    # absent from fingerprints of kvfuzz before 2026-11-28: taken as true (matched as before)
+    "after_verify": lambda v, fp: fp["context"].get("after_verify", True) == v,
 }
 
 

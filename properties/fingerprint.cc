@@ -18,6 +18,21 @@ void split_release(const std::string& planner, std::string& rest, std::string& r
   rest = m.prefix().str() + m.suffix().str();
 }
 
+// Whether some batch request's last op that grew it is an accept (its target step was a verify).
+bool drafts_after_verify(const Scenario& s) {
+  for (const BatchEntry& e : s.batch.entries) {
+    bool verify = false;
+    for (const Op& op : s.history) {
+      if (op.request != e.request) continue;
+      if (op.kind == OpKind::accept) verify = true;
+      if (op.kind == OpKind::extend || op.kind == OpKind::decode || op.kind == OpKind::share ||
+          op.kind == OpKind::admit || op.kind == OpKind::free)
+        verify = false;
+    }
+    if (verify) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -114,7 +129,8 @@ nlohmann::json Fingerprint::to_json() const {
             {"pool_elements", pool_elements},
             {"head_dim", head_dim},
             {"v_head_dim", v_head_dim},
-            {"sinks", sinks}}}};
+            {"sinks", sinks},
+            {"after_verify", after_verify}}}};
 }
 
 Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
@@ -148,6 +164,7 @@ Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
   fp.head_dim = s.model.head_dim;
   fp.v_head_dim = s.model.v_head_dim;
   fp.sinks = !s.model.sinks.empty();
+  fp.after_verify = s.batch.mode == Mode::draft_decode && drafts_after_verify(s);
   return fp;
 }
 

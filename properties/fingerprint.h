@@ -45,6 +45,9 @@ struct Fingerprint {
   int32_t head_dim = 0;
   int32_t v_head_dim = 0;
   bool sinks = false;  // the model has attention sinks (Model::sinks)
+  // draft_decode: some batch request's last step that grew it was a verify (an accept in the history:
+  // a drafter after it sees rejected drafts), not an extend, share or decode
+  bool after_verify = false;
 
   std::string key() const;
   nlohmann::json to_json() const;

@@ -31,7 +31,7 @@ def fingerprint_for(clause, issue, release):
                "graph": clause.get("graph", False),
                "deterministic": clause.get("deterministic", False),
                "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8,
-               "sinks": clause.get("sinks", False)}
+               "sinks": clause.get("sinks", False), "after_verify": clause.get("after_verify", False)}
     if "v_narrower_qk_dim_max" in clause:
         context["head_dim"], context["v_head_dim"] = clause["v_narrower_qk_dim_max"], clause["v_narrower_qk_dim_max"] // 2
     if "v_unlike_qk_dim_max" in clause:

@@ -147,6 +147,21 @@ run rejmiss 1 $VLLM --version vllm=0.11.0
 line "$WORK/rej33.jsonl" cache-extent vllm_fa_0_33_0:fa draft_decode full 0 extra-after
 run rej33 1 $VLLM --version vllm=0.33.0
 grep -q "^regression *vllm#29845" "$WORK/rej33.out" || fail "vllm#29845's read in 0.33.0 is not a regression"
+#   Its rejected drafts exist only after a verify (fingerprint context after_verify): a draft after a
+#   prefill reading a key too many (what the adapter's own seq_lens aliasing showed on
+#   v1_draft_after_prefill_0_28.json, 0.27.1/0.28.0, before vllm_release._host_copy_of_seq_lens) is NEW, not
+#   vllm#29845 come back, nor known in 0.11.0; the same after a verify stays known.
+line "$WORK/rejv.jsonl" cache-extent vllm_fa_0_11_0:fa draft_decode full 0 extra-after '{"after_verify": true}'
+run rejv 0 $VLLM
+grep -q "^known *vllm#29845" "$WORK/rejv.out" || fail "a 0.11.0 draft after a verify reading past its position is not vllm#29845"
+for r in 0_11_0 0_28_0; do
+  line "$WORK/prefill$r.jsonl" metadata vllm_fa_$r:fa draft_decode full 0 \
+    "full.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)" '{"after_verify": false}'
+  line "$WORK/prefill$r.jsonl" in-bounds vllm_fa_$r:fa draft_decode sliding_window 0 unowned-slot '{"after_verify": false}'
+  run prefill$r 1 $VLLM
+  grep -q "vllm#29845" "$WORK/prefill$r.out" && fail "a $r draft after a prefill reading past its position is vllm#29845"
+  grep -q "^NEW" "$WORK/prefill$r.out" || fail "a $r draft after a prefill reading past its position is not NEW"
+done
 # - vllm#32312 (max_seqlen_k not advanced while drafting): known in a 0.11.0 draft decode, NEW in a verify step.
 MSK="vllm.full.N.max_seqlen_k is N, below its rows' N keys (declared an upper bound)"
 line "$WORK/msk.jsonl" metadata vllm_fa_0_11_0:fa draft_decode full 0 "$MSK"

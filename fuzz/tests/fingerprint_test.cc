@@ -77,6 +77,36 @@ TEST(Fingerprint, TheReleaseLeavesTheKeyAndTheContextRidesAlong) {
   EXPECT_FALSE(fingerprint_of(s, f).sliding_layers);
 }
 
+TEST(Fingerprint, DraftDecodeSaysWhetherItsTargetStepWasAVerify) {
+  // vllm#29845 (drafting after a rejection) needs one; a draft after a prefill has none.
+  Scenario s;
+  s.model.layers = {{LayerKind::full, 0, 0}};
+  auto op = [](OpKind kind, int32_t len = 0, std::vector<int32_t> parents = {}, std::vector<int32_t> path = {}) {
+    Op o;
+    o.kind = kind;
+    o.request = 1;
+    o.len = len;
+    o.parents = std::move(parents);
+    o.path = std::move(path);
+    return o;
+  };
+  s.history = {op(OpKind::admit), op(OpKind::extend, 3)};
+  s.batch.mode = Mode::draft_decode;
+  s.batch.entries.resize(1);
+  s.batch.entries[0].request = 1;
+  Finding f{"metadata", "vllm_fa_0_28_0:fa", "layer 0 ...", 0, 0, 0};
+  EXPECT_FALSE(fingerprint_of(s, f).after_verify);
+  s.history.push_back(op(OpKind::draft, 0, {-1, 0}));
+  s.history.push_back(op(OpKind::accept, 0, {}, {0, 1}));
+  EXPECT_TRUE(fingerprint_of(s, f).after_verify);
+  EXPECT_EQ(fingerprint_of(s, f).to_json()["context"]["after_verify"], true);
+  s.history.push_back(op(OpKind::decode));  // a decode after the verify: the drafter's target step
+  EXPECT_FALSE(fingerprint_of(s, f).after_verify);
+  s.history.pop_back();
+  s.batch.mode = Mode::decode;  // only a drafting step has a target step
+  EXPECT_FALSE(fingerprint_of(s, f).after_verify);
+}
+
 TEST(Fingerprint, FailuresAreNamedByExceptionAndInnermostFunction) {
   const std::string traceback =
       "sglang_fa_0_5_23:fa failed: Traceback (most recent call last):\n"
