@@ -150,7 +150,8 @@ grep -q "^regression *vllm#29845" "$WORK/rej33.out" || fail "vllm#29845's read i
 #   Its rejected drafts exist only after a verify (fingerprint context after_verify): a draft after a
 #   prefill reading a key too many (what the adapter's own seq_lens aliasing showed on
 #   v1_draft_after_prefill_0_28.json, 0.27.1/0.28.0, before vllm_release._host_copy_of_seq_lens) is NEW, not
-#   vllm#29845 come back, nor known in 0.11.0; the same after a verify stays known.
+#   vllm#29845 come back, nor known in 0.11.0; the same after a verify stays known. Its chunked reads, on an
+#   eager step, are not vllm#26034 (a FULL graph's replay) either.
 line "$WORK/rejv.jsonl" cache-extent vllm_fa_0_11_0:fa draft_decode full 0 extra-after '{"after_verify": true}'
 run rejv 0 $VLLM
 grep -q "^known *vllm#29845" "$WORK/rejv.out" || fail "a 0.11.0 draft after a verify reading past its position is not vllm#29845"
@@ -158,9 +159,21 @@ for r in 0_11_0 0_28_0; do
   line "$WORK/prefill$r.jsonl" metadata vllm_fa_$r:fa draft_decode full 0 \
     "full.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)" '{"after_verify": false}'
   line "$WORK/prefill$r.jsonl" in-bounds vllm_fa_$r:fa draft_decode sliding_window 0 unowned-slot '{"after_verify": false}'
+  line "$WORK/prefill$r.jsonl" metadata vllm_fa_$r:fa draft_decode chunked 0 \
+    "local.N.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too large)" '{"after_verify": false}'
+  line "$WORK/prefill$r.jsonl" oracle vllm_fa_$r:fa draft_decode chunked 0 reads:unowned-slot '{"after_verify": false}'
   run prefill$r 1 $VLLM
   grep -q "vllm#29845" "$WORK/prefill$r.out" && fail "a $r draft after a prefill reading past its position is vllm#29845"
+  grep -q "vllm#26034" "$WORK/prefill$r.out" && fail "an eager $r chunked read is vllm#26034 (a FULL graph's replay)"
   grep -q "^NEW" "$WORK/prefill$r.out" || fail "a $r draft after a prefill reading past its position is not NEW"
+done
+# - vllm#26034's reads: a FULL-graph step, or the replay variant of an eager one (what the graph replays), known in 0.10.2.
+line "$WORK/localg.jsonl" oracle vllm_fa_0_10_2:fa decode chunked 0 reads:unowned-slot '{"graph": true}'
+line "$WORK/localv.jsonl" oracle vllm_fa_0_10_2:fa decode chunked 0 reads:unowned-slot
+sed -i 's/"variant": ""/"variant": "replay"/' "$WORK/localv.jsonl"
+for n in localg localv; do
+  run $n 0 $VLLM
+  grep -q "^known *vllm#26034" "$WORK/$n.out" || fail "$n: 0.10.2's chunked replay read is not vllm#26034"
 done
 # - vllm#32312 (max_seqlen_k not advanced while drafting): known in a 0.11.0 draft decode, NEW in a verify step.
 MSK="vllm.full.N.max_seqlen_k is N, below its rows' N keys (declared an upper bound)"
