@@ -62,9 +62,12 @@ def proposer_class(vl, eagle, setup):
     else UnsupportedCase with vLLM's reason."""
     from fake_runner import UnsupportedCase
 
-    if not several(setup):
-        return eagle.EagleProposer
     which = getattr(setup, "multi_group_drafter", "step3p5")
+    if setup.mode == "draft_q_only" and which != "gemma4":
+        raise UnsupportedCase("draft_q_only is Gemma-4's drafting step (its layers share the target's KV): "
+                              "--multi-group-drafter gemma4 runs the Gemma4Proposer that takes it")
+    if not several(setup) and setup.mode != "draft_q_only":
+        return eagle.EagleProposer
     module, name, method, model_type, arch = MULTI_GROUP[which]
     try:
         found = importlib.util.find_spec(module) is not None
@@ -78,7 +81,7 @@ def proposer_class(vl, eagle, setup):
         raise UnsupportedCase("Gemma4Proposer drafts every step from one constant position (constant_draft_positions, "
                               "gemma4.py:49): its step u reads the target's keys from the last verified position and its "
                               "layers write nothing (kv_sharing_target_layer_name), not kvfuzz's draft_decode (draft u "
-                              "written and read at S + u); its first pass is draft_extend_v2")
+                              "written and read at S + u) but draft_q_only; its first pass is draft_extend_v2")
     spec = setup.vllm_config.speculative_config
     spec.method = method
     spec.draft_model_config.hf_config = types.SimpleNamespace(model_type=model_type, architectures=[arch])

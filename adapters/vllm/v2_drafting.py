@@ -76,7 +76,17 @@ SPECULATORS = {
     "eagle": _Speculator(method="eagle", architecture="LlamaForCausalLMEagle", hf_config={}, cls="EagleSpeculator"),
     "mtp": _Speculator(method="mtp", architecture="DeepSeekMTPModel", cls="MTPSpeculator",
                        hf_config=dict(model_type="deepseek_mtp", num_nextn_predict_layers=1)),
+    # Gemma-4's MTP assistant (method mtp, a gemma4_mtp draft config: use_gemma4_mtp(), 0.33.0
+    # config/speculative.py:2100-2106; spec_decode/__init__.py:59-64): Gemma4Speculator, whose
+    # advance_draft_positions is False (gemma4/speculator.py:49-53): every decode step one query at the
+    # last verified position, its layers sharing the target's KV (load_draft_model's
+    # _setup_gemma4_kv_sharing, :96-171; not run: the stand-in layers write nothing). kvfuzz's
+    # draft_q_only; its draft prefill is draft_extend_v2.
+    "gemma4": _Speculator(method="mtp", architecture="Gemma4MTPModel", cls="Gemma4Speculator",
+                          hf_config=dict(model_type="gemma4_mtp")),
 }
+# the speculator that runs each drafting mode's steps: draft_q_only only Gemma-4's, draft_decode every other
+Q_ONLY = {"gemma4"}
 
 
 class Drafter:
@@ -92,6 +102,16 @@ class Drafter:
                                   "is not modelled; the adapter drives spec_decode/speculator.py's (0.27.1 on)")
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
         which = getattr(setup, "v2_speculator", "eagle")
+        if setup.mode == "draft_q_only" and which not in Q_ONLY:
+            from fake_runner import UnsupportedCase
+
+            raise UnsupportedCase("draft_q_only is Gemma-4's drafting step (its layers share the target's KV): "
+                                  "--v2-speculator gemma4 runs the Gemma4Speculator that takes it")
+        if setup.mode == "draft_decode" and which in Q_ONLY:
+            from fake_runner import UnsupportedCase
+
+            raise UnsupportedCase("Gemma4Speculator keeps every decode step at the last verified position "
+                                  "(advance_draft_positions False) and writes nothing: draft_q_only, not draft_decode")
         config = _view(setup.vllm_config, which)
         init = spec_decode.init_speculator
         args = dict(vllm_config=config, device=setup.device, req_states=None)
