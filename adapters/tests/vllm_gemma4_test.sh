@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gemma-4's drafting steps (draft_q_only: one query per request at the last verified position over the
 # target's keys, writing nothing) driven through vLLM 0.33.0's own code: planted bugs in a copy of the
-# release must be caught by corpus/vllm/gemma4_q_only.json (ci/vllm.sh seeds checks it clean):
+# release must be caught by corpus/vllm/gemma4_q_only.json, which is clean on the release itself (V1):
 #  - v1-positions-advance: Gemma4Proposer without constant_draft_positions (gemma4.py:49): the V1 loop
 #    advances positions and seq_lens like EAGLE's, caught by the adapter's position check;
 #  - v2-positions-advance: Gemma4Speculator's advance_draft_positions True (gemma4/speculator.py:53):
@@ -11,6 +11,10 @@
 NEEDS="0.33.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 CASE=corpus/vllm/gemma4_q_only.json
+out=$("$K" check "$CASE" --backend "vllm_fa_${NEWEST//./_}:fa" \
+  --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site .vllm/$NEWEST --backend fa --multi-group-drafter gemma4" 2>&1)
+grep -q "ok (every property)" <<<"$out" && echo "ok: $(basename "$CASE") is clean on $NEWEST (Gemma4Proposer)" ||
+  { fail "$CASE on $NEWEST (Gemma4Proposer)"; echo "$out" | grep -v "^  " | tail -3; }
 mutant v1-positions-advance v1/spec_decode/gemma4.py \
   '        self.constant_draft_positions = True' '        self.constant_draft_positions = False' \
   "$CASE" "vLLM's drafting step 1 runs positions" "--multi-group-drafter gemma4"
