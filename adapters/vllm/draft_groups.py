@@ -22,8 +22,10 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   (kv_sharing_target_layer_name, gemma4.py:356: Attention writes nothing, attention.py:549, :569) and
   its drafting loop keeps positions, seq_lens and metadata constant (constant_draft_positions,
   gemma4.py:49; llm_base_proposer.py:644-647, :699-715). Driven (--multi-group-drafter gemma4) on its
-  first pass, draft_extend_v2; its drafting steps read the target's keys from the last verified
-  position, which is not kvfuzz's draft_decode (draft u written and read at S + u): unsupported.
+  first pass, draft_extend_v2, and on its drafting steps, which read the target's keys from the last
+  verified position and write nothing: kvfuzz's draft_q_only (not draft_decode, draft u written and
+  read at S + u: unsupported for it). The runner picks it by the draft config, so draft_q_only runs it
+  on one KV-cache group too.
 - The runner hands each group's block table and slot mapping of the target step
   (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516; Gemma4Proposer only the tables,
   `set_per_group_block_table`, :2517-2520) and the drafter's own group's

@@ -21,6 +21,9 @@ kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
   none, prepare_inputs over the accepted ones).
 - draft_extend_v2 (seq_len counts the new tokens): the proposer's first pass
   (build_for_drafting(draft_index=0)) over a target step of the case's extend tokens.
+- draft_q_only, step u (Gemma-4's drafter, draft_groups.py / v2_drafting.py): loop iteration u as for
+  draft_decode, but at the last verified position S - 1 every step, seq_len S, no write (its layers
+  share the target's KV): positions checked, no slot.
 
 Re-expressed runner code (a bug there is not found): the target step's batch (target_step), the
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded

@@ -33,8 +33,8 @@ have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting unde
   builders' `update_draft_decode_metadata`; else (0.27.1: always) `_multi_step_decode` (:492-542)
   rebuilds both each step. `update_draft_inputs` (Triton, :891-994) advances positions and seq_lens,
   clamped at max_model_len.
-kvfuzz's draft_decode step u is V2's decode pass u + 1 (pass 0 is the draft prefill), draft_extend_v2
-the draft prefill.
+kvfuzz's draft_decode (draft_q_only under Gemma4Speculator) step u is V2's decode pass u + 1 (pass 0 is the
+draft prefill), draft_extend_v2 the draft prefill.
 
 Re-expressed (a bug there is not found): the target step's attention metadata and slot mappings by
 layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_metadata does), the
@@ -43,8 +43,11 @@ has no prompt lengths: no row is still chunk-prefilling), the configuration fiel
 target model class (get_model_cls: a Llama without get_mtp_target_hidden_states), one rank (the
 pipeline-parallel group the graph managers ask), MTPSpeculator's share_mtp_topk_indices (False, as
 load_draft_model leaves it for a draft without index_share_for_mtp_iteration).
+Gemma4Speculator (--v2-speculator gemma4): advance_draft_positions False (gemma4/speculator.py:48-53), so
+every decode pass is one query at the last verified position writing nothing, kvfuzz's draft_q_only
+(docs/vllm.md "Gemma-4's drafting steps"); its load_draft_model (the KV sharing) is not run.
 Not modelled: a FULL draft-prefill graph (unsupported: v2_draft_graph.py), the other speculators
-(multi-module MTP, Gemma-4, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
+(multi-module MTP, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
 drafts, adaptive verification.
 
     Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
