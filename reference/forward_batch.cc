@@ -22,7 +22,8 @@ int32_t tokens_of(const Batch& b, const BatchEntry& e) {
     case Mode::draft_extend_v2: return e.extend_len;
     case Mode::target_verify: return b.draft_tokens;
     case Mode::draft_decode: return b.topk;
-    case Mode::draft_q_only: return 1;
+    case Mode::draft_q_only:
+      return 1;
   }
   return 1;
 }

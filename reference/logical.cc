@@ -101,7 +101,9 @@ LogicalBatch derive_logical(const Scenario& s) {
       case Mode::draft_decode:
         out.rows.push_back(draft_decode_row(e.request, prefix, b.topk, b.draft_steps, b.draft_step));
         break;
-      case Mode::draft_q_only: out.rows.push_back(q_only_row(e.request, prefix)); break;
+      case Mode::draft_q_only:
+        out.rows.push_back(q_only_row(e.request, prefix));
+        break;
     }
     out.q_indptr.push_back(out.q_indptr.back() + static_cast<int64_t>(out.rows.back().queries.size()));
   }

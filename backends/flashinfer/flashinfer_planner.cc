@@ -69,7 +69,8 @@ class Planner {
       case Mode::idle:
       case Mode::decode: add(decode_call(l, csr)); break;
       case Mode::draft_decode: add(draft_call(l, csr)); break;
-      case Mode::draft_q_only: break;  // refused by plan_flashinfer
+      case Mode::draft_q_only:
+        break;  // refused by plan_flashinfer
       case Mode::target_verify: add(verify_call(l, csr)); break;
       case Mode::draft_extend_v2: add(full_extend_call(l, csr)); break;
       case Mode::extend:

@@ -87,7 +87,6 @@ TEST(Visible, TreeDraftsSeeThePrefixTheirAncestorsAndThemselves) {
   EXPECT_EQ(visible_of(s, {LayerKind::chunked, 0, 4}, 3), (VisibleSet{{4, 7}, {8, 9}}));
 }
 
-
 // draft_q_only (vLLM's Gemma-4 drafting step): one query at the last committed position, over the
 // committed keys, nothing new. 10 committed: the query is column 9 at position 9 and sees [0, 10);
 // a window of radius 3 keeps positions 6..9. The forward batch writes nothing and reads 10 keys.
