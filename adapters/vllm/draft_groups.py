@@ -75,6 +75,9 @@ def proposer_class(vl, eagle, setup):
         found = importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         found = False
+    if not found and not several(setup):  # draft_q_only on one group
+        raise UnsupportedCase(f"draft_q_only is Gemma-4's drafting step: vLLM {vl.version} has no {name} "
+                              f"({FIRST[which]} on)")
     if not found:
         raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version}'s EagleProposer asserts that "
                               "all drafting layers belong to one (validate_same_kv_cache_group), and the release has no "
