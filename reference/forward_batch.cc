@@ -78,6 +78,15 @@ Prepared prepare(const Scenario& s) {
       check_context(cfg, i, layouts.back().end_column());
       appends.push_back({e.request, seq_len, layouts.back().end_column() - seq_len});
     } else if (b.mode == Mode::draft_q_only) {  // its query is the last committed token's: nothing new
+      // The drafter runs in its target step's engine step, before the scheduler frees the pages the
+      // next step's window has left (vLLM's remove_skipped_blocks, at the next schedule): the window of
+      // position seq_len - 1 is still held, so no eviction can have freed below it.
+      const int32_t lowest = std::max(0, seq_len - 1 - max_window(s.model));
+      if (it->second.swa_evicted > lowest)
+        fail_entry(i, "request " + std::to_string(e.request) + "'s SWA pages below column " +
+                          std::to_string(it->second.swa_evicted) + " were evicted, but its draft_q_only step at position " +
+                          std::to_string(seq_len - 1) + " reads from column " + std::to_string(lowest) +
+                          ": a drafting step runs before its target step's pages are evicted");
       appends.push_back({e.request, seq_len, 0});
     } else {
       check_context(cfg, i, int64_t{seq_len} + tokens_of(b, e));

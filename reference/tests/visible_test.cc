@@ -112,5 +112,28 @@ TEST(Visible, AQOnlyDraftStepReadsTheCommittedKeysUpToItsOwnPosition) {
   EXPECT_THROW(one_request(10, q_only), InvalidCase);
 }
 
+// A drafting step runs before its target step's SWA pages are evicted: an eviction that freed the
+// page holding the oldest key of position seq_len - 1's window (radius 3, pages of 4) is a case
+// production cannot reach; one that left it is not.
+TEST(Visible, AQOnlyDraftStepAfterAnEvictionOfItsWindowIsInvalid) {
+  Scenario s;
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::sliding_window, 3, 0}}, {}};
+  s.cache = {4, 16, 8, 2, 32, false};
+  s.batch.mode = Mode::draft_q_only;
+  s.batch.entries = {{0, 0, {}}};
+  s.batch.draft_steps = 2;
+  for (int32_t committed : {7, 8}) {
+    // 7: columns 0..3 evicted (below 7 - 3 = 4), the step at position 6 reads from column 3
+    // 8: the same pages evicted, the step at position 7 reads from column 4
+    s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}, {OpKind::swa_evict, 0, 0, {}, {}}};
+    if (committed == 7) {
+      EXPECT_THROW(validate(s), InvalidCase);
+    } else {
+      validate(s);
+      EXPECT_EQ(prepare(s).batch.positions, (std::vector<int32_t>{7}));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kvfuzz
