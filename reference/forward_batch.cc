@@ -84,8 +84,9 @@ Prepared prepare(const Scenario& s) {
       const int32_t lowest = std::max(0, seq_len - 1 - max_window(s.model));
       if (it->second.swa_evicted > lowest)
         fail_entry(i, "request " + std::to_string(e.request) + "'s SWA pages below column " +
-                          std::to_string(it->second.swa_evicted) + " were evicted, but its draft_q_only step at position " +
-                          std::to_string(seq_len - 1) + " reads from column " + std::to_string(lowest) +
+                          std::to_string(it->second.swa_evicted) +
+                          " were evicted, but its draft_q_only step at position " + std::to_string(seq_len - 1) +
+                          " reads from column " + std::to_string(lowest) +
                           ": a drafting step runs before its target step's pages are evicted");
       appends.push_back({e.request, seq_len, 0});
     } else {

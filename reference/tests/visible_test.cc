@@ -125,7 +125,8 @@ TEST(Visible, AQOnlyDraftStepAfterAnEvictionOfItsWindowIsInvalid) {
   for (int32_t committed : {7, 8}) {
     // 7: columns 0..3 evicted (below 7 - 3 = 4), the step at position 6 reads from column 3
     // 8: the same pages evicted, the step at position 7 reads from column 4
-    s.history = {{OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}, {OpKind::swa_evict, 0, 0, {}, {}}};
+    s.history = {
+        {OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}, {OpKind::swa_evict, 0, 0, {}, {}}};
     if (committed == 7) {
       EXPECT_THROW(validate(s), InvalidCase);
     } else {
