@@ -14,6 +14,7 @@ std::vector<int64_t> step_cache_locs(const ForwardBatch& fb) {
 
 void store_new_kv(int32_t layer, const std::vector<int64_t>& locs, const RunInput& in) {
   const ForwardBatch& fb = in.batch;
+  if (fb.mode == Mode::draft_q_only) return;  // its layers share the target's KV: no write
   KvPool& pool = in.pools.layer(layer);
   int64_t token = 0;
   for (int32_t row = 0; row < fb.padded_bs; ++row) {

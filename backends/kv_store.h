@@ -16,7 +16,7 @@
 namespace kvfuzz {
 
 // The full-pool slot each query token of the batch writes this step: out_cache_loc, or for
-// draft_decode the current step's column of the [bs][topk][steps] layout.
+// draft_decode the current step's column of the [bs][topk][steps] layout; draft_q_only none.
 std::vector<int64_t> step_cache_locs(const ForwardBatch& fb);
 
 void store_new_kv(int32_t layer, const std::vector<int64_t>& locs, const RunInput& in);

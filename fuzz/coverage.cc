@@ -81,7 +81,7 @@ Coverage Coverage::from_json(const nlohmann::json& j) {
 
 std::string Coverage::line() const {
   std::ostringstream os;
-  os << "modes " << modes_.size() << "/7, layer kinds " << layer_kinds_.size() << "/3, page sizes "
+  os << "modes " << modes_.size() << "/8, layer kinds " << layer_kinds_.size() << "/3, page sizes "
      << page_sizes_.size() << ", features " << features_.size() << "/" << case_feature_names().size() << ", cells "
      << cells_.size();
   return os.str();

@@ -13,7 +13,7 @@
 namespace kvfuzz {
 namespace {
 
-constexpr int kModes = 7;  // Mode::idle .. Mode::draft_decode
+constexpr int kModes = 8;  // Mode::idle .. Mode::draft_q_only
 const std::vector<std::string> kLayerKinds = {"full", "sliding_window", "chunked"};
 const std::vector<std::string> kLayerShort = {"F", "SW", "C"};
 

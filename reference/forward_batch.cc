@@ -22,6 +22,8 @@ int32_t tokens_of(const Batch& b, const BatchEntry& e) {
     case Mode::draft_extend_v2: return e.extend_len;
     case Mode::target_verify: return b.draft_tokens;
     case Mode::draft_decode: return b.topk;
+    case Mode::draft_q_only:
+      return 1;
   }
   return 1;
 }
@@ -67,7 +69,7 @@ Prepared prepare(const Scenario& s) {
     if (it == model.state().requests.end())
       fail_entry(i, "request " + std::to_string(e.request) + " is not live after the history");
     const int32_t seq_len = it->second.seq_len;
-    const bool needs_prefix = b.mode == Mode::decode || b.mode == Mode::target_verify || b.mode == Mode::draft_decode;
+    const bool needs_prefix = b.mode == Mode::decode || b.mode == Mode::target_verify || is_drafting_step(b.mode);
     if (needs_prefix && seq_len == 0)
       fail_entry(i, "request " + std::to_string(e.request) + " has no tokens; " + to_string(b.mode) +
                         " needs a prefilled request");
@@ -75,6 +77,18 @@ Prepared prepare(const Scenario& s) {
       layouts.push_back(draft_layout(seq_len, cfg.page_size, b.topk, b.draft_steps));
       check_context(cfg, i, layouts.back().end_column());
       appends.push_back({e.request, seq_len, layouts.back().end_column() - seq_len});
+    } else if (b.mode == Mode::draft_q_only) {  // its query is the last committed token's: nothing new
+      // The drafter runs in its target step's engine step, before the scheduler frees the pages the
+      // next step's window has left (vLLM's remove_skipped_blocks, at the next schedule): the window of
+      // position seq_len - 1 is still held, so no eviction can have freed below it.
+      const int32_t lowest = std::max(0, seq_len - 1 - max_window(s.model));
+      if (it->second.swa_evicted > lowest)
+        fail_entry(i, "request " + std::to_string(e.request) + "'s SWA pages below column " +
+                          std::to_string(it->second.swa_evicted) +
+                          " were evicted, but its draft_q_only step at position " + std::to_string(seq_len - 1) +
+                          " reads from column " + std::to_string(lowest) +
+                          ": a drafting step runs before its target step's pages are evicted");
+      appends.push_back({e.request, seq_len, 0});
     } else {
       check_context(cfg, i, int64_t{seq_len} + tokens_of(b, e));
       appends.push_back({e.request, seq_len, tokens_of(b, e)});
@@ -114,14 +128,14 @@ Prepared prepare(const Scenario& s) {
       tokens = tokens_of(b, b.entries.front());
     }
 
-    int32_t seq_len = prefix;  // target_verify, draft_decode: the verified prefix
+    int32_t seq_len = prefix;  // target_verify, draft_decode: the verified prefix; draft_q_only: the keys it reads
     if (b.mode == Mode::decode || b.mode == Mode::idle || b.mode == Mode::extend || b.mode == Mode::mixed ||
         b.mode == Mode::draft_extend_v2)
       seq_len = prefix + tokens;
     fb.request_ids.push_back(real ? e.request : -1);
     fb.req_pool_indices.push_back(row);
     fb.seq_lens.push_back(real ? seq_len : 1);
-    const bool prefix_is_seq = b.mode == Mode::target_verify || b.mode == Mode::draft_decode;
+    const bool prefix_is_seq = b.mode == Mode::target_verify || is_drafting_step(b.mode);
     fb.prefix_lens.push_back(real || prefix_is_seq ? prefix : std::max(0, 1 - tokens));
     fb.extend_lens.push_back(tokens);
 
@@ -137,6 +151,10 @@ Prepared prepare(const Scenario& s) {
             column = layouts[static_cast<size_t>(i)].logical_column(j, b.draft_step);
             position = prefix + b.draft_step;
             break;
+          case Mode::draft_q_only:  // every step at the last committed token, which it does not write
+            column = prefix - 1;
+            position = prefix - 1;
+            break;
           default:
             column = prefix + j;
             position = prefix + j;
@@ -144,7 +162,7 @@ Prepared prepare(const Scenario& s) {
       }
       fb.token_columns.push_back(column);
       fb.positions.push_back(position);
-      if (b.mode != Mode::draft_decode) fb.out_cache_loc.push_back(real ? cache.r2t(row, prefix + j) : 0);
+      if (!is_drafting_step(b.mode)) fb.out_cache_loc.push_back(real ? cache.r2t(row, prefix + j) : 0);
     }
     if (b.mode == Mode::draft_decode) {
       for (int32_t t = 0; t < b.topk; ++t) {

@@ -40,7 +40,8 @@ struct ForwardBatch {
   std::vector<int32_t> positions;         // 0 on padded rows
   std::vector<int32_t> token_columns;     // logical column of the token's content; -1 padded
   // Slots written by this step: per query token, except draft_decode where it is the whole
-  // drafting layout [padded_bs][topk][draft_steps] (this step writes [.][.][draft_step]).
+  // drafting layout [padded_bs][topk][draft_steps] (this step writes [.][.][draft_step]), and
+  // draft_q_only, which writes nothing (empty).
   std::vector<int64_t> out_cache_loc;
 
   // target_verify: per row D rows x (seq_len + D) columns, row-major, rows concatenated; prefix

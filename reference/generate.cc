@@ -1,7 +1,9 @@
 #include "reference/generate.h"
 
+#include <algorithm>
 #include <iterator>
 
+#include "reference/limits.h"
 #include "reference/validate.h"
 
 namespace kvfuzz {
@@ -17,6 +19,8 @@ std::string_view to_string(Profile p) {
       return "gpt-oss";
     case Profile::fp8:
       return "fp8";
+    case Profile::gemma4:
+      return "gemma4";
   }
   return "?";
 }
@@ -36,6 +40,7 @@ ProfileBounds bounds(Profile p) {
     case Profile::large: return {16, 128, 4, 256, 4096, 16, 160, 1024, 8, 64};
     case Profile::long_: return {8, 128, 2, 64, 1 << 18, 3, 160, 64, 3, 0};  // generate_long.cc
     case Profile::gpt_oss:
+    case Profile::gemma4:
       return {16, 64, 4, 32, 256, 8, 32, 64, 6, 12};  // generate_gpt_oss_model
     case Profile::fp8:
       return bounds(Profile::small);
@@ -93,8 +98,10 @@ CaseShape draw_shape(const Rng& rng, const ProfileBounds& b, Profile profile) {
   CaseShape shape;
   Rng ps_rng = rng.fork("page_size");
   shape.page_size = generate_page_size(ps_rng, b);
-  shape.model = profile == Profile::gpt_oss ? generate_gpt_oss_model(rng.fork("model"), b, shape.page_size)
-                                            : generate_model(rng.fork("model"), b, shape.page_size);
+  const bool gpt_oss_shaped = profile == Profile::gpt_oss || profile == Profile::gemma4;
+  shape.model = gpt_oss_shaped ? generate_gpt_oss_model(rng.fork("model"), b, shape.page_size)
+                               : generate_model(rng.fork("model"), b, shape.page_size);
+  if (profile == Profile::gemma4) shape.model.sinks.clear();  // Gemma-4 has none
   shape.dtype = generate_values(rng.fork("values")).dtype;
   if (profile == Profile::fp8) {  // streams of their own: the other profiles' draws are unchanged
     shape.dtype = DType::fp8_e4m3;
@@ -103,14 +110,28 @@ CaseShape draw_shape(const Rng& rng, const ProfileBounds& b, Profile profile) {
   return shape;
 }
 
+// The `gemma4` profile's step: a decode, verify or drafting step drawn by generate_workload (every
+// request of it has a prefix) becomes Gemma-4's drafting step, draft_q_only, at a drafting loop step
+// of its own stream (the other profiles' draws are unchanged).
+void generate_q_only(Rng rng, Batch& batch) {
+  if (batch.mode != Mode::decode && batch.mode != Mode::target_verify && batch.mode != Mode::draft_decode) return;
+  batch.mode = Mode::draft_q_only;
+  batch.topk = 1;
+  batch.draft_tokens = 0;
+  for (BatchEntry& e : batch.entries) e.parents.clear();
+  batch.draft_steps = static_cast<int32_t>(rng.range(1, std::min(limits::kMaxDraftSteps, 6)));
+  batch.draft_step = static_cast<int32_t>(rng.below(static_cast<uint64_t>(batch.draft_steps)));
+}
+
 // Attempt `rng`'s workload on `shape`; nullopt when it exceeds the limits.
-std::optional<Scenario> draw_case(const Rng& rng, const ProfileBounds& b, const CaseShape& shape) {
+std::optional<Scenario> draw_case(const Rng& rng, const ProfileBounds& b, const CaseShape& shape, Profile profile) {
   Scenario s;
   s.cache.page_size = shape.page_size;
   s.model = shape.model;
   s.values = generate_values(rng.fork("values"));
   s.values.dtype = shape.dtype;
   if (!generate_workload(rng.fork("workload"), b, s)) return std::nullopt;
+  if (profile == Profile::gemma4) generate_q_only(rng.fork("q_only"), s.batch);
   s.batch.device_sms = generate_device_sms(rng.fork("device_sms"));
   // A draw the workload generator could not keep inside the limits: draw again.
   if (!is_valid(s)) return std::nullopt;
@@ -128,7 +149,7 @@ std::optional<Scenario> generate(uint64_t seed, Profile profile, const CaseShape
   const ProfileBounds b = bounds(profile == Profile::long_ ? Profile::large : profile);
   const Rng root(seed);
   for (uint64_t attempt = 0; attempt < 8; ++attempt)
-    if (std::optional<Scenario> s = draw_case(root.fork(attempt), b, shape)) return s;
+    if (std::optional<Scenario> s = draw_case(root.fork(attempt), b, shape, profile)) return s;
   return std::nullopt;
 }
 
@@ -147,7 +168,7 @@ Scenario generate(uint64_t seed, Profile profile) {
   }
   for (uint64_t attempt = 0; attempt < 8; ++attempt) {
     const Rng rng = root.fork(attempt);
-    if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b, profile))) return *s;
+    if (std::optional<Scenario> s = draw_case(rng, b, draw_shape(rng, b, profile), profile)) return *s;
   }
   if (profile == Profile::fp8) {  // outside the size chain: the last resort, scaled
     Scenario s = fallback(seed);
@@ -161,6 +182,7 @@ Scenario generate(uint64_t seed, Profile profile) {
     s.model.sinks = {1.0};
     return s;
   }
+  if (profile == Profile::gemma4) return fallback(seed);  // outside the size chain: the last resort
   // Draws that keep exceeding the limits (a large profile's oracle work, say): a smaller profile.
   if (profile != Profile::tiny) return generate(seed, static_cast<Profile>(static_cast<int>(profile) - 1));
   return fallback(seed);

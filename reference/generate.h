@@ -27,10 +27,12 @@ namespace kvfuzz {
 // `gpt-oss` draws small cases on gpt-oss-shaped models (generate_gpt_oss_model): eight q heads per
 // KV head, sliding-window and full layers alternating, and a learned attention sink per q head.
 // `fp8` draws small cases on fp8_e4m3 caches with per-layer K and V scales (generate_kv_scales),
-// as vLLM stores `--kv-cache-dtype fp8` caches.
-enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss, fp8 };
+// as vLLM stores `--kv-cache-dtype fp8` caches. `gemma4` draws gpt-oss's cases without sinks
+// (sliding and full layers, as Gemma-4's) and turns every decode, verify and drafting step into a
+// draft_q_only step (Gemma-4's MTP drafting: generate_q_only); extends and draft_extend_v2 stay.
+enum class Profile : uint8_t { tiny, small, medium, large, long_, gpt_oss, fp8, gemma4 };
 inline constexpr Profile kProfiles[] = {Profile::tiny,  Profile::small,   Profile::medium, Profile::large,
-                                        Profile::long_, Profile::gpt_oss, Profile::fp8};
+                                        Profile::long_, Profile::gpt_oss, Profile::fp8,    Profile::gemma4};
 
 std::string_view to_string(Profile p);
 std::optional<Profile> parse_profile(std::string_view s);

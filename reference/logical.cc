@@ -52,6 +52,13 @@ LogicalRow draft_decode_row(int32_t request, int32_t prefix, int32_t topk, int32
   return row;
 }
 
+// A drafter sharing the target's KV (draft_q_only): one query at the last committed position
+// prefix - 1 reading the committed keys, no new column. Its Q is that column's (kvfuzz's Q is
+// synthetic; the drafter's hidden state is not the target's, the keys it reads are).
+LogicalRow q_only_row(int32_t request, int32_t prefix) {
+  return LogicalRow{request, prefix, prefix, {}, {{prefix - 1, prefix - 1, {}}}};
+}
+
 }  // namespace
 
 std::vector<std::pair<int32_t, int32_t>> committed_lengths(const Scenario& s) {
@@ -93,6 +100,9 @@ LogicalBatch derive_logical(const Scenario& s) {
       case Mode::target_verify: out.rows.push_back(verify_row(e.request, prefix, e.parents)); break;
       case Mode::draft_decode:
         out.rows.push_back(draft_decode_row(e.request, prefix, b.topk, b.draft_steps, b.draft_step));
+        break;
+      case Mode::draft_q_only:
+        out.rows.push_back(q_only_row(e.request, prefix));
         break;
     }
     out.q_indptr.push_back(out.q_indptr.back() + static_cast<int64_t>(out.rows.back().queries.size()));

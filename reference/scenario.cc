@@ -35,6 +35,8 @@ std::string to_string(Mode m) {
     case Mode::target_verify: return "target_verify";
     case Mode::draft_extend_v2: return "draft_extend_v2";
     case Mode::draft_decode: return "draft_decode";
+    case Mode::draft_q_only:
+      return "draft_q_only";
   }
   return "?";
 }

@@ -121,7 +121,13 @@ enum class Mode : uint8_t {
   target_verify,    // a spec-decode tree of draft_tokens per request, against the prefix
   draft_extend_v2,  // extend whose seq_len already counts the new tokens
   draft_decode,     // one step of multi-step drafting with topk branches
+  draft_q_only,     // one step of a drafter whose layers share the target's KV (vLLM's Gemma-4 MTP):
+                    // one query per request at its last committed position, reading the committed
+                    // keys, writing nothing (draft_steps, draft_step as for draft_decode; topk 1)
 };
+
+// Whether the batch is a drafting loop's step (draft_steps, draft_step name it).
+inline bool is_drafting_step(Mode m) { return m == Mode::draft_decode || m == Mode::draft_q_only; }
 
 // Whether each row of a batch of mode `m` has its own extend_len (extend, mixed, draft_extend_v2).
 inline bool uses_extend_len(Mode m) { return m == Mode::extend || m == Mode::mixed || m == Mode::draft_extend_v2; }
@@ -146,8 +152,8 @@ struct Batch {
   std::vector<BatchEntry> entries;
   int32_t draft_tokens = 0;  // target_verify: D, the same for every request
   int32_t topk = 1;          // target_verify, draft_decode: branches per node
-  int32_t draft_steps = 0;   // draft_decode: steps of the drafting loop
-  int32_t draft_step = 0;    // draft_decode: the step this batch runs, 0 <= step < steps
+  int32_t draft_steps = 0;   // draft_decode, draft_q_only: steps of the drafting loop
+  int32_t draft_step = 0;    // draft_decode, draft_q_only: the step this batch runs, 0 <= step < steps
   int32_t graph_bs = 0;      // CUDA-graph captured batch size; 0 = eager
   int32_t kv_splits = 1;     // split-KV decode: partial results merged by LSE (max_kv_splits)
   int32_t device_sms = 0;    // Triton decode split count: 0 = static (every row kv_splits); > 0 =

@@ -47,7 +47,7 @@ json batch_json(const Batch& b) {
   json j = {{"mode", to_string(b.mode)}, {"entries", std::move(entries)}};
   if (b.mode == Mode::target_verify) j["draft_tokens"] = b.draft_tokens;
   if (b.mode == Mode::target_verify || b.mode == Mode::draft_decode) j["topk"] = b.topk;
-  if (b.mode == Mode::draft_decode) {
+  if (is_drafting_step(b.mode)) {
     j["draft_steps"] = b.draft_steps;
     j["draft_step"] = b.draft_step;
   }
@@ -320,7 +320,7 @@ Batch read_batch(const json& j, int32_t version) {
   Batch b;
   b.mode = parse_enum<Mode>(f.string("mode"), f.sub("mode"),
                             {Mode::idle, Mode::decode, Mode::extend, Mode::mixed, Mode::target_verify,
-                             Mode::draft_extend_v2, Mode::draft_decode});
+                             Mode::draft_extend_v2, Mode::draft_decode, Mode::draft_q_only});
   const json& entries = array_at(f, "entries");
   for (size_t i = 0; i < entries.size(); ++i) {
     Fields ef(entries[i], index_path("batch.entries", i));
@@ -333,7 +333,7 @@ Batch read_batch(const json& j, int32_t version) {
   }
   if (b.mode == Mode::target_verify) b.draft_tokens = f.int32("draft_tokens");
   if (b.mode == Mode::target_verify || b.mode == Mode::draft_decode) b.topk = f.int32("topk");
-  if (b.mode == Mode::draft_decode) {
+  if (is_drafting_step(b.mode)) {
     b.draft_steps = f.int32("draft_steps");
     b.draft_step = f.int32("draft_step");
   }

@@ -156,17 +156,17 @@ void validate_batch_shape(const Scenario& s) {
   } else {
     check_range("batch.entries (count)", static_cast<int64_t>(n), 1, limits::kMaxBatch);
   }
-  const bool verify = b.mode == Mode::target_verify, drafting = b.mode == Mode::draft_decode;
+  const bool verify = b.mode == Mode::target_verify, drafting = is_drafting_step(b.mode);
   if (verify) check_range("batch.draft_tokens", b.draft_tokens, 1, limits::kMaxDraftTokens);
   else check_zero("batch.draft_tokens", b.draft_tokens, "outside target_verify");
-  if (verify || drafting) check_range("batch.topk", b.topk, 1, limits::kMaxTopk);
+  if (verify || b.mode == Mode::draft_decode) check_range("batch.topk", b.topk, 1, limits::kMaxTopk);
   else if (b.topk != 1) fail("batch.topk", "must be 1 outside target_verify and draft_decode");
   if (drafting) {
     check_range("batch.draft_steps", b.draft_steps, 1, limits::kMaxDraftSteps);
     check_range("batch.draft_step", b.draft_step, 0, b.draft_steps - 1);
   } else {
-    check_zero("batch.draft_steps", b.draft_steps, "outside draft_decode");
-    check_zero("batch.draft_step", b.draft_step, "outside draft_decode");
+    check_zero("batch.draft_steps", b.draft_steps, "outside draft_decode and draft_q_only");
+    check_zero("batch.draft_step", b.draft_step, "outside draft_decode and draft_q_only");
   }
   if (b.graph_bs != 0) check_range("batch.graph_bs", b.graph_bs, static_cast<int64_t>(std::max<size_t>(n, 1)), limits::kMaxBatch);
   check_range("batch.kv_splits", b.kv_splits, 1, limits::kMaxKvSplits);

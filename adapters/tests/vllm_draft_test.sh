@@ -29,18 +29,6 @@ NEEDS="0.33.0 0.11.0 0.28.0" source "$(dirname "$0")/vllm_test_env.sh" "$@"
 cd "$SRC"
 REJECTED=corpus/vllm/draft_decode_rejected.json
 
-# mutant NAME FILE OLD NEW CASE PATTERN [PLANNER_ARGS]: FILE (under the release's vllm/) edited in a copy of the
-# release (a tree of links, the one file copied; the release folder resolved first, so a linked .vllm/R is
-# never itself copied as a link and edited through); the case must then fail with PATTERN in the output.
-mutant() {
-  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 extra=${7:-} site=$WORK/site-$1
-  cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
-  replace "$site/vllm/$file" "$old" "$new" || return
-  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
-    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa $extra" 2>&1)
-  if grep -q "finding(s)" <<<"$out" && grep -q -- "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"
-  else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
-}
 mutant slot-one-late v1/spec_decode/utils.py \
   '    slot_id = block_id * block_size + (clamped_position % block_size)' \
   '    slot_id = block_id * block_size + ((clamped_position + 1) % block_size)' \

@@ -4,7 +4,7 @@
 # "SKIPPED: ..." and exits 0 (ctest: skipped, never passed) where a needed release is not under
 # .vllm/ (ci/vllm.sh install) or the venv has no torch and triton (ci/sglang.sh); empties WORK;
 # fail MESSAGE prints it and counts it in $failures; replace FILE OLD NEW plants a mutation (the exact
-# text OLD must be in FILE, else a failure and status 1).
+# text OLD must be in FILE, else a failure and status 1); mutant (below) checks a planted bug is caught.
 set -uo pipefail
 SRC=$1 K=$2 WORK=$3
 NEWEST=0.33.0
@@ -25,4 +25,17 @@ text = open(path).read()
 assert old in text, f"{old!r} not in {path}"
 open(path, "w").write(text.replace(old, new))
 PY
+}
+
+# mutant NAME FILE OLD NEW CASE PATTERN [PLANNER_ARGS]: FILE (under the release's vllm/) edited in a copy of the
+# release (a tree of links, the one file copied; the release folder resolved first, so a linked .vllm/R is
+# never itself copied as a link and edited through); the case must then fail with PATTERN in the output.
+mutant() {
+  local name=$1 file=$2 old=$3 new=$4 case=$5 pattern=$6 extra=${7:-} site=$WORK/site-$1
+  cp -rs "$(realpath "$SRC/.vllm/$NEWEST")" "$site" && rm "$site/vllm/$file" && cp "$SRC/.vllm/$NEWEST/vllm/$file" "$site/vllm/$file"
+  replace "$site/vllm/$file" "$old" "$new" || return
+  out=$("$K" check "$case" --backend "vllm_fa_${NEWEST//./_}:fa" \
+    --adapter "$PY $SRC/adapters/vllm/vllm_planner.py --site $site --backend fa $extra" 2>&1)
+  if grep -q "finding(s)" <<<"$out" && grep -q -- "$pattern" <<<"$out"; then echo "ok: $name is caught by $(basename "$case")"
+  else fail "$name is not caught by $case"; echo "$out" | tail -3; fi
 }

@@ -22,8 +22,10 @@ What vLLM does (docs/vllm.md "Drafting across KV-cache groups"; 0.33.0 lines, re
   (kv_sharing_target_layer_name, gemma4.py:356: Attention writes nothing, attention.py:549, :569) and
   its drafting loop keeps positions, seq_lens and metadata constant (constant_draft_positions,
   gemma4.py:49; llm_base_proposer.py:644-647, :699-715). Driven (--multi-group-drafter gemma4) on its
-  first pass, draft_extend_v2; its drafting steps read the target's keys from the last verified
-  position, which is not kvfuzz's draft_decode (draft u written and read at S + u): unsupported.
+  first pass, draft_extend_v2, and on its drafting steps, which read the target's keys from the last
+  verified position and write nothing: kvfuzz's draft_q_only (not draft_decode, draft u written and
+  read at S + u: unsupported for it). The runner picks it by the draft config, so draft_q_only runs it
+  on one KV-cache group too.
 - The runner hands each group's block table and slot mapping of the target step
   (`set_per_group_attn_metadata`, gpu_model_runner.py:2513-2516; Gemma4Proposer only the tables,
   `set_per_group_block_table`, :2517-2520) and the drafter's own group's
@@ -62,14 +64,20 @@ def proposer_class(vl, eagle, setup):
     else UnsupportedCase with vLLM's reason."""
     from fake_runner import UnsupportedCase
 
-    if not several(setup):
-        return eagle.EagleProposer
     which = getattr(setup, "multi_group_drafter", "step3p5")
+    if setup.mode == "draft_q_only" and which != "gemma4":
+        raise UnsupportedCase("draft_q_only is Gemma-4's drafting step (its layers share the target's KV): "
+                              "--multi-group-drafter gemma4 runs the Gemma4Proposer that takes it")
+    if not several(setup) and setup.mode != "draft_q_only":
+        return eagle.EagleProposer
     module, name, method, model_type, arch = MULTI_GROUP[which]
     try:
         found = importlib.util.find_spec(module) is not None
     except ModuleNotFoundError:
         found = False
+    if not found and not several(setup):  # draft_q_only on one group
+        raise UnsupportedCase(f"draft_q_only is Gemma-4's drafting step: vLLM {vl.version} has no {name} "
+                              f"({FIRST[which]} on)")
     if not found:
         raise UnsupportedCase(f"the layers form several KV-cache groups: vLLM {vl.version}'s EagleProposer asserts that "
                               "all drafting layers belong to one (validate_same_kv_cache_group), and the release has no "
@@ -78,7 +86,7 @@ def proposer_class(vl, eagle, setup):
         raise UnsupportedCase("Gemma4Proposer drafts every step from one constant position (constant_draft_positions, "
                               "gemma4.py:49): its step u reads the target's keys from the last verified position and its "
                               "layers write nothing (kv_sharing_target_layer_name), not kvfuzz's draft_decode (draft u "
-                              "written and read at S + u); its first pass is draft_extend_v2")
+                              "written and read at S + u) but draft_q_only; its first pass is draft_extend_v2")
     spec = setup.vllm_config.speculative_config
     spec.method = method
     spec.draft_model_config.hf_config = types.SimpleNamespace(model_type=model_type, architectures=[arch])

@@ -21,6 +21,9 @@ kvfuzz's modes as vLLM runs them (docs/vllm.md "EAGLE drafting"):
   none, prepare_inputs over the accepted ones).
 - draft_extend_v2 (seq_len counts the new tokens): the proposer's first pass
   (build_for_drafting(draft_index=0)) over a target step of the case's extend tokens.
+- draft_q_only, step u (Gemma-4's drafter, draft_groups.py / v2_drafting.py): loop iteration u as for
+  draft_decode, but at the last verified position S - 1 every step, seq_len S, no write (its layers
+  share the target's KV): positions checked, no slot.
 
 Re-expressed runner code (a bug there is not found): the target step's batch (target_step), the
 runner's padded-batch inputs to the proposer (valid sampled counts as prepare_next_token_ids_padded
@@ -44,14 +47,15 @@ import torch
 
 import draft_groups
 
-MODES = ("draft_decode", "draft_extend_v2")
+MODES = ("draft_decode", "draft_extend_v2", "draft_q_only")
+LOOP_STEPS = ("draft_decode", "draft_q_only")  # a step of the drafting loop (pass draft_step + 1)
 HIDDEN = 8  # the stand-in draft model's hidden size (no value reaches a kernel the plan reads)
 
 
 def speculative_config(setup):
     """EAGLE with a chain of num_speculative_tokens drafts: the drafting step's steps + 1 (the first
     pass drafts token 1, loop iteration u token u + 2), or 1 for draft_extend_v2 (its first pass only)."""
-    k = setup.draft_steps + 1 if setup.mode == "draft_decode" else 1
+    k = setup.draft_steps + 1 if setup.mode in LOOP_STEPS else 1
     ns = types.SimpleNamespace
     draft_model = ns(get_hidden_size=lambda: HIDDEN, get_inputs_embeds_size=lambda: HIDDEN, uses_mrope=False, uses_xdrope_dim=0,
                      hf_config=ns(architectures=["LlamaForCausalLMEagle"]), mrope_num_dims=3)
@@ -90,18 +94,22 @@ def target_step(setup):
     setup.positions = np.concatenate([np.arange(p, s) for p, s in zip(start, setup.seq_lens)]).astype(np.int64)
     setup.num_tokens = int(query.sum())
     setup.all_positions = setup.positions.copy()
-    layout = c.array("out_cache_loc").astype(np.int64).reshape(-1, steps)  # [padded_bs * topk, steps]
-    setup.draft_slots = layout[:n, setup.draft_step]
-    setup.draft_positions = S + setup.draft_step
+    if setup.mode == "draft_q_only":  # every step one query at the last verified token, nothing written
+        setup.draft_slots, setup.draft_positions, held = None, S - 1, S
+    else:
+        layout = c.array("out_cache_loc").astype(np.int64).reshape(-1, steps)  # [padded_bs * topk, steps]
+        setup.draft_slots = layout[:n, setup.draft_step]
+        setup.draft_positions = S + setup.draft_step
+        held = S + steps
     r2t = setup.r2t
-    if int(np.maximum(setup.seq_lens, S + steps).max()) > r2t.shape[1]:
+    if int(np.maximum(setup.seq_lens, held).max()) > r2t.shape[1]:
         raise _unsupported("the target step reaches past the case's max_context_len")
     # the target step's slots: its tokens' columns in kvfuzz's cache. A rejected token's column is one
     # the drafting layout allocated, or past it (columns S + steps on): kvfuzz's accept freed those
     # (its req_to_token there is stale, full_to_swa 0) while vLLM keeps the rejected tokens' blocks,
     # so they hold no slot of kvfuzz's (-1: not checked) and their pages are handed the null block
     # (held_lens; fake_runner._blocks): a read of them reads no key kvfuzz holds for the request.
-    setup.held_lens = S + steps
+    setup.held_lens = held  # draft_q_only: kvfuzz allocates nothing past the verified prefix
     setup.out_cache_loc = np.concatenate([np.where(np.arange(p, s) < h, r2t[int(row), p:s], -1) for row, p, s, h in
                                           zip(setup.rows, start, setup.seq_lens, setup.held_lens)]).astype(np.int64)
     setup.table_lens = np.maximum(setup.seq_lens, setup.held_lens)
@@ -154,7 +162,7 @@ def record(vl, setup, module):
     # model's tokens only): a CUDA-graph case's padded tokens lie in no kernel row
     setup.total_tokens = setup.num_tokens
     setup.buffers()
-    target_pass = setup.draft_step + 1 if setup.mode == "draft_decode" else 0
+    target_pass = setup.draft_step + 1 if setup.mode in LOOP_STEPS else 0
     model = _DraftModel(setup, impls, rec, target_pass, importlib.import_module("vllm.forward_context"))
     if setup.v2 is not None:  # Model Runner V2's speculator (v2_drafting.py)
         import v2_drafting
@@ -165,7 +173,7 @@ def record(vl, setup, module):
     if model.seen is None:
         raise RuntimeError(f"the proposer ran {model.passes} passes; kvfuzz's step is pass {target_pass}")
     _check_pass(setup, model.seen)
-    if setup.mode == "draft_decode":  # the loop keeps max_seq_len as a bound (0.2x on: not lowered by rejection)
+    if setup.mode in LOOP_STEPS:  # the loop keeps max_seq_len as a bound (0.2x on: not lowered by rejection)
         for calls in rec.calls.values():
             for c in calls:
                 c["max_seqlen_k_upper_bound"] = True
@@ -401,13 +409,15 @@ def _check_pass(setup, seen):
     """The recorded pass's positions and K/V writes against kvfuzz's: draft_decode step u writes
     out_cache_loc[b][0][u] at position S + u (draft_extend_v2: the case's own, checked with the
     target step's metadata)."""
-    if setup.mode != "draft_decode":
+    if setup.mode not in LOOP_STEPS:
         return
     n = setup.bs
     got_pos = seen["positions"][:n].cpu().numpy().astype(np.int64)
     if not np.array_equal(got_pos, setup.draft_positions):
         raise RuntimeError(f"vLLM's drafting step {setup.draft_step} runs positions {got_pos.tolist()}, "
                            f"kvfuzz's step is at {setup.draft_positions.tolist()}")
+    if setup.mode == "draft_q_only":  # Gemma-4's layers share the target's KV: Attention writes nothing
+        return
     for l, slots in seen["slots"].items():
         pool = setup.layers_spec[l]["pool"]
         want = setup.f2s[setup.draft_slots] if pool == "swa" else setup.draft_slots

@@ -45,7 +45,7 @@ class UnsupportedCase(Exception):
     """The case needs something this vLLM release or adapter does not model (not a finding)."""
 
 
-MODES = ("decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2")
+MODES = ("decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2", "draft_q_only")
 
 
 def construct(cls, **fields):
@@ -157,7 +157,7 @@ class Setup:
         self.all_positions = np.concatenate([self.positions, c.array("positions")[self.num_tokens:]]).astype(np.int64)
         self.table_lens = self.seq_lens  # the tokens each row's block table covers
         self.held_lens = None  # drafting: the columns kvfuzz's cache holds per row (eagle_drafting.target_step)
-        if self.mode == "draft_decode":  # the target step the proposer drafts after (eagle_drafting.py)
+        if self.mode in eagle_drafting.LOOP_STEPS:  # the target step the proposer drafts after (eagle_drafting.py)
             eagle_drafting.target_step(self)
         self.row_order = np.arange(n)  # vLLM's batch row i is kvfuzz's row row_order[i] (reorder())
         self.token_order = np.arange(self.num_tokens)  # and its token t kvfuzz's token token_order[t]

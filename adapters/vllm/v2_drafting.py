@@ -33,8 +33,8 @@ have the same steps in autoregressive/speculator.py: docs/vllm.md "Drafting unde
   builders' `update_draft_decode_metadata`; else (0.27.1: always) `_multi_step_decode` (:492-542)
   rebuilds both each step. `update_draft_inputs` (Triton, :891-994) advances positions and seq_lens,
   clamped at max_model_len.
-kvfuzz's draft_decode step u is V2's decode pass u + 1 (pass 0 is the draft prefill), draft_extend_v2
-the draft prefill.
+kvfuzz's draft_decode (draft_q_only under Gemma4Speculator) step u is V2's decode pass u + 1 (pass 0 is the
+draft prefill), draft_extend_v2 the draft prefill.
 
 Re-expressed (a bug there is not found): the target step's attention metadata and slot mappings by
 layer (each group's builder over V2's CommonAttentionMetadata, as build_attn_metadata does), the
@@ -43,8 +43,11 @@ has no prompt lengths: no row is still chunk-prefilling), the configuration fiel
 target model class (get_model_cls: a Llama without get_mtp_target_hidden_states), one rank (the
 pipeline-parallel group the graph managers ask), MTPSpeculator's share_mtp_topk_indices (False, as
 load_draft_model leaves it for a draft without index_share_for_mtp_iteration).
+Gemma4Speculator (--v2-speculator gemma4): advance_draft_positions False (gemma4/speculator.py:48-53), so
+every decode pass is one query at the last verified position writing nothing, kvfuzz's draft_q_only
+(docs/vllm.md "Gemma-4's drafting steps"); its load_draft_model (the KV sharing) is not run.
 Not modelled: a FULL draft-prefill graph (unsupported: v2_draft_graph.py), the other speculators
-(multi-module MTP, Gemma-4, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
+(multi-module MTP, DFlash, n-gram, standalone draft models, ...), DP/PCP/DCP, multimodal
 drafts, adaptive verification.
 
     Drafter(vl, setup, builders).propose(model, layer_names)   # builders {gid: builder}; model: _DraftModel
@@ -76,7 +79,17 @@ SPECULATORS = {
     "eagle": _Speculator(method="eagle", architecture="LlamaForCausalLMEagle", hf_config={}, cls="EagleSpeculator"),
     "mtp": _Speculator(method="mtp", architecture="DeepSeekMTPModel", cls="MTPSpeculator",
                        hf_config=dict(model_type="deepseek_mtp", num_nextn_predict_layers=1)),
+    # Gemma-4's MTP assistant (method mtp, a gemma4_mtp draft config: use_gemma4_mtp(), 0.33.0
+    # config/speculative.py:2100-2106; spec_decode/__init__.py:59-64): Gemma4Speculator, whose
+    # advance_draft_positions is False (gemma4/speculator.py:49-53): every decode step one query at the
+    # last verified position, its layers sharing the target's KV (load_draft_model's
+    # _setup_gemma4_kv_sharing, :96-171; not run: the stand-in layers write nothing). kvfuzz's
+    # draft_q_only; its draft prefill is draft_extend_v2.
+    "gemma4": _Speculator(method="mtp", architecture="Gemma4MTPModel", cls="Gemma4Speculator",
+                          hf_config=dict(model_type="gemma4_mtp")),
 }
+# the speculator that runs each drafting mode's steps: draft_q_only only Gemma-4's, draft_decode every other
+Q_ONLY = {"gemma4"}
 
 
 class Drafter:
@@ -92,6 +105,16 @@ class Drafter:
                                   "is not modelled; the adapter drives spec_decode/speculator.py's (0.27.1 on)")
         spec_decode = importlib.import_module("vllm.v1.worker.gpu.spec_decode")
         which = getattr(setup, "v2_speculator", "eagle")
+        if setup.mode == "draft_q_only" and which not in Q_ONLY:
+            from fake_runner import UnsupportedCase
+
+            raise UnsupportedCase("draft_q_only is Gemma-4's drafting step (its layers share the target's KV): "
+                                  "--v2-speculator gemma4 runs the Gemma4Speculator that takes it")
+        if setup.mode == "draft_decode" and which in Q_ONLY:
+            from fake_runner import UnsupportedCase
+
+            raise UnsupportedCase("Gemma4Speculator keeps every decode step at the last verified position "
+                                  "(advance_draft_positions False) and writes nothing: draft_q_only, not draft_decode")
         config = _view(setup.vllm_config, which)
         init = spec_decode.init_speculator
         args = dict(vllm_config=config, device=setup.device, req_states=None)

@@ -11,7 +11,11 @@ from engine import stub_import
 
 # Kernel packages, vLLM's own kernel subpackages and its API server (vllm.entrypoints: the request
 # protocol some core modules import for types): stubbed even where installed.
+# vllm.compilation.passes: torch.compile's fusion passes, whose import reads compiled ops this host
+# lacks (torch.ops._C.rotary_embedding); V2's gemma4/speculator.py imports vllm.compilation.backends
+# (for set_model_tag, used by load_draft_model, which the adapter does not run), which imports them.
 STUBBED = ("flashinfer", "flash_attn", "vllm.vllm_flash_attn", "vllm._custom_ops", "vllm._C", "vllm.entrypoints", "sgl_kernel",
+           "vllm.compilation.passes",
            "deep_gemm", "aiter", "flashmla", "triton_kernels")
 # Real modules: what the metadata code computes with, and PyTorch's own dependencies.
 # pydantic: vLLM's configuration classes are pydantic dataclasses (real, from .vllm/pyextra, which

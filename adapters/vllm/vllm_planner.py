@@ -53,18 +53,19 @@ def parse_args():
                         "(vllm/v1/worker/gpu/, 0.2x on; fa and triton, eager and CUDA graphs, EAGLE drafting with its own "
                         "speculator: v2_runner.py, v2_drafting.py), or the "
                         "one the release's VllmConfig.use_v2_model_runner picks for the case")
-    p.add_argument("--v2-speculator", choices=["eagle", "mtp"], default="eagle",
+    p.add_argument("--v2-speculator", choices=["eagle", "mtp", "gemma4"], default="eagle",
                    help="--runner v2, drafting steps: the draft model vLLM is configured with, and so the speculator "
                         "V2's init_speculator builds: eagle (an EAGLE head: EagleSpeculator) or mtp (a DeepSeek-V3-"
-                        "style MTP module, method mtp, one next-n layer: MTPSpeculator; v2_drafting.py)")
+                        "style MTP module, method mtp, one next-n layer: MTPSpeculator) or gemma4 (Gemma-4's MTP assistant, "
+                        "a gemma4_mtp draft config: Gemma4Speculator, on draft_q_only and draft_extend_v2; v2_drafting.py)")
     p.add_argument("--no-async-scheduling", action="store_true",
                    help="EAGLE drafting as vLLM's --no-async-scheduling runs it: the runner hands the proposer its "
                         "host seq_lens (_seq_lens_cpu, 0.2x to 0.29.0: the same tensor as seq_lens_cpu_upper_bound) "
                         "where async scheduling, vLLM's default with EAGLE, hands none (eagle_drafting.py)")
     p.add_argument("--multi-group-drafter", choices=["step3p5", "gemma4"], default="step3p5",
                    help="the proposer that drafts on layers of several KV-cache groups (V1 runner): Step3p5MTPProposer "
-                        "(0.23.0 on, every drafting mode) or Gemma4Proposer (0.22.0 on; its first pass, draft_extend_v2; "
-                        "its constant-position drafting steps are not draft_decode: draft_groups.py)")
+                        "(0.23.0 on, draft_decode and draft_extend_v2) or Gemma4Proposer (0.22.0 on; its first pass, "
+                        "draft_extend_v2, and its constant-position drafting steps, draft_q_only: draft_groups.py)")
     p.add_argument("--kv-cache-dtype", choices=["auto", "fp8"], default="auto",
                    help="vLLM's --kv-cache-dtype: auto (the model's dtype) or fp8 (e4m3 bytes; fa: the impls built "
                         "for fp8 with each layer's k_scale / v_scale, the q/k/v_descale each kernel call is handed "
@@ -143,7 +144,7 @@ import triton_page_table  # noqa: E402
 import v2_runner  # noqa: E402
 from mla_backends import MlaBackend  # noqa: E402
 
-SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2"], "layer_kinds": "all",
+SUPPORTS = {"modes": ["decode", "extend", "mixed", "target_verify", "draft_decode", "draft_extend_v2", "draft_q_only"], "layer_kinds": "all",
             "page_sizes": [16, 32, 64, 128, 256], "mla": False, "non_mla": True, "hybrid_swa": True, "cuda_graph": True}
 MLA = {"mla_flashmla": "flashmla", "mla_flashattn": "flashattn_mla", "mla_triton": "triton_mla"}
 ATTN = MlaBackend(VL, MLA[ARGS.backend], ARGS.mla_workspace, ARGS.kv_cache_dtype) if ARGS.backend in MLA else None  # what MLA layers answer

@@ -9,7 +9,8 @@
 namespace kvfuzz {
 namespace {
 
-const std::set<std::string> kModes = {"idle", "decode", "extend", "mixed", "target_verify", "draft_extend_v2", "draft_decode"};
+const std::set<std::string> kModes = {"idle",          "decode",          "extend",       "mixed",
+                                      "target_verify", "draft_extend_v2", "draft_decode", "draft_q_only"};
 const std::set<std::string> kLayerKinds = {"full", "sliding_window", "chunked"};
 const std::set<std::string> kDtypes = {"fp32", "fp16", "bf16", "fp8_e4m3"};
 const std::set<std::string> kPrecisionDtypes = {"cache", "fp32", "fp16", "bf16"};

@@ -16,6 +16,7 @@ bool tree_mode(const ForwardBatch& fb) {
 int32_t written_extent(const ForwardBatch& fb, int32_t b) {
   const int32_t committed = fb.prefix_lens[at(b)];
   if (fb.mode == Mode::draft_decode) return committed + fb.draft_step + 1;  // topk = 1: drafts after the prefix
+  if (fb.mode == Mode::draft_q_only) return committed;  // its query is the last committed token: no new key
   return committed + fb.extend_lens[at(b)];                                 // verify: + D; draft_extend_v2: + extend
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "backends/common/planned_modes.h"
 #include "backends/fa/fa_faults.h"
 #include "backends/fa/fa_local.h"
 #include "backends/fa/fa_tables.h"
@@ -40,6 +41,7 @@ int32_t PlanScope::max_seq_len() const {
 }
 
 std::unique_ptr<FaPlan> plan_fa(const PlanInput& in) {
+  refuse_unplanned_mode(in.batch, "fa");
   auto plan = std::make_unique<FaPlan>();
   plan->layers = in.scenario.model.layers;
   plan->full.kind = GroupKind::full;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <tuple>
 
+#include "backends/common/planned_modes.h"
 #include "backends/flashinfer/csr_rows.h"
 #include "reference/draft_layout.h"
 
@@ -68,6 +69,8 @@ class Planner {
       case Mode::idle:
       case Mode::decode: add(decode_call(l, csr)); break;
       case Mode::draft_decode: add(draft_call(l, csr)); break;
+      case Mode::draft_q_only:
+        break;  // refused by plan_flashinfer
       case Mode::target_verify: add(verify_call(l, csr)); break;
       case Mode::draft_extend_v2: add(full_extend_call(l, csr)); break;
       case Mode::extend:
@@ -296,6 +299,9 @@ std::string to_string(Role r) {
   return "?";
 }
 
-std::unique_ptr<FlashInferPlan> plan_flashinfer(const PlanInput& in, bool paged) { return Planner(in, paged).run(); }
+std::unique_ptr<FlashInferPlan> plan_flashinfer(const PlanInput& in, bool paged) {
+  refuse_unplanned_mode(in.batch, "flashinfer");
+  return Planner(in, paged).run();
+}
 
 }  // namespace kvfuzz::flashinfer

@@ -3,6 +3,7 @@
 // Where it sits: registry -> **mla_backend()** -> plan_mla (mla_planner.h) / run_mla (mla_executor.h).
 #include "backends/mla/mla_backend.h"
 
+#include "backends/common/planned_modes.h"
 #include "backends/mla/mla_executor.h"
 #include "backends/mla/mla_faults.h"
 #include "backends/mla/mla_planner.h"
@@ -11,6 +12,7 @@ namespace kvfuzz {
 namespace mla {
 
 std::unique_ptr<MlaPlan> plan_mla(const PlanInput& in) {
+  refuse_unplanned_mode(in.batch, "mla");
   auto plan = std::make_unique<MlaPlan>();
   const ForwardBatch& fb = in.batch;
   plan->page_size = fb.page_size;
@@ -49,6 +51,7 @@ std::unique_ptr<MlaPlan> plan_mla(const PlanInput& in) {
     case Mode::decode:
     case Mode::target_verify:
     case Mode::draft_decode:
+    case Mode::draft_q_only:  // refused above
       plan->path = MlaPath::latent_decode;
       plan_latent_decode(in, *plan);
       break;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "backends/common/planned_modes.h"
 #include "backends/triton/triton_kv_splits.h"
 #include "backends/triton/triton_rows.h"
 
@@ -186,6 +187,7 @@ std::vector<FaultInfo> triton_fault_list() {
 }
 
 std::unique_ptr<TritonPlan> plan_triton(const PlanInput& in) {
+  refuse_unplanned_mode(in.batch, "triton");
   const ForwardBatch& fb = in.batch;
   Switches sw;
   sw.rule.decode_window_short = in.fault(triton_fault::kSwaDecodeWindowShort);

@@ -59,6 +59,26 @@ TEST(Generate, GptOssProfileDrawsSinksPerQHead) {
   EXPECT_EQ(parse_profile("gpt-oss"), Profile::gpt_oss);
 }
 
+// The gemma4 profile: the same bytes for a seed, gpt-oss's layers without sinks, and no decode,
+// verify or draft_decode step: each became draft_q_only (topk 1, a step of its loop); it draws them.
+TEST(Generate, Gemma4ProfileDrawsQOnlyDraftSteps) {
+  int32_t q_only = 0;
+  for (uint64_t seed = 0; seed < static_cast<uint64_t>(testing::test_cases(40)); ++seed) {
+    const Scenario s = generate(seed, Profile::gemma4);
+    ASSERT_EQ(to_json(s), to_json(generate(seed, Profile::gemma4))) << seed;
+    EXPECT_TRUE(s.model.sinks.empty()) << seed;
+    const Mode m = s.batch.mode;
+    if (s.model.layers.size() < 2) continue;  // the last-resort case
+    EXPECT_TRUE(m != Mode::decode && m != Mode::target_verify && m != Mode::draft_decode) << seed;
+    if (m != Mode::draft_q_only) continue;
+    ++q_only;
+    EXPECT_EQ(s.batch.topk, 1) << seed;
+    EXPECT_LT(s.batch.draft_step, s.batch.draft_steps) << seed;
+  }
+  EXPECT_GT(q_only, 0);
+  EXPECT_EQ(parse_profile("gemma4"), Profile::gemma4);
+}
+
 // The long profile: the same bytes for a seed, a request of at least 2^17 keys, a K pool of more
 // than 2^31 elements per layer, and pages of that request on both sides of element offset 2^31.
 TEST(Generate, LongReachesPastInt32Offsets) {

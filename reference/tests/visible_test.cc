@@ -4,6 +4,7 @@
 // ancestors and itself; window and chunk then cut the tree's keys by position.
 #include <gtest/gtest.h>
 
+#include "reference/forward_batch.h"
 #include "reference/logical.h"
 #include "reference/validate.h"
 
@@ -84,6 +85,55 @@ TEST(Visible, TreeDraftsSeeThePrefixTheirAncestorsAndThemselves) {
   EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 2, 0}, 2), (VisibleSet{{4, 6}, {7, 8}}));
   // Chunk 4 at draft 3 (position 7): positions 4.. = prefix column 4, drafts 0, 1, 3.
   EXPECT_EQ(visible_of(s, {LayerKind::chunked, 0, 4}, 3), (VisibleSet{{4, 7}, {8, 9}}));
+}
+
+// draft_q_only (vLLM's Gemma-4 drafting step): one query at the last committed position, over the
+// committed keys, nothing new. 10 committed: the query is column 9 at position 9 and sees [0, 10);
+// a window of radius 3 keeps positions 6..9. The forward batch writes nothing and reads 10 keys.
+TEST(Visible, AQOnlyDraftStepReadsTheCommittedKeysUpToItsOwnPosition) {
+  Batch q_only;
+  q_only.mode = Mode::draft_q_only;
+  q_only.entries = {{0, 0, {}}};
+  q_only.draft_steps = 3;
+  q_only.draft_step = 2;
+  const Scenario s = one_request(10, q_only);
+  const LogicalRow row = derive_logical(s).rows.at(0);
+  EXPECT_EQ(row.kv_cols, 10);
+  ASSERT_EQ(row.queries.size(), 1u);
+  EXPECT_EQ(row.queries[0].position, 9);
+  EXPECT_EQ(visible_of(s, kFull, 0), (VisibleSet{{0, 10}}));
+  EXPECT_EQ(visible_of(s, {LayerKind::sliding_window, 3, 0}, 0), (VisibleSet{{6, 10}}));
+  const ForwardBatch fb = prepare(s).batch;
+  EXPECT_EQ(fb.seq_lens, (std::vector<int32_t>{10}));
+  EXPECT_EQ(fb.positions, (std::vector<int32_t>{9}));
+  EXPECT_EQ(fb.token_columns, (std::vector<int32_t>{9}));
+  EXPECT_TRUE(fb.out_cache_loc.empty());
+  q_only.draft_step = 3;  // past the loop's steps
+  EXPECT_THROW(one_request(10, q_only), InvalidCase);
+}
+
+// A drafting step runs before its target step's SWA pages are evicted: an eviction that freed the
+// page holding the oldest key of position seq_len - 1's window (radius 3, pages of 4) is a case
+// production cannot reach; one that left it is not.
+TEST(Visible, AQOnlyDraftStepAfterAnEvictionOfItsWindowIsInvalid) {
+  Scenario s;
+  s.model = {1, 1, 4, 4, false, 0.5, 0.0, {{LayerKind::sliding_window, 3, 0}}, {}};
+  s.cache = {4, 16, 8, 2, 32, false};
+  s.batch.mode = Mode::draft_q_only;
+  s.batch.entries = {{0, 0, {}}};
+  s.batch.draft_steps = 2;
+  for (int32_t committed : {7, 8}) {
+    // 7: columns 0..3 evicted (below 7 - 3 = 4), the step at position 6 reads from column 3
+    // 8: the same pages evicted, the step at position 7 reads from column 4
+    s.history = {
+        {OpKind::admit, 0, 0, {}, {}}, {OpKind::extend, 0, committed, {}, {}}, {OpKind::swa_evict, 0, 0, {}, {}}};
+    if (committed == 7) {
+      EXPECT_THROW(validate(s), InvalidCase);
+    } else {
+      validate(s);
+      EXPECT_EQ(prepare(s).batch.positions, (std::vector<int32_t>{7}));
+    }
+  }
 }
 
 }  // namespace
