@@ -18,7 +18,7 @@
 #      (ci/vllm.sh install: their Python source from the wheels);
 #   2+ soak: level 1 with ten times the case counts per level above 1, a 300 s smoke per target,
 #      and every seed case against every sglang release (ci/sglang.sh matrix).
-# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 15 at level 1, 300 above; seven targets).
+# KVFUZZ_FUZZ_SECONDS sets the smoke time per target (default 8 at level 1, 300 above; seven targets).
 # Each part's wall time is printed as it ends and in a table at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,7 +54,7 @@ fi
 part "build (g++, every target)" bash ci/build.sh
 part "fault benchmark" ./build/fuzz/kvfuzz faults --shrink-seconds 20
 if [ "$level" -ge 1 ]; then
-  fuzz_seconds=${KVFUZZ_FUZZ_SECONDS:-$([ "$level" -ge 2 ] && echo 300 || echo 15)}
+  fuzz_seconds=${KVFUZZ_FUZZ_SECONDS:-$([ "$level" -ge 2 ] && echo 300 || echo 8)}
   part "fuzz smoke (${fuzz_seconds} s per target, clang build included)" bash ci/fuzz_smoke.sh "$fuzz_seconds"
   part "fuzz smoke fails when a fuzzer fails" bash fuzz/tests/fuzz_smoke_test.sh
   part "sglang: seed bugs found in the release, gone with their fixes (torch + release installs included)" bash ci/sglang.sh seeds
