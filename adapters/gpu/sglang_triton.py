@@ -48,6 +48,7 @@ not bf16: the interpreter's tl.dot multiplies bf16 bit patterns (triton#11584, u
     PYTHONPATH=adapters kvfuzz check case.json \
         --adapter "python3 adapters/gpu/sglang_triton.py" --backend sglang_triton
 """
+import functools
 import importlib
 import inspect
 import math
@@ -66,6 +67,7 @@ SITE = os.environ.get("SGLANG_SITE") or os.path.join(HERE, "..", "..", ".gpu", "
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, sync  # noqa: E402
+import triton_variants  # noqa: E402
 
 # Where a release keeps decode_attention.py and extend_attention.py, newest layout first.
 KERNEL_PACKAGES = ("sglang.kernels.ops.attention", "sglang.srt.layers.attention.triton_ops")
@@ -117,9 +119,14 @@ USE_PDL = DEV.type == "cuda" and torch.cuda.get_device_capability()[0] >= 9
 DTYPES = ["fp16", "fp32"] if DEV.type == "cpu" else ["bf16", "fp16"]  # the interpreter: see above
 
 
+@functools.cache
+def _parameters(fn):
+    return inspect.signature(fn).parameters
+
+
 def later(fn, **kwargs):
     """The keywords of kwargs that this release's fn takes (ones a later release added)."""
-    params = inspect.signature(fn).parameters
+    params = _parameters(fn)
     return {k: v for k, v in kwargs.items() if k in params}
 
 
@@ -301,4 +308,5 @@ def run(case):
 
 
 if __name__ == "__main__":
+    triton_variants.log_from_environment()
     kv.serve(run)

@@ -54,6 +54,7 @@ import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
 from numpy_attention import attend, merge  # noqa: E402
 from page_table_parts import call_lse, part_metadata, run_layers  # noqa: E402
+import triton_variants  # noqa: E402
 
 # vLLM's Triton backend takes head sizes from 32 on (TritonAttentionBackend.supports_head_size, 0.33.0);
 # below 16 the kernel's tl.dot does not compile on a GPU (K >= 16)
@@ -163,4 +164,5 @@ def run(case):
 
 
 if __name__ == "__main__":
+    triton_variants.log_from_environment()
     kv.serve(run)
