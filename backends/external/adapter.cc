@@ -60,7 +60,14 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
         if (!layout.gpus.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + layout.gpus[i % layout.gpus.size()]);
         a->servers_.push_back(std::make_unique<AdapterServer>(command, env, timeout));
       }
-      hello = a->servers_.front()->hello();  // the first server starts: its declaration
+      for (size_t i = 1; i < a->servers_.size(); ++i)
+        a->starting_.emplace_back([s = a->servers_[i].get()] {
+          try {
+            s->hello();
+          } catch (const std::exception&) {  // refused, killed or failed: a job's request starts it again
+          }
+        });
+      hello = a->servers_.front()->hello();  // the first server's declaration: the adapter's
     } else {
       p = a->launch(&hello);
     }
@@ -73,6 +80,8 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
 }
 
 Adapter::~Adapter() {
+  for (const auto& s : servers_) s->abandon_start();  // never needed: a start still running serves no one
+  for (std::thread& t : starting_) t.join();
   for (const auto& s : servers_) s->ask_exit();  // all at once: torch's teardown takes seconds a process
   servers_.clear();
   if (!requests_dir_.empty()) remove_tree(requests_dir_);

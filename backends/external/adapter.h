@@ -24,6 +24,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/external/adapter_process.h"
@@ -169,6 +170,9 @@ class Adapter {
   double timeout_;
   AdapterLayout layout_;
   std::vector<std::unique_ptr<AdapterServer>> servers_;
+  // Servers after the first start at once, beside it (each a torch import and CUDA context of
+  // seconds), not at the jobs' first requests: a thread each until its declaration comes.
+  std::vector<std::thread> starting_;
   std::string requests_dir_;  // servers: the request folders, outliving any one process
   AdapterSpec spec_;
   std::mutex mu_;

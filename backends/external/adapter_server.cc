@@ -45,6 +45,11 @@ AdapterServer::~AdapterServer() {
   if (reader_.joinable()) reader_.join();
 }
 
+void AdapterServer::abandon_start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (starting_process_) starting_process_->signal_kill();
+}
+
 nlohmann::json AdapterServer::hello() {
   std::unique_lock<std::mutex> lock(mu_);
   if (hello_.is_null()) ensure_running(lock);
@@ -67,8 +72,8 @@ bool AdapterServer::warming() const {
 }
 
 uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
-  if (stopped_) throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
-  while (true) {
+  while (true) {  // stopped_ again after each wait: a start that ended at the deadline is not retried
+    if (stopped_) throw BackendFailure("stopped", "the campaign's time was up: adapter '" + command_ + "' was stopped");
     if (process_ && !dead_) return generation_;
     if (!starting_) break;
     cv_.wait(lock);

@@ -68,6 +68,9 @@ class AdapterServer {
 
   // The process's declaration: starts it when none has run yet (Adapter::start reads it).
   nlohmann::json hello();
+  // Kills a process still starting (its declaration not yet come): it has served no one. A
+  // running one is left alone (ask_exit). The next request starts a fresh one.
+  void abandon_start();
 
   // Asks the running process to exit (after the requests it holds); the destructor waits for it
   // until 5 s after the ask. Asking every server first, then destroying them, lets them end at

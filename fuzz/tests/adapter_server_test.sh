@@ -143,7 +143,7 @@ deadline() {
   shift 4
   t0=$(date +%s)
   "$K" run --seconds "$seconds" --seed 5 --profile tiny --jobs 4 --no-shrink "$@" --adapter "$adapter" \
-    --backend numpy_page_table --adapter-servers 2 --out "$WORK/$name" >"$WORK/$name.out" 2>&1
+    --backend numpy_page_table --adapter-servers "${SERVERS:-2}" --out "$WORK/$name" >"$WORK/$name.out" 2>&1
   rc=$? took=$(($(date +%s) - t0))
   echo "$name: --seconds $seconds: exit $rc after $took s"
   [ $rc = 0 ] || fail "$name: exit $rc, expected 0 (the refused requests are no findings)"
@@ -152,10 +152,20 @@ deadline() {
     "$WORK/$name/campaign.json" || fail "$name: campaign.json not finished, or marked stopped by a signal"
 }
 deadline deadline 5 9 "KVFUZZ_EXAMPLE_DELAY=1 $EXEC" --metamorphic-every 1
-# A server still starting at the deadline (its hello not yet come: torch imports for seconds) is
-# killed too, and serves no one. The first of two servers starts before the jobs (5 s), the second
-# at the jobs' first requests, its hello due at about 10 s, past --seconds 6. Measured: 6 s; before
-# (the starting server was not killed and, started, served the jobs), 10-11 s.
-deadline deadline_start 6 8 "sleep 5; exec $EXEC"
+# Servers start at once, the first (whose declaration is the adapter's) and the others beside it,
+# not the others at the jobs' first requests (a torch import and a CUDA context of seconds each).
+# A server still starting at the deadline is killed too, and serves no one. Two servers on two
+# named GPUs (`gpus`, CUDA_VISIBLE_DEVICES=0,1: one each): the first declares after 3 s, the
+# second after 12 s, past --seconds 7. Each start writes its time. Measured: 7 s, the second start
+# 0.0 s after the first; before, the second started after the first's declaration (3.1 s later).
+# Earlier (the starting server was not killed and, started, served the jobs): 10-11 s.
+CUDA_VISIBLE_DEVICES=0,1 SERVERS=gpus deadline deadline_start 7 9 \
+  "date +%s.%N >>$WORK/starts; if [ \$CUDA_VISIBLE_DEVICES = 1 ]; then sleep 12; else sleep 3; fi; exec $EXEC"
+python3 - "$WORK/starts" <<'PY' || fail "deadline_start: the second server did not start beside the first"
+import sys
+starts = sorted(float(x) for x in open(sys.argv[1]))
+print(f"deadline_start: {len(starts)} server starts, the second {starts[1] - starts[0]:.1f} s after the first")
+assert len(starts) == 2 and starts[1] - starts[0] < 2, starts
+PY
 
 [ "$failures" = 0 ] && echo "PASS" || { echo "$failures failure(s)"; exit 1; }
