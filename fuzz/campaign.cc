@@ -19,6 +19,7 @@
 #include "fuzz/finding_index.h"
 #include "fuzz/replay.h"
 #include "fuzz/shrink.h"
+#include "fuzz/start_rule.h"
 #include "properties/fingerprint.h"
 #include "properties/root_cause.h"
 #include "reference/io.h"
@@ -42,7 +43,7 @@ bool stopping(const CampaignOptions& o) { return o.stop != nullptr && o.stop->lo
 struct Shared {
   const CampaignOptions& options;
   std::atomic<int64_t> next{0}, done{0};
-  std::atomic<int64_t> checks{0}, check_nanoseconds{0};  // the cases' checks (check_all) so far, and their time
+  StartRule start_rule;  // whether a job starts another case (told each check's time)
   std::atomic<bool> workers_done{false};
   std::mutex mu;
   CampaignSummary summary;
@@ -54,6 +55,7 @@ struct Shared {
 
   explicit Shared(const CampaignOptions& o)
       : options(o),
+        start_rule(o.seconds, deadline_cuts_checks(o.backends), std::max(1, o.jobs)),
         index(o.out_dir),
         shapes(o.seed, o.shape_seed.value_or(o.seed), o.backends),
         start(o.start.value_or(Clock::now())) {}
@@ -122,12 +124,13 @@ std::string save_finding(Shared& sh, const Scenario& s, int64_t index, uint64_t 
   write_file_atomic(base + ".txt", report_text(s, index, gen, all, replay));
   write_record(base + ".json", {group.fingerprint}, replay);
   // Shrinking spends the campaign's budget too: cut at its end (or a signal), the case stays as
-  // saved. It starts only with time left for the check it repeats and one attempt (each about as
-  // long as the case's own check, `check_seconds`).
+  // saved. Where the deadline cut does not bound its checks (start_rule.h), it starts only with
+  // time left for the check it repeats and one attempt (each about as long as the case's own
+  // check, `check_seconds`); where it does, a late start costs only work thrown away.
   double budget = o.shrink_seconds;
   if (o.seconds > 0) {
     budget = std::min(budget, o.seconds - std::chrono::duration<double>(Clock::now() - sh.start).count());
-    if (budget < 2 * check_seconds) budget = 0;
+    if (!sh.start_rule.cut_at_deadline() && budget < 2 * check_seconds) budget = 0;
   }
   if (!o.shrink || backend == nullptr || budget <= 0 || stopping(o)) return base + ".json";
   const ShrinkTarget target{key, backend, replay.faults, first.needs_variants(), replay.variant_seed, true};
@@ -193,8 +196,7 @@ bool run_case(Shared& sh, int64_t index) {
     const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
     check_seconds = std::chrono::duration<double>(Clock::now() - checked_at).count();
-    sh.checks.fetch_add(1);
-    sh.check_nanoseconds.fetch_add(static_cast<int64_t>(check_seconds * 1e9));
+    sh.start_rule.checked(check_seconds);
   } catch (const std::exception& e) {  // backends' throws are crash findings: this is kvfuzz's own
     if (cut_short()) return false;
     const std::string base = o.out_dir + "/harness-error-" + std::to_string(index);
@@ -293,15 +295,9 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   Shared sh(o);
   const auto start = sh.start;  // one clock for the progress, the summary and the first-100 time
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  auto should_stop = [&] {
-    if (o.stop && o.stop->load()) return true;
-    // No case starts that would, as long as the average check so far, end past the budget.
-    const int64_t checks = sh.checks.load();
-    const double mean_check =
-        checks > 0 ? static_cast<double>(sh.check_nanoseconds.load()) * 1e-9 / static_cast<double>(checks) : 0.0;
-    if (o.seconds > 0 && elapsed() + mean_check >= o.seconds) return true;
-    return false;
-  };
+  // A case starts until the deadline where the deadline cut bounds it, else only when it would
+  // end within the budget (start_rule.h).
+  auto should_stop = [&] { return stopping(o) || !sh.start_rule.may_start(elapsed()); };
   // --seconds bounds the checks in flight too: at the deadline external adapters refuse every
   // further request and their servers' processes are killed, so each case in flight ends at its
   // next request, or at once on a server (and is dropped), and shrinking, whose budget ends

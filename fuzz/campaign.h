@@ -9,8 +9,9 @@
 // case file with its report and fingerprint record (so a killed run loses nothing), then shrunk
 // while they keep the key and written again as a .min.json. A progress line shows cases/s,
 // findings and how much of the configuration space the cases have touched. `seconds` bounds the
-// whole campaign, shrinking included: no case starts that would (as long as the average check) end
-// past it, and a finding whose shrinking the budget (or `stop`) cuts short keeps its saved case.
+// whole campaign, shrinking included: a case starts until the deadline where the deadline cut
+// bounds it, else only when it would end within the budget (start_rule.h), and a finding whose
+// shrinking the budget (or `stop`) cuts short keeps its saved case.
 //
 //   CampaignOptions o;
 //   o.seconds = 60; o.backends = all_backends(); o.out_dir = "findings";
