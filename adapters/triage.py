@@ -103,6 +103,9 @@ MATCHERS = {
     # draft_decode: a batch request's target step was a verify (its drafter saw rejected drafts);
     # absent from fingerprints of kvfuzz before 2026-11-28: taken as true (matched as before)
     "after_verify": lambda v, fp: fp["context"].get("after_verify", True) == v,
+    # the ranks of vLLM's decode-context parallelism the plan ran over, at least v (2: under DCP at all);
+    # the context has dcp only when > 1, and fingerprints of kvfuzz before 2026-11-28 none: 1, no DCP
+    "dcp_min": lambda v, fp: fp["context"].get("dcp", 1) >= v,
 }
 
 

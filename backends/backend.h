@@ -83,6 +83,10 @@ class Plan {
   // common prefix): a request's output then differs by rounding with the other requests, so
   // metamorphic variants that change the batch compare it within tolerance, not bitwise.
   virtual bool merges_by_batch() const { return false; }
+  // The ranks its calls are sharded over by vLLM's decode-context parallelism (FaGroup::dcp_world,
+  // --decode-context-parallel-size); 1: none. The property harness copies it onto the plan's findings
+  // (Finding::dcp_world), whose fingerprints carry it for known issues to match on.
+  virtual int32_t dcp_world() const { return 1; }
 };
 
 struct RunInput {

@@ -439,7 +439,10 @@ CheckResult check_run(const CaseContext& ctx, const Backend& backend, const Back
     }
     check_agreement(ctx, backend, run, result.findings, &result.notes, &wrong_reads);
   }
-  for (Finding& f : result.findings) f.backend = std::string(backend.name());
+  for (Finding& f : result.findings) {
+    f.backend = std::string(backend.name());
+    f.dcp_world = run.plan ? run.plan->dcp_world() : 1;
+  }
   return result;
 }
 

@@ -35,6 +35,9 @@ struct Finding {
   // property that knows ("missing-oldest", "kv_indices:write-above", "values:lse-base2"); empty
   // where the message is all there is (fingerprint_of normalises it).
   std::string mechanism;
+  // The ranks of decode-context parallelism the backend's plan ran over (Plan::dcp_world; 1: none,
+  // or no plan): set by the property harness (check_run, check_metamorphic) for the fingerprint.
+  int32_t dcp_world = 1;
 
   // Reproducing it needs the metamorphic variants (a comparison, or a failure inside a variant).
   bool needs_variants() const { return !variant.empty() || property == "metamorphic" || property == "replay"; }

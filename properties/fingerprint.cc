@@ -109,28 +109,30 @@ std::string Fingerprint::key() const {
 nlohmann::json Fingerprint::to_json() const {
   nlohmann::json layer = nullptr;
   if (!layer_kind.empty()) layer = {{"kind", layer_kind}, {"window", window}, {"chunk", chunk}};
-  return {{"key", key()},
-          {"property", property},
-          {"backend", backend},
-          {"planner", planner},
-          {"executor", executor},
-          {"release", release},
-          {"mode", mode},
-          {"layer", layer},
-          {"mechanism", mechanism},
-          {"variant", variant},
-          {"context",
-           {{"page_size", page_size},
-            {"topk", topk},
-            {"hybrid", hybrid},
-            {"sliding_layers", sliding_layers},
-            {"graph", graph},
-            {"deterministic", deterministic},
-            {"pool_elements", pool_elements},
-            {"head_dim", head_dim},
-            {"v_head_dim", v_head_dim},
-            {"sinks", sinks},
-            {"after_verify", after_verify}}}};
+  nlohmann::json j = {{"key", key()},
+                      {"property", property},
+                      {"backend", backend},
+                      {"planner", planner},
+                      {"executor", executor},
+                      {"release", release},
+                      {"mode", mode},
+                      {"layer", layer},
+                      {"mechanism", mechanism},
+                      {"variant", variant},
+                      {"context",
+                       {{"page_size", page_size},
+                        {"topk", topk},
+                        {"hybrid", hybrid},
+                        {"sliding_layers", sliding_layers},
+                        {"graph", graph},
+                        {"deterministic", deterministic},
+                        {"pool_elements", pool_elements},
+                        {"head_dim", head_dim},
+                        {"v_head_dim", v_head_dim},
+                        {"sinks", sinks},
+                        {"after_verify", after_verify}}}};
+  if (dcp > 1) j["context"]["dcp"] = dcp;
+  return j;
 }
 
 Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
@@ -165,6 +167,7 @@ Fingerprint fingerprint_of(const Scenario& s, const Finding& f) {
   fp.v_head_dim = s.model.v_head_dim;
   fp.sinks = !s.model.sinks.empty();
   fp.after_verify = s.batch.mode == Mode::draft_decode && drafts_after_verify(s);
+  fp.dcp = f.dcp_world;
   return fp;
 }
 

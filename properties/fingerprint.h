@@ -6,7 +6,8 @@
 // mechanisms give different keys (syzkaller's crash title, ClusterFuzz's crash state). The key
 // holds the property, the backend (a release in its name stripped), the batch mode, the failing
 // layer's kind and the mechanism; the window, chunk and the case's context (page size, topk,
-// hybrid pool, CUDA graph, head dims ...) ride along for known issues to match on, outside the key.
+// hybrid pool, CUDA graph, head dims, decode-context parallelism ...) ride along for known issues to
+// match on, outside the key.
 //
 //   const Fingerprint fp = fingerprint_of(scenario, finding);
 //   fp.key();      // "cache-extent/sglang_fa:fa/decode/sliding_window: missing-oldest"
@@ -48,6 +49,9 @@ struct Fingerprint {
   // draft_decode: some batch request's last step that grew it was a verify (an accept in the history:
   // a drafter after it sees rejected drafts), not an extend, share or decode
   bool after_verify = false;
+  // The ranks of vLLM's decode-context parallelism the plan ran over (Finding::dcp_world); 1: none.
+  // In to_json's context only when > 1, so a fingerprint without DCP reads as before it existed.
+  int32_t dcp = 1;
 
   std::string key() const;
   nlohmann::json to_json() const;

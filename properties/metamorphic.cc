@@ -168,7 +168,10 @@ std::vector<Finding> check_metamorphic(const CaseContext& ctx, const BackendRun&
                        !(var.plan && var.plan->merges_by_batch());
     if (var.ran) compare(ctx, backend, base, vctx, var, compared, findings);
   }
-  for (Finding& f : findings) f.backend = std::string(backend.name());
+  for (Finding& f : findings) {
+    f.backend = std::string(backend.name());
+    f.dcp_world = base.plan ? base.plan->dcp_world() : 1;  // the planner's, as in its base run
+  }
   return findings;
 }
 

@@ -10,6 +10,8 @@ For each entry and each of its match clauses, a fingerprint built to satisfy the
   - as a hang or a contract finding is NEW;
   - for an entry whose minimal case runs under planner flags (minimal_case.adapter_flags), made by a
     planner without them is NEW (the flags' path is what the entry says was found).
+  - for a clause that needs decode-context parallelism (dcp_min), the same fingerprint without DCP in
+    its context (a planner run with the entry's flags) is not that entry.
 Exit 1 with a line per failure.
 """
 import json
@@ -32,6 +34,8 @@ def fingerprint_for(clause, issue, release):
                "deterministic": clause.get("deterministic", False),
                "pool_elements": clause.get("pool_elements_min", 4096), "head_dim": 8, "v_head_dim": 8,
                "sinks": clause.get("sinks", False), "after_verify": clause.get("after_verify", False)}
+    if "dcp_min" in clause:
+        context["dcp"] = clause["dcp_min"]
     if "v_narrower_qk_dim_max" in clause:
         context["head_dim"], context["v_head_dim"] = clause["v_narrower_qk_dim_max"], clause["v_narrower_qk_dim_max"] // 2
     if "v_unlike_qk_dim_max" in clause:
@@ -72,6 +76,12 @@ def main():
                     got, hit = triage.label(fp, issues, versions, set(), adapter=["python3", "planner.py"])
                     if got == "known" and hit["id"] == issue["id"]:
                         failures.append(f"{where}: matched a planner run without its adapter_flags {flags}")
+                if "dcp_min" in clause:
+                    del fp["context"]["dcp"]
+                    got, hit = triage.label(fp, issues, versions, set(), adapter=adapter)
+                    if got == "known" and hit["id"] == issue["id"]:
+                        failures.append(f"{where}: matched a fingerprint without decode-context parallelism")
+                    fp["context"]["dcp"] = clause["dcp_min"]
                 fp["mechanism"] = "never-seen-mechanism"
                 got, hit = triage.label(fp, issues, versions, set(), adapter=adapter)
                 if got != "NEW":

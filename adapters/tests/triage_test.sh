@@ -268,6 +268,30 @@ line "$WORK/v2padreal.jsonl" metadata vllm_fa_0_33_0:fa draft_decode full 0 \
 flagged "$WORK/v2padreal.jsonl" "--runner v2"
 not_it v2padreal kvfuzz-vllm-v2-draft-graph-padded-reads "a real row's key count in a draft decode"
 
+# - kvfuzz-vllm-dcp-fa2-unordered-context (FA2's split context path under DCP drops the context of rows after a
+#   context-free prefill): known for the keys corpus/vllm/fa2_dcp_prefill_first.json gives on 0.33.0 under
+#   --dcp 2 --fa-version 2, whose fingerprints say dcp 2, and for the batch-order variant's changed output. The
+#   same keys without dcp in their context are any lost context on a full layer: not it, with the entry's
+#   planner words (a fingerprint of a kvfuzz before the dcp context) or without them (a run without --dcp).
+dcp_lines() {  # dcp_lines FILE [CONTEXT-JSON]: what fa2_dcp_prefill_first.json gives on 0.33.0 (kvfuzz fingerprint)
+  local context=${2:-'{}'}
+  line "$1" metadata vllm_fa_0_33_0:fa mixed full 0 "full.parts.N.cache_seqlens[N] (batch row N) is N, expected N (too small)" "$context"
+  line "$1" cache-extent vllm_fa_0_33_0:fa mixed full 0 missing-oldest "$context"
+  line "$1" oracle vllm_fa_0_33_0:fa mixed full 0 reads:missing-oldest "$context"
+}
+dcp_lines "$WORK/dcp.jsonl" '{"page_size": 32, "dcp": 2}'
+line "$WORK/dcpv.jsonl" metamorphic vllm_fa_0_33_0:fa mixed full 0 changed:out '{"page_size": 32, "dcp": 2}'
+sed -i 's/"variant": ""/"variant": "batch-order"/' "$WORK/dcpv.jsonl" && cat "$WORK/dcpv.jsonl" >>"$WORK/dcp.jsonl"
+flagged "$WORK/dcp.jsonl" "--dcp 2 --fa-version 2"
+run dcp 0 $VLLM
+[ "$(grep -c "^known *kvfuzz-vllm-dcp-fa2-unordered-context" "$WORK/dcp.out")" = 4 ] ||
+  fail "fa2_dcp_prefill_first.json's fingerprints under DCP are not kvfuzz-vllm-dcp-fa2-unordered-context"
+dcp_lines "$WORK/dcpnone.jsonl" '{"page_size": 32}'
+flagged "$WORK/dcpnone.jsonl" "--dcp 2 --fa-version 2"
+not_it dcpnone kvfuzz-vllm-dcp-fa2-unordered-context "a lost context without dcp in its fingerprint"
+dcp_lines "$WORK/dcpnoflag.jsonl" '{"page_size": 32}'
+not_it dcpnoflag kvfuzz-vllm-dcp-fa2-unordered-context "a lost context of a run without --dcp"
+
 # - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
 #   mechanism on the bf16 path (no flag: FlashMLASchedMeta keeps its own buffers), another plan-run argument

@@ -1,6 +1,8 @@
 // Plumbing of FaPlan: which group a layer reads, guard checks. See fa_plan.h.
 #include "backends/fa/fa_plan.h"
 
+#include <algorithm>
+
 namespace kvfuzz::fa {
 
 std::vector<int32_t> token_rows(const ForwardBatch& fb) {
@@ -43,6 +45,12 @@ bool FaPlan::merges_by_batch() const {
       full.common_prefix_len > 0 || sliding.common_prefix_len > 0 || full.dcp_world > 1 || sliding.dcp_world > 1;
   for (const FaGroup& g : local) whole |= g.common_prefix_len > 0 || g.dcp_world > 1;
   return whole;
+}
+
+int32_t FaPlan::dcp_world() const {
+  int32_t world = std::max(full.dcp_world, sliding.dcp_world);
+  for (const FaGroup& g : local) world = std::max(world, g.dcp_world);
+  return world;
 }
 
 }  // namespace kvfuzz::fa

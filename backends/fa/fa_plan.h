@@ -100,6 +100,7 @@ struct FaPlan : Plan {
   void check_metadata(MetadataChecker& check) const override;
   void check_guards() const override;
   bool merges_by_batch() const override;  // a group runs as a cascade (common_prefix_len > 0)
+  int32_t dcp_world() const override;     // the largest of its groups' dcp_world
 };
 
 }  // namespace kvfuzz::fa

@@ -4,7 +4,9 @@
 // pool (the interleaved layout: column p on rank (p / I) % R) through its block table and local
 // lengths, then the new tokens' call, merged by LSE; every property holds. Planted mistakes are
 // caught: a rank reading another rank's slots, local lengths without the remainder, and the ranks'
-// partial outputs merged without their LSE weights (an average).
+// partial outputs merged without their LSE weights (an average). Their findings, and those of the
+// batch-order variant on context lost after a context-free row (vLLM's FA2 split path), carry the ranks
+// into their fingerprints (Finding::dcp_world, context dcp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +19,22 @@
 #include "backends/fa/fa_tables.h"
 #include "backends/tests/backend_test_util.h"
 #include "properties/check.h"
+#include "properties/fingerprint.h"
+#include "properties/metamorphic.h"
 
 namespace kvfuzz {
 namespace {
 
-enum class DcpMistake { none, reads_other_rank, no_remainder, merge_split_by_lse, merge_without_lse };
+// unordered_context: rows after the first row without context get none (vLLM's FA2 split context path
+// on a batch not ordered decodes, extends, prefills: kvfuzz-vllm-dcp-fa2-unordered-context).
+enum class DcpMistake {
+  none,
+  reads_other_rank,
+  no_remainder,
+  merge_split_by_lse,
+  merge_without_lse,
+  unordered_context
+};
 
 constexpr int32_t kRanks = 2, kInterleave = 2;
 
@@ -44,7 +57,10 @@ class DcpFa : public Backend {
   std::string_view name() const override { return "fa_dcp"; }
   std::string_view summary() const override { return "fa as decode-context parallel ranks (test only)"; }
   std::string_view family() const override { return "page_table"; }
-  Support supports(const Scenario& s) const override { return fa_backend().supports(s); }
+  Support supports(const Scenario& s) const override {  // a rank's block holds whole interleave runs
+    if (s.cache.page_size % (kRanks * kInterleave) != 0) return Support::no("page size not a multiple of R x I");
+    return fa_backend().supports(s);
+  }
 
   std::unique_ptr<Plan> plan(const PlanInput& in) const override {
     auto plan = fa_backend().plan(in);
@@ -61,10 +77,12 @@ class DcpFa : public Backend {
       c.rank_slots = Buffer<int64_t>("dcp.rank.rank_slots", pool_pages * block);
       for (int64_t page = 0; page < pool_pages; ++page)
         for (int32_t j = 0; j < block; ++j) c.rank_slots.set(page * block + j, page * ps + page_offset(j, holder));
+      bool lost = false;  // unordered_context: a row without context came before
       for (int32_t b = 0; b < whole.rows; ++b) {
         const int32_t context = whole.cache_seqlens[b] - whole.q_len(b);
         fa::set_row(c, b, whole.cu_seqlens_q[b], whole.q_len(b),
-                    local_len(context, r, mistake_ != DcpMistake::no_remainder));
+                    lost ? 0 : local_len(context, r, mistake_ != DcpMistake::no_remainder));
+        lost |= mistake_ == DcpMistake::unordered_context && context == 0;
       }
       fa::finish_call(c, whole.rows);
       parts.push_back(std::move(c));
@@ -174,6 +192,35 @@ TEST(FaDcp, AMergeWithoutLseWeightsIsCaught) {
   const std::string text =
       testing::describe(check_case(CaseContext(dcp_case()), DcpFa(DcpMistake::merge_without_lse)).findings, 64);
   EXPECT_NE(text.find("[oracle]"), std::string::npos) << text;
+}
+
+TEST(FaDcp, FindingsSayTheyRanOverTheRanks) {
+  const CaseContext ctx(dcp_case());
+  const std::vector<Finding> found = check_case(ctx, DcpFa(DcpMistake::no_remainder)).findings;
+  ASSERT_FALSE(found.empty());
+  for (const Finding& f : found) {
+    EXPECT_EQ(f.dcp_world, kRanks) << f.property << ": " << f.message;
+    EXPECT_EQ(fingerprint_of(ctx.scenario(), f).to_json()["context"]["dcp"], kRanks);
+  }
+}
+
+TEST(FaDcp, VariantFindingsSayTheyRanOverTheRanksToo) {
+  // dcp_case's batch is ordered decode, extend, first chunk: clean; a batch order with the first
+  // chunk before a row with context loses that row's context (metadata and a changed output).
+  const CaseContext ctx(dcp_case());
+  const DcpFa unordered(DcpMistake::unordered_context);
+  const BackendRun base = run_backend(ctx, unordered);
+  ASSERT_TRUE(check_run(ctx, unordered, base).findings.empty());
+  const std::vector<Finding> found = check_metamorphic(ctx, base, unordered, {}, /*seed=*/0, nullptr);
+  ASSERT_FALSE(found.empty());
+  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const Finding& f) { return f.variant == "batch-order"; }));
+  for (const Finding& f : found) {
+    EXPECT_EQ(f.dcp_world, kRanks) << f.property << ": " << f.message;
+    EXPECT_EQ(fingerprint_of(ctx.scenario(), f).to_json()["context"]["dcp"], kRanks);
+  }
+  // kvfuzz's own fa plan runs on one GPU: its findings say 1
+  EXPECT_EQ(base.plan->dcp_world(), kRanks);
+  EXPECT_EQ(run_backend(ctx, fa_backend()).plan->dcp_world(), 1);
 }
 
 }  // namespace

@@ -107,6 +107,22 @@ TEST(Fingerprint, DraftDecodeSaysWhetherItsTargetStepWasAVerify) {
   EXPECT_FALSE(fingerprint_of(s, f).after_verify);
 }
 
+TEST(Fingerprint, ItsContextSaysTheDecodeContextParallelRanksOnlyUnderDcp) {
+  // A fingerprint without DCP reads as before the field existed; under DCP its context says R.
+  Scenario s;
+  s.model.layers = {{LayerKind::full, 0, 0}};
+  s.batch.mode = Mode::mixed;
+  Finding f{"cache-extent", "vllm_fa_0_33_0:fa", "layer 0 ...", 0, 0, 0};
+  f.mechanism = "missing-oldest";
+  const Fingerprint one = fingerprint_of(s, f);
+  EXPECT_EQ(one.dcp, 1);
+  EXPECT_FALSE(one.to_json()["context"].contains("dcp"));
+  f.dcp_world = 2;
+  const Fingerprint two = fingerprint_of(s, f);
+  EXPECT_EQ(two.to_json()["context"]["dcp"], 2);
+  EXPECT_EQ(two.key(), one.key());  // context, not key: one mechanism, one key
+}
+
 TEST(Fingerprint, FailuresAreNamedByExceptionAndInnermostFunction) {
   const std::string traceback =
       "sglang_fa_0_5_23:fa failed: Traceback (most recent call last):\n"
