@@ -104,6 +104,22 @@ def sync():
         _STAGING.synchronized()
 
 
+def fetch(results):
+    """Each (out, lse) of a request's value sets, CUDA tensors, as float32 numpy: one copy to the host
+    and one wait for the device for them all (kvfuzz_adapter.executor's `fetch`). Each wait costs a
+    server the other processes' time slices on a shared GPU, not only its own kernels."""
+    tensors = [t.float().reshape(-1) for pair in results for t in pair]
+    flat = torch.cat(tensors).cpu().numpy() if tensors else np.zeros(0, np.float32)
+    _STAGING.synchronized()
+    arrays, at = [], 0
+    for pair in results:
+        arrays.append([])
+        for t in pair:
+            arrays[-1].append(flat[at:at + t.numel()].reshape(tuple(t.shape)))
+            at += t.numel()
+    return arrays
+
+
 def host(t):
     """A CUDA tensor as float32 numpy (bf16 / fp16 values convert exactly)."""
     return t.float().cpu().numpy()

@@ -66,7 +66,7 @@ SITE = os.environ.get("SGLANG_SITE") or os.path.join(HERE, "..", "..", ".gpu", "
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, sync  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, fetch  # noqa: E402
 import triton_variants  # noqa: E402
 
 # Where a release keeps decode_attention.py and extend_attention.py, newest layout first.
@@ -167,7 +167,6 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
                          attn_logits, attn_lse, dev(num_kv_splits), max_splits,
                          case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap), sinks=None, xai_temperature_len=-1,
                          **later(decode_attention_fwd, has_mla=False, use_pdl=USE_PDL, page_size=case.page_size))
-    sync()
     # Stage 2's split arithmetic: which splits carry keys (they are the ones it merges).
     ip = kv_indptr.astype(np.int64)
     kv_len = ip[1:rows + 1] - ip[:rows]
@@ -177,8 +176,8 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
     j = np.arange(max_splits)[None, :]
     used = np.minimum(per[:, None] * (j + 1), kv_len[:, None]) > per[:, None] * j
     lse_parts = attn_lse.double().masked_fill(~dev(used)[:, None, :], -math.inf)
-    out[:rows] = o[..., :Dv].float().cpu().numpy()
-    lse[:rows] = torch.logsumexp(lse_parts, dim=2).cpu().numpy()
+    out[:rows] = o[..., :Dv].float()
+    lse[:rows] = torch.logsumexp(lse_parts, dim=2).float()
 
 
 LSE_CHUNK = 1 << 24  # float64 elements (scores and gathered keys) extend_lse holds at once: 128 MiB
@@ -231,7 +230,7 @@ def extend_lse_rows(case, rows, q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indice
     if mask is not None:
         off = window_offsets[rows].astype(np.int64)[:, None, None] if window > 0 else 0
         at = mask_indptr[rows].astype(np.int64)[:, None, None] + m * (pl + ql + off) + off + pl + n
-        new_vis = new & (m < ql) & host_bool(mask, np.where(new & (m < ql), at, 0))
+        new_vis = new & (m < ql) & (mask[np.where(new & (m < ql), at, 0)] != 0)
     else:
         new_vis = new & (n <= m)
     pre_vis = pre
@@ -242,11 +241,6 @@ def extend_lse_rows(case, rows, q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indice
     part = torch.logsumexp(s.masked_fill(~vis[:, None], -math.inf), dim=3).transpose(1, 2)  # [r, M, H]
     valid = (m < ql)[:, :, 0]
     lse[dev(tokens[valid])] = part[dev(valid)]
-
-
-def host_bool(mask, at):
-    """mask (a device bool tensor) at the numpy indices `at`, as numpy."""
-    return mask[dev(at.astype(np.int64))].cpu().numpy()
 
 
 def run_extend(case, csr, prefix, layer, dtype, out, lse):
@@ -266,9 +260,10 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
     q = dev(case.q[layer], dtype, D)
     k_ext, v_ext = dev(case.k_new[layer], dtype, D), dev(case.v_new[layer], dtype, Dp)
     k_buf, v_buf = device_pool(case, layer, "k", dtype, D), device_pool(case, layer, "v", dtype, Dp)
-    mask = mask_indptr_np = mask_indptr = None
+    mask = mask_np = mask_indptr_np = mask_indptr = None
     if plan["use_custom_mask"]:
-        mask = dev(case.array("custom_mask")).to(torch.bool)
+        mask_np = case.array("custom_mask")
+        mask = dev(mask_np).to(torch.bool)
         mask_indptr_np = case.array("mask_indptr")
         mask_indptr = dev(mask_indptr_np)
     o = torch.zeros((q.shape[0], H, Dp), dtype=dtype, device=DEV)
@@ -278,10 +273,9 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
                          window_kv_offsets=dev(kv_offsets) if window >= 0 else None, xai_temperature_len=-1,
                          **later(extend_attention_fwd, page_size=case.page_size,
                                  extend_seq_lens_cpu=q_lens.tolist()))
-    sync()
-    out[:] = o[..., :Dv].float().cpu().numpy()
-    lse[:] = extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask,
-                        mask_indptr_np, window, kv_offsets).cpu().numpy()
+    out[:] = o[..., :Dv].float()
+    lse[:] = extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask_np,
+                        mask_indptr_np, window, kv_offsets).float()
 
 
 @kv.executor(name="sglang_triton", family="token_csr", batch=True,
@@ -291,12 +285,13 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16,
-                        "qk_products": QK_PRODUCTS})
+                        "qk_products": QK_PRODUCTS}, fetch=fetch)
 def run(case):
-    """One case: each layer through the kernel the plan names, with that layer's CSR."""
+    """One case: each layer through the kernel the plan names, with that layer's CSR; its outputs stay
+    on the device until every value set of the request has run (fetch)."""
     out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, dtype=np.float32)
-    lse = np.full(lse_shape, -np.inf, dtype=np.float32)
+    out = torch.zeros(out_shape, dtype=torch.float32, device=DEV)
+    lse = torch.full(lse_shape, -math.inf, dtype=torch.float32, device=DEV)
     kernel = {"decode": run_decode, "extend": run_extend}.get(case.plan["kernel"])
     if kernel is None:
         return out, lse

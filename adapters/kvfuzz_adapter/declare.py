@@ -17,7 +17,7 @@ def _refuse(role, name, what):
     raise SystemExit(2)
 
 
-def _declare(role, fn, name, family, supports, precision, description, batch=False):
+def _declare(role, fn, name, family, supports, precision, description, batch=False, fetch=None):
     name = name or getattr(fn, "__name__", None)
     if family not in FAMILIES:
         _refuse(role, name, f"unknown family {family!r}; known: {', '.join(FAMILIES)} (FAMILIES.md)")
@@ -35,10 +35,15 @@ def _declare(role, fn, name, family, supports, precision, description, batch=Fal
     }
     if batch:
         fn.kvfuzz_declaration["batch"] = True
+    if fetch is not None:
+        if not callable(fetch):
+            _refuse(role, name, f"fetch must be callable, got {type(fetch).__name__}")
+        fn.kvfuzz_fetch = fetch  # this process's business: not part of the declaration kvfuzz reads
     return fn
 
 
-def executor(name=None, family="page_table", supports=None, precision=None, description=None, batch=False):
+def executor(name=None, family="page_table", supports=None, precision=None, description=None, batch=False,
+             fetch=None):
     """Declares fn(case) -> (out, lse) as an executor of `family`.
 
     supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
@@ -49,9 +54,12 @@ def executor(name=None, family="page_table", supports=None, precision=None, desc
     "fp32" | "cache" | "cache_mha", "tile_keys": int, "split_keys": int}: how the kernel rounds, for
     the oracle's error bound (PROTOCOL.md). batch=True: fn may be handed several independent cases of
     one shape as one case (their rows concatenated, their slots offset into one pool; kvfuzz splits
-    the outputs back), when it reads only what the metadata says (PROTOCOL.md "batch").
+    the outputs back), when it reads only what the metadata says (PROTOCOL.md "batch"). fetch: fn may
+    return (out, lse) still where it computed them (a GPU's tensors): after every value set of a
+    request has run, fetch([(out, lse), ...]) returns them as numpy arrays, all at once (a GPU
+    executor then waits for its device once a request, not once a set or a layer).
     """
-    return lambda fn: _declare("executor", fn, name, family, supports, precision, description, batch)
+    return lambda fn: _declare("executor", fn, name, family, supports, precision, description, batch, fetch)
 
 
 def planner(name=None, family="page_table", supports=None, description=None):
