@@ -1,6 +1,11 @@
 #include "backends/contract/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -162,16 +167,73 @@ NpyArray decode_npy(std::string_view b, std::string_view what) {
   return a;
 }
 
-// Header and payload written and read as they lie in the file, with no copy of the payload on the
-// way (an executor server reads every pool of every request: the exchange's largest cost).
-void write_npy(const std::string& path, const NpyArray& a) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  const std::string header = npy_header(a);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  if (!f) throw std::runtime_error("cannot write " + path);
+NpyWriter::NpyWriter(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape)
+    : path_(path) {
+  NpyArray described{descr, shape, {}};
+  if (descr_size(descr) == 0) throw std::logic_error(path + ": no .npy dtype " + descr);
+  payload_ = static_cast<size_t>(described.elements()) * descr_size(descr);
+  const std::string header = npy_header(described);
+  buffer_.reserve(std::min(header.size() + payload_, kBuffer));
+  buffer_.assign(header.begin(), header.end());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd_, &st) == 0) old_size_ = static_cast<size_t>(st.st_size);
 }
 
+NpyWriter::~NpyWriter() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void NpyWriter::write_all(const void* data, size_t bytes) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    file_size_ += static_cast<size_t>(n);
+  }
+}
+
+void NpyWriter::flush() {
+  write_all(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void NpyWriter::append(const void* data, size_t bytes) {
+  appended_ += bytes;
+  if (buffer_.size() + bytes > kBuffer) flush();
+  if (bytes >= kBuffer / 2) {
+    write_all(data, bytes);  // a large piece goes as it lies
+    return;
+  }
+  const auto* p = static_cast<const unsigned char*>(data);
+  buffer_.insert(buffer_.end(), p, p + bytes);
+}
+
+void NpyWriter::finish() {
+  if (appended_ != payload_)
+    throw std::logic_error(path_ + ": " + std::to_string(appended_) + " payload bytes written, the shape needs " +
+                           std::to_string(payload_));
+  flush();
+  // a reused file longer than this array: cut its tail
+  if (old_size_ > file_size_ && ftruncate(fd_, static_cast<off_t>(file_size_)) != 0)
+    throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  NpyWriter w(path, a.descr, a.shape);
+  w.append(a.bytes.data(), a.bytes.size());
+  w.finish();
+}
+
+// Header and payload read as they lie in the file, with no copy of the payload on the way (an
+// executor server reads every pool of every request: the exchange's largest cost).
 NpyArray read_npy(const std::string& path) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) throw ContractError(path + ": missing");
