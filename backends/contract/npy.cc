@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 namespace kvfuzz {
@@ -235,22 +234,37 @@ void write_npy(const std::string& path, const NpyArray& a) {
 // Header and payload read as they lie in the file, with no copy of the payload on the way (an
 // executor server reads every pool of every request: the exchange's largest cost).
 NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw ContractError(path + ": missing");
-  const auto size = static_cast<size_t>(f.tellg());
-  f.seekg(0);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ContractError(path + ": missing");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw ContractError(path + ": cannot be read");
+  const auto size = static_cast<size_t>(st.st_size);
+  // pread(count) bytes at `at` into `to`: all of them, or ContractError
+  auto read_at = [&](void* to, size_t count, size_t at) {
+    auto* p = static_cast<char*>(to);
+    while (count > 0) {
+      const ssize_t n = ::pread(fd, p, count, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw ContractError(path + ": cannot be read");
+      p += n;
+      at += static_cast<size_t>(n);
+      count -= static_cast<size_t>(n);
+    }
+  };
   std::string prefix(std::min<size_t>(size, 12), '\0');
-  f.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  read_at(prefix.data(), prefix.size(), 0);
   size_t header_len = 0;
   const size_t start = npy_prefix(prefix, path, &header_len);
   if (size < start + header_len) throw ContractError(path + ": truncated .npy header");
   std::string header(header_len, '\0');
-  f.seekg(static_cast<std::streamoff>(start));
-  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  read_at(header.data(), header_len, start);
   NpyArray a = npy_described(header, size - start - header_len, path);
   a.bytes.resize(size - start - header_len);
-  f.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  if (!f) throw ContractError(path + ": cannot be read");
+  read_at(a.bytes.data(), a.bytes.size(), start + header_len);
   return a;
 }
 
