@@ -102,8 +102,13 @@ std::string npy_header(const NpyArray& a) {
 
 // The length of the magic, version and header-length fields, read from the file's first bytes
 // (at least 12 of them, or all there are).
+// What mark_npy_unwritten puts over a file's magic.
+constexpr std::string_view kUnwritten("\x93UNSET", 6);
+
 size_t npy_prefix(std::string_view b, std::string_view what, size_t* header_len) {
   const std::string w(what);
+  if (b.substr(0, kUnwritten.size()) == kUnwritten)
+    throw ContractError(w + ": not written (what lies there is an earlier request's, marked unwritten)");
   if (b.size() < 10 || b.substr(0, 6) != std::string_view("\x93NUMPY", 6)) throw ContractError(w + ": not a .npy file");
   const int major = static_cast<unsigned char>(b[6]);
   *header_len = 0;
@@ -172,7 +177,8 @@ NpyWriter::NpyWriter(const std::string& path, const std::string& descr, const st
   if (descr_size(descr) == 0) throw std::logic_error(path + ": no .npy dtype " + descr);
   payload_ = static_cast<size_t>(described.elements()) * descr_size(descr);
   const std::string header = npy_header(described);
-  buffer_.reserve(std::min(header.size() + payload_, kBuffer));
+  buffer_.swap(spare_buffer());  // the thread's, where no other writer holds it
+  buffer_.reserve(kBuffer);
   buffer_.assign(header.begin(), header.end());
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
@@ -182,6 +188,15 @@ NpyWriter::NpyWriter(const std::string& path, const std::string& descr, const st
 
 NpyWriter::~NpyWriter() {
   if (fd_ >= 0) ::close(fd_);
+  buffer_.clear();
+  if (spare_buffer().capacity() < buffer_.capacity()) spare_buffer().swap(buffer_);  // for the thread's next writer
+}
+
+// The buffer of a thread's writers, kept between them: a buffer allocated per file was most of
+// a small array's cost.
+std::vector<unsigned char>& NpyWriter::spare_buffer() {
+  thread_local std::vector<unsigned char> spare;
+  return spare;
 }
 
 void NpyWriter::write_all(const void* data, size_t bytes) {
@@ -203,11 +218,12 @@ void NpyWriter::flush() {
 
 void NpyWriter::append(const void* data, size_t bytes) {
   appended_ += bytes;
-  if (buffer_.size() + bytes > kBuffer) flush();
-  if (bytes >= kBuffer / 2) {
-    write_all(data, bytes);  // a large piece goes as it lies
+  if (bytes >= kBuffer / 2) {  // a large piece goes as it lies, after what is buffered
+    flush();
+    write_all(data, bytes);
     return;
   }
+  if (buffer_.size() + bytes > kBuffer) flush();
   const auto* p = static_cast<const unsigned char*>(data);
   buffer_.insert(buffer_.end(), p, p + bytes);
 }
@@ -223,6 +239,14 @@ void NpyWriter::finish() {
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+void mark_npy_unwritten(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;  // none there
+  const ssize_t n = ::pwrite(fd, kUnwritten.data(), kUnwritten.size(), 0);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(kUnwritten.size())) throw std::runtime_error("cannot write " + path);
 }
 
 void write_npy(const std::string& path, const NpyArray& a) {

@@ -74,6 +74,12 @@ NpyArray decode_npy(std::string_view bytes, std::string_view what);
 void write_npy(const std::string& path, const NpyArray& a);
 NpyArray read_npy(const std::string& path);
 
+// Marks `path`, where it exists, as not written: read_npy then throws "<path>: not written". A
+// reused request folder's earlier answer (out.npy, lse.npy) is marked so before the next request,
+// in place (its first bytes), where removing it freed its pages and the next answer allocated
+// them again.
+void mark_npy_unwritten(const std::string& path);
+
 // Writes one .npy file as its payload comes, through a buffer of at most kBuffer bytes, with no
 // copy of the whole array: an executor request's pools and tokens are most of the exchange's
 // bytes. An existing file is written over in place and cut to the new length, so a request folder
@@ -84,7 +90,7 @@ NpyArray read_npy(const std::string& path);
 //   w.finish();   // throws std::logic_error unless the payload was the shape's size
 class NpyWriter {
  public:
-  static constexpr size_t kBuffer = size_t{1} << 20;
+  static constexpr size_t kBuffer = size_t{1} << 18;
 
   NpyWriter(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape);
   NpyWriter(const NpyWriter&) = delete;
@@ -97,6 +103,7 @@ class NpyWriter {
  private:
   void flush();
   void write_all(const void* data, size_t bytes);
+  static std::vector<unsigned char>& spare_buffer();
 
   std::string path_;
   int fd_ = -1;

@@ -1,7 +1,5 @@
 #include "backends/external/exchange.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <span>
@@ -214,9 +212,9 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
   for (size_t j = 0; j < set_names.size(); ++j) {
     const std::string sub = dir + "/" + set_names[j];
     std::filesystem::create_directories(sub);
-    // a reused request folder (adapter.cc) may hold an earlier request's answer: gone, so that an
-    // adapter that writes none is read as writing none
-    for (const char* output : {"/out.npy", "/lse.npy"}) unlink((sub + output).c_str());
+    // a reused request folder (adapter.cc) may hold an earlier request's answer: marked, so that
+    // an adapter that writes none is read as writing none
+    for (const char* output : {"/out.npy", "/lse.npy"}) mark_npy_unwritten(sub + output);
     nlohmann::json index = nlohmann::json::object();
     put_tokens(sub, "q", j, &BatchTensors::q_data, m.q_heads, m.head_dim, index);
     put_tokens(sub, "k_new", j, &BatchTensors::k_data, m.kv_heads, m.head_dim, index);
