@@ -66,7 +66,8 @@ TEST(Npy, WriterGivesWhatWriteNpyGivesOverAnyEarlierFile) {
   const std::string path = ::testing::TempDir() + "kvfuzz-npy-writer-test.npy";
   std::vector<float> v(3 * NpyWriter::kBuffer / sizeof(float));
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f - 7.0f;
-  write_npy(path, NpyArray::of<float>({static_cast<int64_t>(v.size() + 1000)}, std::vector<float>(v.size() + 1000, 1.0f)));
+  write_npy(path,
+            NpyArray::of<float>({static_cast<int64_t>(v.size() + 1000)}, std::vector<float>(v.size() + 1000, 1.0f)));
   // 10 floats, then a piece of half the buffer (buffered header and floats go first), then pieces
   // that cross the buffer's end, then the rest
   const size_t half = NpyWriter::kBuffer / 2 / sizeof(float), cross = NpyWriter::kBuffer / 3 / sizeof(float);
@@ -130,7 +131,8 @@ TEST(Exchange, AReusedRequestFolderHoldsWhatAFreshOneHolds) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/fresh")) {
     if (!e.is_regular_file()) continue;
     const std::string rel = std::filesystem::relative(e.path(), root + "/fresh").string();
-    EXPECT_EQ(read_input(e.path().string(), size_t{1} << 30), read_input(root + "/reused/" + rel, size_t{1} << 30)) << rel;
+    EXPECT_EQ(read_input(e.path().string(), size_t{1} << 30), read_input(root + "/reused/" + rel, size_t{1} << 30))
+        << rel;
     ++files;
   }
   EXPECT_GT(files, 5);

@@ -161,7 +161,8 @@ ExecuteResult execute_request(const ExecutorLibrary& library, const std::string&
       return result;
     }
     const auto written = std::chrono::steady_clock::now();
-    for (const auto& [name, buffer, shape] : {std::tuple{"/out.npy", &out, &out_shape}, std::tuple{"/lse.npy", &lse, &lse_shape}}) {
+    for (const auto& [name, buffer, shape] :
+         {std::tuple{"/out.npy", &out, &out_shape}, std::tuple{"/lse.npy", &lse, &lse_shape}}) {
       NpyWriter w(folder + name, "<f4", *shape);  // straight from the library's buffer, no copy
       w.append(buffer->data(), buffer->size());
       w.finish();
