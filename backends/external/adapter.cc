@@ -37,7 +37,7 @@ void refuse_when_time_is_up() {
 
 // The folder of a request to `owner` (a folder only one request at a time uses: a thread's among a
 // server's requests, a per-job worker's). An execute request reuses it: each of its files is
-// written over in place (NpyWriter) and nothing is removed after a pass, where a fresh folder a
+// written over in place (NpyWriter) and nothing is removed after a pass, where a fresh folder per
 // request cost creating and unlinking every array (the largest part of kvfuzz's own CPU time in a
 // server campaign: docs/gpu.md). A failed request's folder is removed (the next starts afresh);
 // other requests (a planner's, whose answer folder is read whole) get a fresh one, removed after.
