@@ -1,8 +1,12 @@
 #include "backends/contract/npy.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 namespace kvfuzz {
@@ -98,8 +102,13 @@ std::string npy_header(const NpyArray& a) {
 
 // The length of the magic, version and header-length fields, read from the file's first bytes
 // (at least 12 of them, or all there are).
+// What mark_npy_unwritten puts over a file's magic.
+constexpr std::string_view kUnwritten("\x93UNSET", 6);
+
 size_t npy_prefix(std::string_view b, std::string_view what, size_t* header_len) {
   const std::string w(what);
+  if (b.substr(0, kUnwritten.size()) == kUnwritten)
+    throw ContractError(w + ": not written (what lies there is an earlier request's, marked unwritten)");
   if (b.size() < 10 || b.substr(0, 6) != std::string_view("\x93NUMPY", 6)) throw ContractError(w + ": not a .npy file");
   const int major = static_cast<unsigned char>(b[6]);
   *header_len = 0;
@@ -162,33 +171,124 @@ NpyArray decode_npy(std::string_view b, std::string_view what) {
   return a;
 }
 
-// Header and payload written and read as they lie in the file, with no copy of the payload on the
-// way (an executor server reads every pool of every request: the exchange's largest cost).
-void write_npy(const std::string& path, const NpyArray& a) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  const std::string header = npy_header(a);
-  f.write(header.data(), static_cast<std::streamsize>(header.size()));
-  f.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  if (!f) throw std::runtime_error("cannot write " + path);
+NpyWriter::NpyWriter(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape)
+    : path_(path) {
+  NpyArray described{descr, shape, {}};
+  if (descr_size(descr) == 0) throw std::logic_error(path + ": no .npy dtype " + descr);
+  payload_ = static_cast<size_t>(described.elements()) * descr_size(descr);
+  const std::string header = npy_header(described);
+  buffer_.swap(spare_buffer());  // the thread's, where no other writer holds it
+  buffer_.reserve(kBuffer);
+  buffer_.assign(header.begin(), header.end());
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd_, &st) == 0) old_size_ = static_cast<size_t>(st.st_size);
 }
 
+NpyWriter::~NpyWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  buffer_.clear();
+  if (spare_buffer().capacity() < buffer_.capacity()) spare_buffer().swap(buffer_);  // for the thread's next writer
+}
+
+// The buffer of a thread's writers, kept between them: a buffer allocated per file was most of
+// a small array's cost.
+std::vector<unsigned char>& NpyWriter::spare_buffer() {
+  thread_local std::vector<unsigned char> spare;
+  return spare;
+}
+
+void NpyWriter::write_all(const void* data, size_t bytes) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd_, p, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+    p += n;
+    bytes -= static_cast<size_t>(n);
+    file_size_ += static_cast<size_t>(n);
+  }
+}
+
+void NpyWriter::flush() {
+  write_all(buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void NpyWriter::append(const void* data, size_t bytes) {
+  appended_ += bytes;
+  if (bytes >= kBuffer / 2) {  // a large piece goes as it lies, after what is buffered
+    flush();
+    write_all(data, bytes);
+    return;
+  }
+  if (buffer_.size() + bytes > kBuffer) flush();
+  const auto* p = static_cast<const unsigned char*>(data);
+  buffer_.insert(buffer_.end(), p, p + bytes);
+}
+
+void NpyWriter::finish() {
+  if (appended_ != payload_)
+    throw std::logic_error(path_ + ": " + std::to_string(appended_) + " payload bytes written, the shape needs " +
+                           std::to_string(payload_));
+  flush();
+  // a reused file longer than this array: cut its tail
+  if (old_size_ > file_size_ && ftruncate(fd_, static_cast<off_t>(file_size_)) != 0)
+    throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(errno));
+}
+
+void mark_npy_unwritten(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;  // none there
+  const ssize_t n = ::pwrite(fd, kUnwritten.data(), kUnwritten.size(), 0);
+  ::close(fd);
+  if (n != static_cast<ssize_t>(kUnwritten.size())) throw std::runtime_error("cannot write " + path);
+}
+
+void write_npy(const std::string& path, const NpyArray& a) {
+  NpyWriter w(path, a.descr, a.shape);
+  w.append(a.bytes.data(), a.bytes.size());
+  w.finish();
+}
+
+// Header and payload read as they lie in the file, with no copy of the payload on the way (an
+// executor server reads every pool of every request: the exchange's largest cost).
 NpyArray read_npy(const std::string& path) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) throw ContractError(path + ": missing");
-  const auto size = static_cast<size_t>(f.tellg());
-  f.seekg(0);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ContractError(path + ": missing");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw ContractError(path + ": cannot be read");
+  const auto size = static_cast<size_t>(st.st_size);
+  // pread(count) bytes at `at` into `to`: all of them, or ContractError
+  auto read_at = [&](void* to, size_t count, size_t at) {
+    auto* p = static_cast<char*>(to);
+    while (count > 0) {
+      const ssize_t n = ::pread(fd, p, count, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw ContractError(path + ": cannot be read");
+      p += n;
+      at += static_cast<size_t>(n);
+      count -= static_cast<size_t>(n);
+    }
+  };
   std::string prefix(std::min<size_t>(size, 12), '\0');
-  f.read(prefix.data(), static_cast<std::streamsize>(prefix.size()));
+  read_at(prefix.data(), prefix.size(), 0);
   size_t header_len = 0;
   const size_t start = npy_prefix(prefix, path, &header_len);
   if (size < start + header_len) throw ContractError(path + ": truncated .npy header");
   std::string header(header_len, '\0');
-  f.seekg(static_cast<std::streamoff>(start));
-  f.read(header.data(), static_cast<std::streamsize>(header_len));
+  read_at(header.data(), header_len, start);
   NpyArray a = npy_described(header, size - start - header_len, path);
   a.bytes.resize(size - start - header_len);
-  f.read(reinterpret_cast<char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  if (!f) throw ContractError(path + ": cannot be read");
+  read_at(a.bytes.data(), a.bytes.size(), start + header_len);
   return a;
 }
 

@@ -70,7 +70,45 @@ std::string encode_npy(const NpyArray& a);
 // Throws ContractError naming `what` for anything but a well-formed v1/v2 .npy of a known dtype.
 NpyArray decode_npy(std::string_view bytes, std::string_view what);
 
+// Writes `path` through NpyWriter (an existing file is written over in place).
 void write_npy(const std::string& path, const NpyArray& a);
 NpyArray read_npy(const std::string& path);
+
+// Marks `path`, where it exists, as not written: read_npy then throws "<path>: not written". A
+// reused request folder's earlier answer (out.npy, lse.npy) is marked so before the next request,
+// in place (its first bytes), where removing it freed its pages and the next answer allocated
+// them again.
+void mark_npy_unwritten(const std::string& path);
+
+// Writes one .npy file as its payload comes, through a buffer of at most kBuffer bytes, with no
+// copy of the whole array: an executor request's pools and tokens are most of the exchange's
+// bytes. An existing file is written over in place and cut to the new length, so a request folder
+// reused on tmpfs keeps its pages (none freed and allocated again, nothing to unlink).
+//
+//   NpyWriter w(dir + "/k_cache.0.npy", "<f4", {slots, heads, dim});
+//   for (...) w.append(row, width * sizeof(float));
+//   w.finish();   // throws std::logic_error unless the payload was the shape's size
+class NpyWriter {
+ public:
+  static constexpr size_t kBuffer = size_t{1} << 18;
+
+  NpyWriter(const std::string& path, const std::string& descr, const std::vector<int64_t>& shape);
+  NpyWriter(const NpyWriter&) = delete;
+  NpyWriter& operator=(const NpyWriter&) = delete;
+  ~NpyWriter();  // without finish (an exception on the way): closed, the file incomplete
+
+  void append(const void* data, size_t bytes);
+  void finish();
+
+ private:
+  void flush();
+  void write_all(const void* data, size_t bytes);
+  static std::vector<unsigned char>& spare_buffer();
+
+  std::string path_;
+  int fd_ = -1;
+  size_t payload_ = 0, appended_ = 0, old_size_ = 0, file_size_ = 0;
+  std::vector<unsigned char> buffer_;
+};
 
 }  // namespace kvfuzz

@@ -35,6 +35,28 @@ void refuse_when_time_is_up() {
   throw BackendFailure("stopped", "the campaign's time is up: the request was not sent");
 }
 
+// The folder of a request to `owner` (a folder only one request at a time uses: a thread's among a
+// server's requests, a per-job worker's). An execute request reuses it: each of its files is
+// written over in place (NpyWriter) and nothing is removed after a pass, where a fresh folder per
+// request cost creating and unlinking every array (the largest part of kvfuzz's own CPU time in a
+// server campaign: docs/gpu.md). A failed request's folder is removed (the next starts afresh);
+// other requests (a planner's, whose answer folder is read whole) get a fresh one, removed after.
+struct RequestFolder {
+  std::string path;
+  bool reused = false;
+};
+RequestFolder request_folder(const std::string& owner, const std::string& op, int64_t id) {
+  if (op == "execute") return {owner, true};
+  return {owner + "/r" + std::to_string(id), false};
+}
+
+// A server's requests: one folder per thread that sends them (each waits for its answer).
+std::string thread_folder(const std::string& requests_dir) {
+  static std::atomic<int64_t> next{0};
+  thread_local const int64_t thread = next++;
+  return requests_dir + "/t" + std::to_string(thread);
+}
+
 }  // namespace
 
 void set_adapter_time_up(const std::atomic<bool>* time_up) { g_time_up = time_up; }
@@ -185,7 +207,8 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
                           const std::string& variant, Attempt attempt, int64_t cases) {
   AdapterServer* server = least_loaded();
   const int64_t id = next_request_++;
-  const std::string dir = requests_dir_ + "/r" + std::to_string(id);
+  const RequestFolder folder = request_folder(thread_folder(requests_dir_), op, id);
+  const std::string& dir = folder.path;
   std::filesystem::create_directories(dir);
   if (attempt != Attempt::alone) stats_.requests += cases;  // a re-run alone was counted by its batch
   auto failed = [](const nlohmann::json& a) { return !a.value("ok", false) && !a.contains("unsupported"); };
@@ -237,9 +260,11 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
     remove_tree(dir);
     throw;
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  remove_tree(dir);
-  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0) * cases;
+  if (!folder.reused) {
+    const auto t0 = std::chrono::steady_clock::now();
+    remove_tree(dir);
+    stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0) * cases;
+  }
   return true;
 }
 
@@ -324,7 +349,8 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
       throw BackendFailure("contract", "adapter '" + command_ + "' declared itself differently on restart");
   }
   const int64_t id = next_request_++;
-  const std::string dir = p->dir() + "/r" + std::to_string(id);
+  const RequestFolder folder = request_folder(p->dir() + "/request", op, id);
+  const std::string& dir = folder.path;
   std::filesystem::create_directories(dir);
   ++stats_.requests;
   try {
@@ -356,9 +382,11 @@ void Adapter::call(const std::string& op, const std::function<void(const std::st
     p.reset();
     throw BackendFailure("contract", spec_.name + ": " + e.what());
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  remove_tree(dir);
-  stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
+  if (!folder.reused) {
+    const auto t0 = std::chrono::steady_clock::now();
+    remove_tree(dir);
+    stats_.kvfuzz_read_nanoseconds += nanoseconds_since(t0);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   idle_.push_back(std::move(p));
 }

@@ -38,41 +38,67 @@ std::vector<float> read_float(const std::string& path, const std::vector<int64_t
   return a.as_float(path);
 }
 
-// Rows [n][kv_heads][dim] of a pool, one per slot, as float32: what the cache stores, so the
-// pool's row over its fp8 scale (exact: the row is stored * scale, kv_pools.h).
-NpyArray pool_rows(const KvPool& p, Tensor t, std::span<const int64_t> slots, int64_t count) {
+// Appends rows [n][kv_heads][dim] of a pool, one per slot (`slots`, or 0..count-1 where empty), as
+// float32: what the cache stores, so the pool's row over its fp8 scale (exact: the row is stored *
+// scale, kv_pools.h). Rows that lie one after the other in the pool's memory (a block's slots) go
+// as one piece.
+void append_pool_rows(NpyWriter& w, const KvPool& p, Tensor t, std::span<const int64_t> slots, int64_t count) {
   const float scale = t == Tensor::k || p.mla ? p.k_scale : p.v_scale;
   const int64_t width = t == Tensor::k ? p.k_width() : p.v_width();
-  const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
-  NpyArray a{npy_descr<float>(), {count, p.kv_heads, dim}, {}};
-  a.bytes.resize(static_cast<size_t>(count * width) * sizeof(float));
-  auto* out = reinterpret_cast<float*>(a.bytes.data());
+  const auto row_bytes = static_cast<size_t>(width) * sizeof(float);
+  std::vector<float> scaled;
+  const float* run = nullptr;  // rows [run, run + run_rows * width) not yet appended
+  size_t run_rows = 0;
   for (int64_t i = 0; i < count; ++i) {
     const int64_t slot = slots.empty() ? i : slots[static_cast<size_t>(i)];
     const float* row = t == Tensor::k ? p.k_slot(slot) : p.v_slot(slot);
-    if (scale == 1.0f) std::copy(row, row + width, out + i * width);
-    else std::transform(row, row + width, out + i * width, [scale](float x) { return x / scale; });
+    if (scale != 1.0f) {
+      scaled.resize(static_cast<size_t>(width));
+      std::transform(row, row + width, scaled.begin(), [scale](float x) { return x / scale; });
+      w.append(scaled.data(), row_bytes);
+      continue;
+    }
+    if (run && row == run + static_cast<int64_t>(run_rows) * width) {
+      ++run_rows;
+      continue;
+    }
+    if (run) w.append(run, run_rows * row_bytes);
+    run = row;
+    run_rows = 1;
   }
-  return a;
+  if (run) w.append(run, run_rows * row_bytes);
+}
+
+// `sub`/`name`.npy of float32 rows [n][kv_heads][dim], written by `rows(writer)`, described in `index`.
+template <class Rows>
+void put_rows(const std::string& sub, const std::string& name, std::vector<int64_t> shape, nlohmann::json& index,
+              Rows rows) {
+  NpyWriter w(sub + "/" + name + ".npy", npy_descr<float>(), shape);
+  rows(w);
+  w.finish();
+  index[name] = {{"dtype", npy_descr<float>()}, {"shape", shape}};
 }
 
 // Layer l's K or V pool of one value set: dense, or sparse above kSparsePoolElements.
 void put_pool(const std::string& sub, int32_t l, const KvPool& p, Tensor t, int64_t sparse_above,
               nlohmann::json& index) {
   const std::string name = std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l);
+  const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
   if (p.dense_elements() <= sparse_above) {
-    put(sub, name, pool_rows(p, t, {}, p.num_slots), index);
+    put_rows(sub, name, {p.num_slots, p.kv_heads, dim}, index,
+             [&](NpyWriter& w) { append_pool_rows(w, p, t, {}, p.num_slots); });
     return;
   }
   const std::vector<int64_t> slots = p.stored_slots();
   const std::span<const float> fill = t == Tensor::k ? p.k_fill() : p.v_fill();
-  const int32_t dim = t == Tensor::k ? p.head_dim : p.v_head_dim;
   nlohmann::json parts = nlohmann::json::object();
   put(sub, name + ".slots", vec(slots), parts);
-  put(sub, name + ".rows", pool_rows(p, t, slots, static_cast<int64_t>(slots.size())), parts);
-  std::vector<float> stored(fill.begin(), fill.end());
-  for (float& x : stored) x /= t == Tensor::k || p.mla ? p.k_scale : p.v_scale;
-  put(sub, name + ".fill", NpyArray::of<float>({p.kv_heads, dim}, stored.data(), stored.size()), parts);
+  const auto stored = static_cast<int64_t>(slots.size());
+  put_rows(sub, name + ".rows", {stored, p.kv_heads, dim}, parts,
+           [&](NpyWriter& w) { append_pool_rows(w, p, t, slots, stored); });
+  std::vector<float> fill_stored(fill.begin(), fill.end());
+  for (float& x : fill_stored) x /= t == Tensor::k || p.mla ? p.k_scale : p.v_scale;
+  put(sub, name + ".fill", NpyArray::of<float>({p.kv_heads, dim}, fill_stored.data(), fill_stored.size()), parts);
   index[name] = {{"dtype", npy_descr<float>()},
                  {"shape", {p.num_slots, p.kv_heads, dim}},
                  {"sparse", true},
@@ -170,27 +196,29 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
   for (const auto* c : cases) T += c->front().batch.num_tokens();
   manifest["num_tokens"] = T;
   // Layer l's slab of each case's [layers][tokens][heads][dim] tensor, one after the other.
-  auto tokens = [&](size_t j, const std::vector<float>& (BatchTensors::*data)() const, int32_t heads, int32_t dim) {
-    NpyArray a{npy_descr<float>(), {L, T, heads, dim}, {}};
-    a.bytes.resize(static_cast<size_t>(L * T * heads * dim) * sizeof(float));
-    auto* out = reinterpret_cast<float*>(a.bytes.data());
-    for (int64_t l = 0; l < L; ++l)
-      for (const auto* c : cases) {
-        const RunInput& in = set_of(*c, j);
-        const int64_t slab = in.batch.num_tokens() * heads * dim;
-        const float* from = (in.tensors.*data)().data() + l * slab;
-        out = std::copy(from, from + slab, out);
-      }
-    return a;
+  auto put_tokens = [&](const std::string& sub, const char* name, size_t j,
+                        const std::vector<float>& (BatchTensors::*data)() const, int32_t heads, int32_t dim,
+                        nlohmann::json& index) {
+    put_rows(sub, name, {L, T, heads, dim}, index, [&](NpyWriter& w) {
+      for (int64_t l = 0; l < L; ++l)
+        for (const auto* c : cases) {
+          const RunInput& in = set_of(*c, j);
+          const int64_t slab = in.batch.num_tokens() * heads * dim;
+          w.append((in.tensors.*data)().data() + l * slab, static_cast<size_t>(slab) * sizeof(float));
+        }
+    });
   };
   nlohmann::json sets = nlohmann::json::object();
   for (size_t j = 0; j < set_names.size(); ++j) {
     const std::string sub = dir + "/" + set_names[j];
     std::filesystem::create_directories(sub);
+    // a reused request folder (adapter.cc) may hold an earlier request's answer: marked, so that
+    // an adapter that writes none is read as writing none
+    for (const char* output : {"/out.npy", "/lse.npy"}) mark_npy_unwritten(sub + output);
     nlohmann::json index = nlohmann::json::object();
-    put(sub, "q", tokens(j, &BatchTensors::q_data, m.q_heads, m.head_dim), index);
-    put(sub, "k_new", tokens(j, &BatchTensors::k_data, m.kv_heads, m.head_dim), index);
-    put(sub, "v_new", tokens(j, &BatchTensors::v_data, m.kv_heads, m.v_head_dim), index);
+    put_tokens(sub, "q", j, &BatchTensors::q_data, m.q_heads, m.head_dim, index);
+    put_tokens(sub, "k_new", j, &BatchTensors::k_data, m.kv_heads, m.head_dim, index);
+    put_tokens(sub, "v_new", j, &BatchTensors::v_data, m.kv_heads, m.v_head_dim, index);
     for (int32_t l = 0; l < L; ++l) {
       if (cases.size() == 1) {
         const KvPool& p = set_of(*cases.front(), j).pools.layer(l);
@@ -200,19 +228,17 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
       }
       for (Tensor t : {Tensor::k, Tensor::v}) {
         if (t == Tensor::v && m.mla) continue;
-        std::vector<NpyArray> parts;
-        for (const auto* c : cases) {
-          const KvPool& p = set_of(*c, j).pools.layer(l);
-          parts.push_back(pool_rows(p, t, {}, p.num_slots));
-        }
-        NpyArray all = parts.front();
-        all.shape[0] = 0;
-        all.bytes.clear();
-        for (const NpyArray& part : parts) {
-          all.shape[0] += part.shape[0];
-          all.bytes.insert(all.bytes.end(), part.bytes.begin(), part.bytes.end());
-        }
-        put(sub, std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l), all, index);
+        const KvPool& first_pool = set_of(*cases.front(), j).pools.layer(l);
+        int64_t slots = 0;
+        for (const auto* c : cases) slots += set_of(*c, j).pools.layer(l).num_slots;
+        const int32_t dim = t == Tensor::k ? first_pool.head_dim : first_pool.v_head_dim;
+        put_rows(sub, std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l),
+                 {slots, first_pool.kv_heads, dim}, index, [&](NpyWriter& w) {
+                   for (const auto* c : cases) {
+                     const KvPool& p = set_of(*c, j).pools.layer(l);
+                     append_pool_rows(w, p, t, {}, p.num_slots);
+                   }
+                 });
       }
     }
     // The fp8 scales the kernel reads this set's pools by (PROTOCOL.md), only where one is not 1:

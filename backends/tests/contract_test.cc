@@ -12,6 +12,7 @@
 #include "properties/case_context.h"
 #include "properties/check.h"
 #include "reference/generate.h"
+#include "reference/io.h"
 #include "reference/tests/test_level.h"
 
 namespace kvfuzz {
@@ -56,6 +57,87 @@ TEST(Npy, RejectsWhatIsNotAContractArray) {
   truncated.resize(truncated.size() - 4);
   EXPECT_NE(message(truncated).find("needs 16 bytes"), std::string::npos);
   EXPECT_THROW(NpyArray::of<int64_t>({1}, std::vector<int64_t>{1}).as<int32_t>("x"), ContractError);
+}
+
+// NpyWriter (the exchange's pools and tokens, kvfuzz-worker's outputs): pieces of every size,
+// small ones after the header, large ones as they lie, give the file write_npy gives; a longer file
+// there is written over and cut; a wrong payload size is refused.
+TEST(Npy, WriterGivesWhatWriteNpyGivesOverAnyEarlierFile) {
+  const std::string path = ::testing::TempDir() + "kvfuzz-npy-writer-test.npy";
+  std::vector<float> v(3 * NpyWriter::kBuffer / sizeof(float));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f - 7.0f;
+  write_npy(path,
+            NpyArray::of<float>({static_cast<int64_t>(v.size() + 1000)}, std::vector<float>(v.size() + 1000, 1.0f)));
+  // 10 floats, then a piece of half the buffer (buffered header and floats go first), then pieces
+  // that cross the buffer's end, then the rest
+  const size_t half = NpyWriter::kBuffer / 2 / sizeof(float), cross = NpyWriter::kBuffer / 3 / sizeof(float);
+  const std::vector<size_t> pieces{10, half, cross, cross, 1, cross};
+  {
+    NpyWriter w(path, "<f4", {static_cast<int64_t>(v.size())});
+    size_t at = 0;
+    for (size_t n : pieces) {
+      w.append(v.data() + at, n * sizeof(float));
+      at += n;
+    }
+    w.append(v.data() + at, (v.size() - at) * sizeof(float));
+    w.finish();
+  }
+  const NpyArray back = read_npy(path);
+  EXPECT_EQ(back.as_float("back"), v);
+  EXPECT_EQ(std::filesystem::file_size(path), encode_npy(back).size());  // the longer file's tail cut
+  NpyWriter short_one(path, "<f4", {4});
+  short_one.append(v.data(), 3 * sizeof(float));
+  EXPECT_THROW(short_one.finish(), std::logic_error);
+  std::filesystem::remove(path);
+}
+
+// A reused request folder's earlier answer, marked, reads as not written; a missing one stays missing.
+TEST(Npy, MarkedUnwrittenFilesAreNotRead) {
+  const std::string path = ::testing::TempDir() + "kvfuzz-npy-unwritten-test.npy";
+  write_npy(path, NpyArray::of<float>({3}, std::vector<float>{1, 2, 3}));
+  mark_npy_unwritten(path);
+  try {
+    read_npy(path);
+    ADD_FAILURE() << "a marked file was read";
+  } catch (const ContractError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not written"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  mark_npy_unwritten(path);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+// An execute request written into a folder an earlier (larger) request used holds, file for file,
+// what a fresh folder holds, and the earlier answer is marked unwritten (adapter.cc reuses folders).
+TEST(Exchange, AReusedRequestFolderHoldsWhatAFreshOneHolds) {
+  const CaseContext big(generate(3, Profile::small)), small(generate(4, Profile::tiny));
+  const Backend& b = *find_backend("fa");
+  const std::string root = ::testing::TempDir() + "kvfuzz-exchange-reuse-test";
+  std::filesystem::remove_all(root);
+  auto write = [&](const CaseContext& ctx, const std::string& dir) {
+    const BackendRun run = run_backend(ctx, b);
+    ASSERT_TRUE(run.ran);
+    const Prepared& p = ctx.prepared();
+    KvPools pools(ctx.scenario(), p.cache, value_fn(ctx.values()), nan_poison());
+    const std::vector<RunInput> inputs{{ctx.scenario(), p.cache, p.batch, pools, ctx.tensors()}};
+    std::filesystem::create_directories(dir);
+    write_execute_request(dir, *find_family(b.family()), *run.plan, inputs, {"main"});
+  };
+  write(small, root + "/fresh");
+  write(big, root + "/reused");
+  write_npy(root + "/reused/main/out.npy", NpyArray::of<float>({1}, std::vector<float>{0}));
+  write(small, root + "/reused");
+  int files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root + "/fresh")) {
+    if (!e.is_regular_file()) continue;
+    const std::string rel = std::filesystem::relative(e.path(), root + "/fresh").string();
+    EXPECT_EQ(read_input(e.path().string(), size_t{1} << 30), read_input(root + "/reused/" + rel, size_t{1} << 30))
+        << rel;
+    ++files;
+  }
+  EXPECT_GT(files, 5);
+  EXPECT_THROW(read_npy(root + "/reused/main/out.npy"), ContractError);
+  std::filesystem::remove_all(root);
 }
 
 // Writing a plan and reading it back loses nothing: the re-written arrays and description are

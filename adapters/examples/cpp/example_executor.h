@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -27,7 +28,9 @@ namespace kvfuzz_example {
 
 // Every C++ example supports all modes, dtypes and page sizes, MLA and not, and computes in
 // double (P and the output no coarser than fp32).
-// `batch`: the executor takes several cases of one shape as one (PROTOCOL.md "batch").
+// `batch`: the executor takes several cases of one shape as one (PROTOCOL.md "batch"); any family's
+// example declares it when KVFUZZ_EXAMPLE_BATCH=1 (a CPU stand-in for a batching GPU executor's
+// server campaign: docs/gpu.md measures kvfuzz's own cost per case with it).
 inline int declare(char* json, size_t capacity, const char* name, const char* family, const char* description,
                    bool batch = false) {
   nlohmann::json d = {
@@ -38,7 +41,8 @@ inline int declare(char* json, size_t capacity, const char* name, const char* fa
       {"description", description},
       {"supports", {{"modes", "all"}, {"dtypes", {"fp32", "fp16", "bf16"}}, {"page_sizes", "any"}, {"mla", true}, {"non_mla", true}}},
       {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}}};
-  if (batch) d["batch"] = true;
+  const char* batch_env = std::getenv("KVFUZZ_EXAMPLE_BATCH");
+  if (batch || (batch_env && std::string(batch_env) == "1")) d["batch"] = true;
   const std::string s = broken() == Break::declare_garbage ? std::string(name) + ", " + family : d.dump();
   if (s.size() + 1 > capacity) return 1;
   std::memcpy(json, s.c_str(), s.size() + 1);

@@ -1,7 +1,6 @@
 // See guarded_buffer.h.
 #include "backends/external/worker/guarded_buffer.h"
 
-#include <algorithm>
 #include <cstring>
 
 namespace kvfuzz::worker {
@@ -25,7 +24,8 @@ GuardedBuffer::GuardedBuffer(std::string name, size_t size, unsigned char fill) 
 
 std::vector<std::string> GuardedBuffer::violations() const {
   std::vector<std::string> found;
-  auto intact = [](const unsigned char* p) { return std::all_of(p, p + kGuardBytes, [](unsigned char c) { return c == kSentinel; }); };
+  static const std::vector<unsigned char> sentinels(kGuardBytes, kSentinel);
+  auto intact = [](const unsigned char* p) { return std::memcmp(p, sentinels.data(), kGuardBytes) == 0; };
   if (!intact(base_.get())) found.push_back(name_ + ": the guard zone before the array was overwritten");
   if (!intact(data() + size_)) found.push_back(name_ + ": the guard zone after the array was overwritten");
   if (input_ && size_ && std::memcmp(data(), original_.data(), size_) != 0) {

@@ -11,6 +11,7 @@
 //
 // A library that does not load, lacks a symbol or declares nonsense: a message naming it on
 // stderr and exit 2, before any declaration (kvfuzz reports that the adapter did not start).
+#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -100,6 +101,11 @@ int main(int argc, char** argv) {
     std::cerr << "kvfuzz-worker: " << e.what() << "\n";
     return 2;
   }
+  // Each request allocates its arrays' buffers anew (guarded_buffer.h): kept on the heap and not
+  // handed back between requests, they are reused, where glibc's defaults map arrays above 128 KiB
+  // afresh, fault in their pages and unmap them again every request.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   if (!send(out_fd, declaration)) return 1;
   FILE* requests = fdopen(in_fd, "r");
   if (!requests) return 1;
