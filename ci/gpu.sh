@@ -198,8 +198,16 @@ shape_run=1
 [ "$servers" != 0 ] && [ "${KVFUZZ_GPU_BATCH:-1}" = 1 ] && shape_run=64
 shape_run=${KVFUZZ_GPU_SHAPE_RUN:-$shape_run}
 mkdir -p "$out"
+# The host's CPU busy between two /proc/stat "cpu" lines, 0..1 (user to steal; idle and iowait not
+# busy; guest is inside user): ci/gpu_table.py's "host CPU".
+cpu_busy() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x); split(b, y); t = 0
+    for (i = 2; i <= 9; i++) t += y[i] - x[i]
+    if (t > 0) printf "%.3f\n", 1 - ((y[5] - x[5]) + (y[6] - x[6])) / t }'
+}
 campaign() {
-  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100} t0=$SECONDS
+  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100} t0=$SECONDS cpu0
+  cpu0=$(head -n 1 /proc/stat)
   # compiled ahead: no variant to wait for, but with servers its cases of one shape batch
   [ "$name" = cuda_page_table ] && { [ "$servers" = 0 ] && reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-0} ||
     reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-$reuse}; }
@@ -211,6 +219,7 @@ campaign() {
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
   echo $((SECONDS - t0)) >"$out/$name.wall"  # the whole campaign, shrinking included, against --seconds
+  cpu_busy "$cpu0" "$(head -n 1 /proc/stat)" >"$out/$name.cpu"
 }
 for name in "${names[@]}"; do
   adapter_command "$name" >/dev/null

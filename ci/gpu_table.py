@@ -41,12 +41,13 @@ def triage(folder):
     return result.returncode, groups, result.stderr.strip().splitlines()[-1:] or [""]
 
 
-def breakdown(name, text, wall, jobs):
+def breakdown(name, text, wall, jobs, cpu):
     """The breakdown line of one campaign: shares of its job time (wall x jobs) in the kernel, in
     first calls of a kernel variant (its compiles), in the adapter's own code, in the exchange, in
     the oracle, waiting behind other jobs' requests in a shared executor server (--adapter-servers),
     and the rest of kvfuzz (checks, generation, planning), from kvfuzz run's lines "adapter NAME
-    time: ..." and "oracle: ..."; None when the log has neither."""
+    time: ..." and "oracle: ..."; then `cpu`, the host's CPU busy over the campaign (OUT/NAME.cpu,
+    ci/gpu.sh), or "-"; None when the log has neither line."""
     t = re.search(r"adapter \S+ time: kernel ([\d.]+) s, first calls of a variant ([\d.]+) s, adapter code ([\d.]+) s, "
                   r"exchange ([\d.]+) s", text)
     o = re.search(r"^oracle: ([\d.]+) s in run_oracle", text, re.M)
@@ -56,10 +57,12 @@ def breakdown(name, text, wall, jobs):
     job = wall * jobs
     parts = [float(x) for x in t.groups()] + [float(o.group(1)), float(q.group(1)) if q else 0.0]
     shares = [100 * x / job for x in parts] + [100 * (job - sum(parts)) / job]
-    return f"{name:<22} {job:>9.1f} s" + "".join(f"{x:>{w}.0f}%" for x, w in zip(shares, BREAKDOWN_WIDTHS))
+    return (f"{name:<22} {job:>9.1f} s" + "".join(f"{x:>{w}.0f}%" for x, w in zip(shares, BREAKDOWN_WIDTHS))
+            + f"{cpu:>{len(HOST_CPU) + 2}}")
 
 
 BREAKDOWN_COLUMNS = ["kernel", "first calls", "adapter", "exchange", "oracle", "queue", "kvfuzz rest"]
+HOST_CPU = "host CPU"
 BREAKDOWN_WIDTHS = [len(c) + 2 for c in BREAKDOWN_COLUMNS]
 
 
@@ -67,6 +70,9 @@ def row(name, log, groups):
     text = open(log).read()
     wall_file = log[:-len(".log")] + ".wall"  # ci/gpu.sh: the campaign's whole time, shrinking included
     ran = f"{int(open(wall_file).read())} s" if os.path.exists(wall_file) else "-"
+    cpu_file = log[:-len(".log")] + ".cpu"  # ci/gpu.sh: the host's CPU busy over the campaign, 0..1
+    cpu = open(cpu_file).read().strip() if os.path.exists(cpu_file) else ""
+    cpu = f"{100 * float(cpu):.0f}%" if cpu else "-"  # empty: no time passed between the samples
     b = re.search(r"batches: (\d+) requests carried (\d+) cases", text)
     per_batch = f"{int(b.group(2)) / int(b.group(1)):.1f}" if b and int(b.group(1)) else "-"
     j = re.search(r"(\d+) job\(s\)", text)
@@ -100,7 +106,7 @@ def row(name, log, groups):
     return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {ran:>7} {per_batch:>9} {left:>9} {shapes:>7}"
             f" {share:>10} {saved:>12}"
             f"  {findings}",
-            breakdown(name, text, wall, jobs))
+            breakdown(name, text, wall, jobs, cpu))
 
 
 def main():
@@ -141,14 +147,17 @@ def main():
     print(f' each listed with its replay line in {out}/<backend>.triage)')
     if times:
         print("\nwhere the time went, as shares of each campaign's job time (wall time x jobs):")
-        print(f"{'backend':<22} {'job time':>11}" + "".join(f"{c:>{w + 1}}" for c, w in zip(BREAKDOWN_COLUMNS, BREAKDOWN_WIDTHS)))
+        print(f"{'backend':<22} {'job time':>11}" + "".join(f"{c:>{w + 1}}" for c, w in zip(BREAKDOWN_COLUMNS, BREAKDOWN_WIDTHS))
+              + f"{HOST_CPU:>{len(HOST_CPU) + 2}}")
         for line in times:
             print(line)
         print('("first calls": the kernel on the first request of a variant in a worker (dtype, heads, head dims,')
         print(' page size, mode, layer kinds, softcap), where JIT compiles land; "adapter": its own code around the')
         print(' function; "exchange": writing and reading the request\'s arrays on both sides and the pipe; "queue": a')
         print(' job\'s request waiting behind other jobs\' in a shared executor server; "kvfuzz rest": the job time left:')
-        print(' kvfuzz\'s checks, generation, planning and shrinking)')
+        print(' kvfuzz\'s checks, generation, planning and shrinking; "host CPU": the host\'s cores busy over the')
+        print(' campaign (every process; with KVFUZZ_GPU_PARALLEL=1 the campaigns running at once together): low')
+        print(' with a high queue, the servers wait for the GPU, not for cores)')
     return status
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ci/gpu_table.py: a campaign's row (checked, unsupported, checked/s, when the first 100 checked cases
 # were done, the campaign's whole time (OUT/NAME.wall), cases per batch, the draws outside the declaration, shapes, share in the kernel from the log's own job
-# count, cases with findings by property), every finding of its index triaged by
+# count, cases with findings by property), its time breakdown with the host's CPU busy (OUT/NAME.cpu), every finding of its index triaged by
 # fingerprint: known only -> exit 0; a NEW one -> exit 1; a saved finding without its fingerprint
 # record (triage exit 3) -> exit 1, never "clean"; a campaign kvfuzz failed -> exit 1 with its last line.
 # Usage: gpu_table_test.sh SOURCE_DIR WORK_DIR
@@ -21,9 +21,12 @@ first 100 checked cases: 41.3 s after the start
 shapes: 16 (page size, model, dtype), each reused by 95.7 cases on average
 adapter sglang_triton: 1677 requests, 0 crashes; 400.0 s inside the adapter's function
 adapter sglang_triton batches: 40 requests carried 84 cases, 0 failed
+adapter sglang_triton time: kernel 80.00 s, first calls of a variant 40.00 s, adapter code 8.00 s, exchange 16.00 s (kvfuzz writes 4.00), server queue 400.00 s
+oracle: 8.00 s in run_oracle
 LOG
 echo 1 >"$WORK/sglang_triton.rc"
 echo 213 >"$WORK/sglang_triton.wall"
+echo 0.517 >"$WORK/sglang_triton.cpu"  # ci/gpu.sh's cpu_busy: the host's cores busy over the campaign
 finding() {  # finding PROPERTY WINDOW MECHANISM CASE: one line of the campaign's index
   python3 - "$WORK/sglang_triton/index.jsonl" "$@" <<'PY'
 import json, sys
@@ -47,6 +50,13 @@ rc=$?
 [ $rc -eq 0 ] || fail "known findings only: exit $rc"
 grep -Eq "^sglang_triton +512 +1019 +2.6 +41 s +213 s +2.1 +49% +16 +50% +2  cache-extent 2, oracle 1$" "$WORK/known.out" ||
   fail "row: $(grep '^sglang_triton' "$WORK/known.out")"
+# The breakdown: shares of the job time (200 s x 4 jobs) and the host's CPU busy.
+grep -Eq "^sglang_triton +800.0 s +10% +5% +1% +2% +1% +50% +31% +52%$" "$WORK/known.out" ||
+  fail "breakdown: $(grep -A1 'kvfuzz rest' "$WORK/known.out")"
+grep -Eq "kvfuzz rest +host CPU$" "$WORK/known.out" || fail "no host CPU column"
+: >"$WORK/sglang_triton.cpu"  # no time between the samples: "-", not a failure
+python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton 2>&1 | grep -Eq "^sglang_triton +800.0 s .* +31% +-$" ||
+  fail "an empty host CPU sample is not shown as -"
 
 # The same window-0 configuration, another mechanism (the window's oldest key missing): NEW.
 finding oracle 0 reads:missing-oldest 12
