@@ -3,7 +3,7 @@ Triton's in-memory cache: a compile, or a load from its disk cache), one line ea
 DIR/variants-PID.txt: seconds since the process started and Triton's own description of the
 variant (the kernel, each argument's specialization: a constexpr's value, a pointer's alignment,
 an integer's divisibility by 16 or value 1; then its options). Comparing a kernel's lines shows which arguments make new
-variants. A tool for an adapter's author (docs/gpu.md "Where a server's time goes"), off by default."""
+variants. A tool for an adapter's author (docs/gpu.md "What limits a GPU now"), off by default."""
 import os
 import time
 

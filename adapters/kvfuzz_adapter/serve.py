@@ -60,7 +60,9 @@ def _execute(fn, manifest, folder, answer, clock):
     fetch = getattr(fn, "kvfuzz_fetch", None)
     if fetch is not None:  # the sets' outputs off the device at once: their kernels' time, shared out
         start = time.perf_counter()
-        fetched = fetch([result for _, result in results.values()])
+        fetched = list(fetch([result for _, result in results.values()]))
+        if len(fetched) != len(results):
+            raise ValueError(f"fetch returned {len(fetched)} (out, lse) pairs for {len(results)} value sets")
         spent = (time.perf_counter() - start) / max(1, len(results))
         for (value_set, (shapes, _)), result in zip(list(results.items()), fetched):
             results[value_set] = (shapes, tuple(result))
