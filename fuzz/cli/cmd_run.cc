@@ -83,7 +83,9 @@ void add_run(CLI::App& app, int& exit_code) {
                   "Campaign seed: case i is generate(hash(seed, i)), drawn again while no backend supports it")
       ->check(seed_check())
       ->capture_default_str();
-  cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 256));
+  // Up to 1024: with executor servers a job mostly waits for its answer, and the cases waiting at
+  // once are what a batch gathers from (docs/gpu.md "When a batch goes").
+  cmd->add_option("--jobs", jobs, "Worker threads (0: one per core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--out", out, "Folder for findings")->capture_default_str();
   cmd->add_option("--profile", profiles, "Size profiles to rotate through (default tiny small small medium)")
       ->check(profile_check());
