@@ -7,6 +7,8 @@ written.
 """
 import numpy as np
 
+from kvfuzz_adapter import npy
+
 GUARD_BYTES = 256
 SENTINEL = 0xA5
 
@@ -16,7 +18,7 @@ class Guarded:
         self._arrays = {}  # name -> (buffer, view, copy of the view's bytes)
 
     def load(self, name, path):
-        return self.hold(name, np.load(path, allow_pickle=False))
+        return self.hold(name, npy.load(path))
 
     def hold(self, name, src):
         """An array built here (a pool materialized from its sparse parts), guarded like a loaded one."""
