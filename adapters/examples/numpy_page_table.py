@@ -9,7 +9,9 @@ the calls of a group are merged by LSE.
     kvfuzz check case.json --adapter "python3 adapters/examples/numpy_page_table.py"
 
 KVFUZZ_EXAMPLE_BREAK=<name> turns it into one of the broken variants the tests must catch:
-drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; segfault_layers (a crash
+drop_last_key, next_page, lse_base2, freed_slot, segfault, hang, oob_write; hang_layers (a hang on
+the cases of more than one layer only: one lane of a server hangs while the others answer,
+adapter_lanes_test.sh); segfault_layers (a crash
 on the cases of more than one layer only: which case crashed must be told apart from the cases
 that shared its process, adapter_server_test.sh); segfault_keys (a crash when a row reads more
 than 40 keys: some cases of a shape crash and others not, so a batch of both must be told apart);
@@ -26,7 +28,9 @@ once per part, where the plan hands them to one call: its `sinks`); kv_scale_ign
 kv_scale_twice (an fp8 cache's stored values read without the layer's k_scale / v_scale, or
 multiplied by them twice).
 KVFUZZ_EXAMPLE_DELAY and KVFUZZ_EXAMPLE_MODES: example_env.py. It declares "batch": true (cases of
-one shape may come as one, on executor servers: docs/gpu.md "Batching").
+one shape may come as one, on executor servers: docs/gpu.md "Batching") and lanes (a server may
+answer several requests at once, each on its own thread: `--server-lanes`; it keeps no state shared
+by requests).
 """
 import ctypes
 import math
@@ -120,13 +124,13 @@ def run_call(case, call, prefix, layer, window_left, out, lse):
 @kv.executor(name="numpy_page_table", family="page_table", batch=True,
              supports={"modes": declared_modes(), "dtypes": ["fp32", "fp16", "bf16", "fp8_e4m3"], "page_sizes": "any",
                        "mla": True, "non_mla": True, "sinks": True, "kv_scales": True},
-             precision={"p_dtype": "fp32", "out_dtype": "fp32"})
+             precision={"p_dtype": "fp32", "out_dtype": "fp32"}, lanes=True)
 def run(case):
     """numpy page_table executor (flash_attn_with_kvcache semantics)"""
     if BREAK == "segfault" or (BREAK == "segfault_layers" and len(case.layers) > 1) or (
             BREAK == "segfault_keys" and longest_row(case) > 40):
         ctypes.string_at(0)
-    if BREAK == "hang":
+    if BREAK == "hang" or (BREAK == "hang_layers" and len(case.layers) > 1):
         time.sleep(3600)
     kernel_delay(case)
     if BREAK == "unsupported" and len(case.layers) > 1:

@@ -1,4 +1,5 @@
 """The declaration an adapter sends first: name, role, family, what it supports, its precision."""
+import contextlib
 import sys
 
 FAMILIES = ("page_table", "paged_csr", "token_csr", "mla")
@@ -17,7 +18,7 @@ def _refuse(role, name, what):
     raise SystemExit(2)
 
 
-def _declare(role, fn, name, family, supports, precision, description, batch=False, fetch=None):
+def _declare(role, fn, name, family, supports, precision, description, batch=False, fetch=None, lanes=None):
     name = name or getattr(fn, "__name__", None)
     if family not in FAMILIES:
         _refuse(role, name, f"unknown family {family!r}; known: {', '.join(FAMILIES)} (FAMILIES.md)")
@@ -39,11 +40,16 @@ def _declare(role, fn, name, family, supports, precision, description, batch=Fal
         if not callable(fetch):
             _refuse(role, name, f"fetch must be callable, got {type(fetch).__name__}")
         fn.kvfuzz_fetch = fetch  # this process's business: not part of the declaration kvfuzz reads
+    if lanes is not None and lanes is not False:
+        if lanes is not True and not callable(lanes):
+            _refuse(role, name, f"lanes must be True or a callable returning a context manager, got {type(lanes).__name__}")
+        # serve() declares "lanes" itself, when kvfuzz offers them (KVFUZZ_ADAPTER_LANES)
+        fn.kvfuzz_lanes = contextlib.nullcontext if lanes is True else lanes
     return fn
 
 
 def executor(name=None, family="page_table", supports=None, precision=None, description=None, batch=False,
-             fetch=None):
+             fetch=None, lanes=None):
     """Declares fn(case) -> (out, lse) as an executor of `family`.
 
     supports: {"modes": [...] or "all", "layer_kinds": [...], "dtypes": [...], "page_sizes": [...] or
@@ -57,9 +63,13 @@ def executor(name=None, family="page_table", supports=None, precision=None, desc
     the outputs back), when it reads only what the metadata says (PROTOCOL.md "batch"). fetch: fn may
     return (out, lse) still where it computed them (a GPU's tensors): after every value set of a
     request has run, fetch([(out, lse), ...]) returns them as numpy arrays, all at once (a GPU
-    executor then waits for its device once a request, not once a set or a layer).
+    executor then waits for its device once a request, not once a set or a layer). lanes: fn (and fetch)
+    may run on several threads at once, each request on one thread (PROTOCOL.md "lanes"): True, or a
+    callable returning a context manager each lane's thread enters once for its life (a GPU executor's
+    per-thread CUDA stream: cuda_arrays.lane). Only fn that keeps no state shared by requests may.
     """
-    return lambda fn: _declare("executor", fn, name, family, supports, precision, description, batch, fetch)
+    return lambda fn: _declare("executor", fn, name, family, supports, precision, description, batch, fetch,
+                               lanes)
 
 
 def planner(name=None, family="page_table", supports=None, description=None):

@@ -1,7 +1,9 @@
 """The worker loop: declare, then answer kvfuzz's requests until it says exit (PROTOCOL.md)."""
 import json
 import os
+import queue
 import sys
+import threading
 import time
 import traceback
 
@@ -103,7 +105,8 @@ def _plan(fn, manifest, folder, answer, clock):
 class _Profile:
     """KVFUZZ_ADAPTER_PROFILE=DIR: where this process's time goes (cProfile), its 40 costliest calls
     by cumulative time written to DIR/profile-PID.txt every 50 requests (a server at a campaign's
-    deadline is killed, not asked to exit). A tool for an adapter's author, off by default."""
+    deadline is killed, not asked to exit). A tool for an adapter's author, off by default. With lanes
+    it profiles the main thread only, which reads the requests, not the lanes' threads."""
     EVERY = 50
 
     @classmethod
@@ -131,40 +134,92 @@ class _Profile:
             os.replace(self.path + ".tmp", self.path)
 
 
+def _answer(fn, message):
+    """The answer to one request (a line of the request channel)."""
+    served = time.perf_counter()
+    clock = _Clock()
+    answer = {"id": message.get("id")}
+    try:
+        with open(f"{message['dir']}/manifest.json") as f:
+            manifest = json.load(f)
+        work = _plan if message["op"] == "plan" else _execute
+        violations, seconds = work(fn, manifest, message["dir"], answer, clock)
+        answer["seconds"] = seconds
+        if violations:
+            answer.update(ok=False, property="in-bounds", error="; ".join(violations))
+        else:
+            answer["ok"] = True
+    except Unsupported as e:  # the case needs what this backend does not do: not a finding
+        answer.update(ok=False, unsupported=str(e) or "unsupported")
+    except Exception:  # the user's code failed: a finding, and kvfuzz restarts this worker
+        answer.update(ok=False, error=traceback.format_exc(limit=20))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # This request in this process (PROTOCOL.md "timing"): kvfuzz tells the time in the adapter's
+    # own code (serve - seconds - read - write) from the exchange's.
+    answer["timing"] = {"serve": time.perf_counter() - served, "read": clock.read, "write": clock.write}
+    return json.dumps(answer) + "\n"
+
+
+def _lanes(fn):
+    """How many requests this process answers at once: KVFUZZ_ADAPTER_LANES when fn declared lanes
+    (kv.executor(lanes=...)), else 1."""
+    if getattr(fn, "kvfuzz_lanes", None) is None:
+        return 1
+    try:
+        return max(1, int(os.environ.get("KVFUZZ_ADAPTER_LANES", "1")))
+    except ValueError:
+        return 1
+
+
+def _serve_lanes(fn, lanes, requests, answers, profile):
+    """Answers up to `lanes` requests at once: this thread reads the request lines into a queue in
+    order, `lanes` threads take them up in that order (so the oldest unanswered ones are those in
+    work, as kvfuzz's hang watch assumes) and write each answer, whole, under a lock. Each thread
+    enters fn.kvfuzz_lanes() once for its life (a GPU executor's own CUDA stream)."""
+    work, lock = queue.Queue(), threading.Lock()
+
+    def lane():
+        with fn.kvfuzz_lanes():
+            while (message := work.get()) is not None:
+                line = _answer(fn, message)
+                with lock:
+                    answers.write(line)
+
+    threads = [threading.Thread(target=lane, name=f"lane-{i}", daemon=True) for i in range(lanes)]
+    for t in threads:
+        t.start()
+    for line in requests:
+        message = json.loads(line)
+        if message.get("op") == "exit":
+            break
+        if profile:
+            profile.tick()
+        work.put(message)
+    for _ in threads:  # exit (or the channel closed): answer what is queued, then end
+        work.put(None)
+    for t in threads:
+        t.join()
+
+
 def serve(fn):
     """Answers kvfuzz's requests with fn, declared by @executor or @planner, until told to exit."""
     declaration = getattr(fn, "kvfuzz_declaration", None)
     if declaration is None:
         raise TypeError("serve() needs a function declared with @kvfuzz_adapter.executor or @kvfuzz_adapter.planner")
     requests, answers = _channels()
-    answers.write(json.dumps(declaration) + "\n")
+    lanes = _lanes(fn)
+    answers.write(json.dumps(dict(declaration, lanes=lanes) if lanes > 1 else declaration) + "\n")
+    # With lanes it profiles this thread only (cProfile's), which reads the requests: the lanes'
+    # work is not in the profile.
     profile = _Profile.from_environment()
+    if lanes > 1:
+        _serve_lanes(fn, lanes, requests, answers, profile)
+        return
     for line in requests:
         message = json.loads(line)
         if message.get("op") == "exit":
             return
         if profile:
             profile.tick()
-        served = time.perf_counter()
-        clock = _Clock()
-        answer = {"id": message.get("id")}
-        try:
-            with open(f"{message['dir']}/manifest.json") as f:
-                manifest = json.load(f)
-            work = _plan if message["op"] == "plan" else _execute
-            violations, seconds = work(fn, manifest, message["dir"], answer, clock)
-            answer["seconds"] = seconds
-            if violations:
-                answer.update(ok=False, property="in-bounds", error="; ".join(violations))
-            else:
-                answer["ok"] = True
-        except Unsupported as e:  # the case needs what this backend does not do: not a finding
-            answer.update(ok=False, unsupported=str(e) or "unsupported")
-        except Exception:  # the user's code failed: a finding, and kvfuzz restarts this worker
-            answer.update(ok=False, error=traceback.format_exc(limit=20))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # This request in this process (PROTOCOL.md "timing"): kvfuzz tells the time in the adapter's
-        # own code (serve - seconds - read - write) from the exchange's.
-        answer["timing"] = {"serve": time.perf_counter() - served, "read": clock.read, "write": clock.write}
-        answers.write(json.dumps(answer) + "\n")
+        answers.write(_answer(fn, message))

@@ -80,7 +80,7 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
       for (int i = 0; i < layout.servers; ++i) {
         std::vector<std::string> env;
         if (!layout.gpus.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + layout.gpus[i % layout.gpus.size()]);
-        a->servers_.push_back(std::make_unique<AdapterServer>(command, env, timeout));
+        a->servers_.push_back(std::make_unique<AdapterServer>(command, env, timeout, layout.lanes));
       }
       for (size_t i = 1; i < a->servers_.size(); ++i)
         a->starting_.emplace_back([s = a->servers_[i].get()] {

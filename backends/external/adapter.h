@@ -94,6 +94,7 @@ struct AdapterLayout {
   int servers = 0;
   std::vector<std::string> gpus;
   bool batch = true;  // servers batch the cases of an executor that declared "batch": true
+  int lanes = 1;      // requests each server is offered to work on at once (KVFUZZ_ADAPTER_LANES)
 };
 
 class Adapter {
@@ -107,6 +108,8 @@ class Adapter {
   const AdapterStats& stats() const { return stats_; }
   double timeout() const { return timeout_; }
   const AdapterLayout& layout() const { return layout_; }
+  // Servers: the requests the first server's process declared it works on at once ("lanes"; 1 without).
+  int server_lanes() const { return servers_.empty() ? 1 : servers_.front()->lanes(); }
   // Processes restarted so far (workers replaced, or servers restarted).
   int64_t server_restarts() const;
   // The campaign's time is up: the servers' processes are killed, their requests in flight dropped

@@ -1,5 +1,6 @@
 #include "backends/external/adapter_server.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -10,8 +11,17 @@ namespace kvfuzz {
 
 using Clock = std::chrono::steady_clock;
 
-AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, double timeout)
-    : command_(std::move(command)), env_(std::move(env)), timeout_(timeout) {}
+namespace {
+
+std::vector<std::string> with_lanes(std::vector<std::string> env, int lanes) {
+  if (lanes > 1) env.push_back("KVFUZZ_ADAPTER_LANES=" + std::to_string(lanes));
+  return env;
+}
+
+}  // namespace
+
+AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes)
+    : command_(std::move(command)), env_(with_lanes(std::move(env), lanes)), timeout_(timeout), offered_lanes_(lanes) {}
 
 void AdapterServer::ask_exit() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -54,6 +64,11 @@ nlohmann::json AdapterServer::hello() {
   std::unique_lock<std::mutex> lock(mu_);
   if (hello_.is_null()) ensure_running(lock);
   return hello_;
+}
+
+int AdapterServer::lanes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lanes_;
 }
 
 int AdapterServer::load() const {
@@ -114,14 +129,22 @@ uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
     for (const char* field : {"name", "family", "role"})
       if (hello.value(field, nlohmann::json()) != hello_.value(field, nlohmann::json()))
         throw BackendFailure("contract", "adapter '" + command_ + "' declared itself differently on restart");
+  // "lanes": how many requests it works on at once, at most the lanes offered; absent: one.
+  const nlohmann::json lanes = hello.value("lanes", nlohmann::json(1));
+  if (!lanes.is_number_integer() || lanes.get<int64_t>() < 1 || lanes.get<int64_t>() > std::max(1, offered_lanes_)) {
+    p->signal_kill();
+    throw BackendFailure("contract", "adapter '" + command_ + "' declared \"lanes\": " + lanes.dump() +
+                                         "; expected an integer from 1 to the lanes offered (KVFUZZ_ADAPTER_LANES=" +
+                                         std::to_string(std::max(1, offered_lanes_)) + ")");
+  }
   if (hello_.is_null()) hello_ = hello;
+  lanes_ = lanes.get<int>();
   if (generation_ > 0) ++restarts_;
   process_ = std::move(p);
   ++generation_;
   dead_ = false;
   hung_id_ = -1;
   seen_.clear();
-  last_answer_ = Clock::now();
   reader_ = std::thread(&AdapterServer::read_answers, this, generation_, process_.get());
   return generation_;
 }
@@ -147,8 +170,7 @@ void AdapterServer::read_answers(uint64_t generation, AdapterProcess* process) {
     }
     it->second.answered = true;
     it->second.answer = std::move(answer);
-    last_answer_ = Clock::now();
-    if (Pending* next = head(); next && !next->started) next->started = last_answer_;
+    running(Clock::now());  // the answer freed a lane: the next request in line starts now
     cv_.notify_all();
   }
   process->kill();  // it died (receive reaped it) or broke the protocol: make sure, close the pipes
@@ -164,27 +186,32 @@ void AdapterServer::read_answers(uint64_t generation, AdapterProcess* process) {
   cv_.notify_all();
 }
 
-AdapterServer::Pending* AdapterServer::head(int64_t* id) {
-  // The process answers in order: the oldest unanswered request is the one it works on.
-  Pending* first = nullptr;
+std::vector<std::pair<int64_t, AdapterServer::Pending*>> AdapterServer::running(Clock::time_point now) {
+  // The process takes requests up in the order they came, lanes_ at a time: the oldest unanswered
+  // ones are those it works on. Each started when it entered this window: at its sending, or at the
+  // answer that freed its lane.
+  std::vector<std::pair<int64_t, Pending*>> window;
   for (auto& [i, p] : pending_)
-    if (p.generation == generation_ && !p.answered && (!first || p.sent < first->sent)) {
-      first = &p;
-      if (id) *id = i;
-    }
-  return first;
+    if (p.generation == generation_ && !p.answered) window.emplace_back(i, &p);
+  const size_t lanes = static_cast<size_t>(std::max(1, lanes_));
+  const auto by_order = [](const auto& a, const auto& b) { return a.second->order < b.second->order; };
+  if (window.size() > lanes) {
+    std::partial_sort(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(lanes), window.end(), by_order);
+    window.resize(lanes);
+  }
+  for (auto& [i, p] : window)
+    if (!p->started) p->started = now;
+  return window;
 }
 
 void AdapterServer::check_hang(Clock::time_point now) {
   if (dead_ || !process_ || hung_id_ >= 0) return;
-  int64_t id = -1;
-  const Pending* h = head(&id);
-  if (!h) return;
-  // It works on it since the later of its sending and the last answer.
-  const Clock::time_point started = std::max(h->sent, last_answer_);
-  if (std::chrono::duration<double>(now - started).count() <= timeout_) return;
-  hung_id_ = id;
-  process_->signal_kill();
+  for (const auto& [id, p] : running(now)) {
+    if (std::chrono::duration<double>(now - *p->started).count() <= timeout_) continue;
+    hung_id_ = id;  // the first found: any request running past the timeout is a hang
+    process_->signal_kill();
+    return;
+  }
 }
 
 void AdapterServer::retire_locked(uint64_t generation) {
@@ -226,9 +253,8 @@ AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const
     throw;
   }
   const int64_t id = message.at("id").get<int64_t>();
-  const bool idle = head() == nullptr;
-  Pending& mine = pending_[id] = Pending{generation, Clock::now(), std::nullopt, false, nullptr};
-  if (idle) mine.started = mine.sent;
+  const Pending& mine = pending_[id] = Pending{generation, Clock::now(), next_order_++, std::nullopt, false, nullptr};
+  running(mine.sent);  // a free lane takes it up at once
   const bool first = !variant.empty() && !warm_up && seen_.insert(variant).second;
   if (warm_up) warmed_.insert(variant);
   // Under the lock: the process cannot be replaced meanwhile. A failed write is a death its

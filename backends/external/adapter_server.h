@@ -6,6 +6,11 @@
 // its request by id. So the process keeps one CUDA context: each kernel variant compiles or loads
 // once per server, not once per job, and requests run without context switches.
 //
+// Lanes: an adapter that answers several requests at once (its declaration says "lanes": M,
+// PROTOCOL.md; kvfuzz offers K through KVFUZZ_ADAPTER_LANES, `--server-lanes`) works on the M oldest
+// unanswered requests, each on its own thread (and CUDA stream) in the one process; answers may
+// come in any order. Without "lanes" the process works on one at a time (M = 1).
+//
 // A failure on a shared process is not yet anyone's: a CUDA illegal address poisons the context
 // for every request after it, and a death or hang ends every request in flight. So a request that
 // did not get an `ok` (or `unsupported`) answer from a shared process is `Lost`: the caller
@@ -44,7 +49,8 @@ class ServerLost : public std::runtime_error {
 class AdapterServer {
  public:
   // `env`: added to the process's environment (CUDA_VISIBLE_DEVICES=...). Nothing starts yet.
-  AdapterServer(std::string command, std::vector<std::string> env, double timeout);
+  // `lanes` > 1: offered to the process (KVFUZZ_ADAPTER_LANES); it takes what it declares.
+  AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes = 1);
   ~AdapterServer();
   AdapterServer(const AdapterServer&) = delete;
   AdapterServer& operator=(const AdapterServer&) = delete;
@@ -54,7 +60,7 @@ class AdapterServer {
     uint64_t generation = 0;  // which process answered
     bool first_time = false;  // the first request of `variant` in that process
     double queued = 0;        // seconds it waited: for its turn (a re-run alone, a restart), then
-                              // behind other requests in the process
+                              // behind other requests in the process, until a lane took it up
   };
   // Sends `message` and waits for its answer. An answer that failed (not ok, not unsupported)
   // retires its process: the next request starts a fresh one. Shared (alone = false): throws
@@ -83,6 +89,8 @@ class AdapterServer {
   // Requests waiting or in flight: the least loaded server takes the next job's request.
   int load() const;
   int64_t restarts() const { return restarts_; }
+  // The requests the running (or last) process works on at once: its declared "lanes", else 1.
+  int lanes() const;
   // Whether the running process has run `variant`, or this server was ever sent a warm-up of it
   // (a process restarted after a failure is not warmed again); whether a warm-up is in flight.
   bool has_run(const std::string& variant) const;
@@ -92,7 +100,9 @@ class AdapterServer {
   struct Pending {
     uint64_t generation;
     std::chrono::steady_clock::time_point sent;
-    std::optional<std::chrono::steady_clock::time_point> started;  // when the process took it up
+    uint64_t order;  // sending order: the window (running()) is the oldest unanswered
+    std::optional<std::chrono::steady_clock::time_point> started;  // when it entered the window: a lane
+                                                                   // took it up
     bool answered = false;
     nlohmann::json answer;
   };
@@ -102,12 +112,16 @@ class AdapterServer {
   // Ends process `generation` if it is still the running one (under mu_): requests in flight on
   // it become ServerLost.
   void retire_locked(uint64_t generation);
-  // The oldest unanswered request of the running process (the one it works on), or none.
-  Pending* head(int64_t* id = nullptr);
+  // The unanswered requests of the running process that it works on: the lanes_ oldest, by id
+  // (at most lanes_ of them). Those without a start get `now` as theirs (they just entered).
+  std::vector<std::pair<int64_t, Pending*>> running(std::chrono::steady_clock::time_point now);
 
   const std::string command_;
   const std::vector<std::string> env_;
   const double timeout_;
+  const int offered_lanes_;
+  int lanes_ = 1;  // the running process's declared "lanes" (1 without)
+  uint64_t next_order_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::unique_ptr<AdapterProcess> process_;
@@ -121,7 +135,6 @@ class AdapterServer {
   int64_t hung_id_ = -1;        // the request the hang watch killed the process for
   nlohmann::json hello_;
   std::map<int64_t, Pending> pending_;
-  std::chrono::steady_clock::time_point last_answer_;
   std::set<std::string> seen_;    // kernel variants the running process has run
   std::set<std::string> warmed_;  // ... and those any of its processes was sent as warm-ups
   int warming_ = 0;               // warm-ups in flight

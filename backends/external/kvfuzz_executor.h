@@ -45,8 +45,17 @@
  * The declaration is the JSON the Python package's @executor writes (adapters/kvfuzz_adapter/
  * declare.py): name, role "executor", family, supports, precision.
  *
+ * Thread safety: a library may add "thread_safe": true to its declaration (optional; absent:
+ * false). It promises that kvfuzz_executor_run may run on several threads at once, each call with
+ * its own kvfuzz_call, and keeps no state shared by calls that is not safe to share (a CUDA
+ * executor: each thread on its own stream, e.g. built with nvcc --default-stream per-thread and
+ * waiting with cudaStreamSynchronize(cudaStreamPerThread), never cudaDeviceSynchronize). Only then
+ * does kvfuzz-worker, offered lanes by kvfuzz (KVFUZZ_ADAPTER_LANES=K, an executor server's
+ * `--server-lanes`), answer up to K requests at once, one thread each (PROTOCOL.md "lanes"); it
+ * declares "lanes": K for the library and leaves "thread_safe" out of what it sends kvfuzz.
+ *
  * One call per value set: kvfuzz_executor_run is called once for each set of values of a request
- * (same metadata, different Q and pools), one call at a time. It must write all of out and lse
+ * (same metadata, different Q and pools), one call at a time on the request's thread. It must write all of out and lse
  * (a query that sees no key: out 0, lse -inf); the worker fills both with NaN before the call.
  * Return 0 on success; anything else is a failed run, reported with the text the library wrote
  * into call->error (kvfuzz_fail does both).

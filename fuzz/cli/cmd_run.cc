@@ -189,6 +189,9 @@ void add_run(CLI::App& app, int& exit_code) {
         std::cout << "), " << a->server_restarts() << " restarts; " << st.reruns
                   << " requests re-run alone after a failure on a shared server, " << st.reruns_failed
                   << " of them failed alone too (findings)\n";
+        if (l.lanes > 1)
+          std::cout << "adapter " << a->spec().name << " lanes: " << l.lanes << " offered, " << a->server_lanes()
+                    << " declared (requests each server works on at once)\n";
         if (s.compile_ahead)
           std::cout << "adapter " << a->spec().name << " warm-ups: " << st.warm_ups << " sent, " << st.warm_ups_failed
                     << " failed (compile ahead: the next runs' kernel variants, answers discarded, never findings), "

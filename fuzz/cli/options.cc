@@ -90,14 +90,27 @@ void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
           },
           "N|gpus|gpus:K"))
       ->capture_default_str();
+  cmd->add_option("--server-lanes", options.lanes,
+                  "Servers: requests each server process may work on at once, each on its own thread (and CUDA "
+                  "stream): one CUDA context per GPU kept busy. An adapter that does not declare \"lanes\" works "
+                  "on one at a time (PROTOCOL.md)")
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            if (!s.empty() && s.size() < 4 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) >= 1)
+              return "";
+            return "must be a number of lanes from 1 to 999, got '" + s + "'";
+          },
+          "K"))
+      ->capture_default_str();
   cmd->add_flag("--no-batch", options.no_batch,
                 "Servers: send each case as its own request, even to an executor that declared \"batch\": true (by "
                 "default cases of one shape waiting for a server go as one kernel call)");
 }
 
-AdapterLayout adapter_layout(const std::string& servers, bool batch) {
+AdapterLayout adapter_layout(const std::string& servers, bool batch, int lanes) {
   AdapterLayout layout;
   layout.batch = batch;
+  layout.lanes = lanes;
   if (servers == "0") return layout;  // per-job workers: no GPU to look for
   layout.gpus = visible_gpus();
   const int gpus = static_cast<int>(layout.gpus.size());
@@ -108,7 +121,7 @@ AdapterLayout adapter_layout(const std::string& servers, bool batch) {
 }
 
 void register_adapters(const AdapterOptions& options) {
-  const AdapterLayout layout = adapter_layout(options.servers, !options.no_batch);
+  const AdapterLayout layout = adapter_layout(options.servers, !options.no_batch, options.lanes);
   for (const std::string& command : options.commands) {
     try {
       register_adapter(command, options.timeout, layout);

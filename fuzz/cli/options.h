@@ -24,10 +24,11 @@ struct AdapterOptions {
   double timeout = AdapterOptionsDefaults::kTimeout;
   std::string servers = "0";  // --adapter-servers: "0" (per-job workers), N, "gpus" or "gpus:K"
   bool no_batch = false;      // --no-batch: servers send each case by itself
+  int lanes = 1;              // --server-lanes: requests each server is offered to work on at once
 };
 // --adapter-servers's value as a layout: "gpus" is one server per visible GPU, "gpus:K" K per
 // visible GPU (none visible: per-job workers); N servers take the visible GPUs in turn.
-AdapterLayout adapter_layout(const std::string& servers, bool batch = true);
+AdapterLayout adapter_layout(const std::string& servers, bool batch = true, int lanes = 1);
 void add_adapter_options(CLI::App* cmd, AdapterOptions& options);
 // Starts each adapter; throws InvalidCase naming the one that does not start or declares nonsense.
 void register_adapters(const AdapterOptions& options);

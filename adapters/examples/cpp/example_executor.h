@@ -27,7 +27,9 @@
 namespace kvfuzz_example {
 
 // Every C++ example supports all modes, dtypes and page sizes, MLA and not, and computes in
-// double (P and the output no coarser than fp32).
+// double (P and the output no coarser than fp32). Each is thread-safe (a call's state is its own;
+// broken() is computed once, a thread-safe static): "thread_safe": true (kvfuzz_executor.h), so a
+// server's kvfuzz-worker may run several requests at once (`--server-lanes`).
 // `batch`: the executor takes several cases of one shape as one (PROTOCOL.md "batch"); any family's
 // example declares it when KVFUZZ_EXAMPLE_BATCH=1 (a CPU stand-in for a batching GPU executor's
 // server campaign: docs/gpu.md measures kvfuzz's own cost per case with it).
@@ -40,7 +42,8 @@ inline int declare(char* json, size_t capacity, const char* name, const char* fa
       {"family", broken() == Break::declare_unknown_family ? "no_such_family" : family},
       {"description", description},
       {"supports", {{"modes", "all"}, {"dtypes", {"fp32", "fp16", "bf16"}}, {"page_sizes", "any"}, {"mla", true}, {"non_mla", true}}},
-      {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}}};
+      {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}},
+      {"thread_safe", true}};
   const char* batch_env = std::getenv("KVFUZZ_EXAMPLE_BATCH");
   if (batch || (batch_env && std::string(batch_env) == "1")) d["batch"] = true;
   const std::string s = broken() == Break::declare_garbage ? std::string(name) + ", " + family : d.dump();

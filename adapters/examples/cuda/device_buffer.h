@@ -5,16 +5,16 @@
 // host arrays it hands an executor; the device copies are the executor's own, so it guards them
 // itself: kGuardBytes of kGuardByte before and after each buffer, read back after the kernels
 // (readback.h) and checked (check_guards throws a Failure naming the array and the first changed
-// byte). Nothing here blocks: the copies to the device are queued on the default stream (from
-// pageable memory the runtime stages them at once), the guards' copies back too.
+// byte). Nothing here blocks: the copies to the device are queued on the thread's default stream
+// (from pageable memory the runtime stages them at once), the guards' copies back too.
 //
-//   DevicePool::process().restart();             // a new request: the last one's buffers are done
+//   DevicePool::of_thread().restart();           // a new request: the last one's buffers are done
 //   DeviceBuffer q("q", host_q, bytes);          // guarded device copy of host_q (nullptr: no copy)
 //   kernel<<<...>>>(q.as<float>());
-//   Readback& r = Readback::process();
+//   Readback& r = Readback::of_thread();
 //   check(r.begin(DeviceBuffer::kGuardRoom), "cudaMallocHost");
 //   const size_t at = q.queue_guards(r);
-//   check(r.wait(), "cudaDeviceSynchronize");
+//   check(r.wait(), "cudaStreamSynchronize");
 //   q.check_guards(r.at(at));
 #pragma once
 
@@ -48,7 +48,7 @@ inline constexpr unsigned char kGuardByte = 0xA5;
 class DeviceBuffer {
  public:
   DeviceBuffer(std::string name, const void* host, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
-    check(DevicePool::process().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
+    check(DevicePool::of_thread().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
     check(cudaMemsetAsync(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemsetAsync of the guards of " + name_);
     if (host && bytes_ > 0)
       check(cudaMemcpyAsync(data(), host, bytes_, cudaMemcpyHostToDevice),

@@ -4,13 +4,14 @@
 //
 // Where it sits: under DeviceBuffer (device_buffer.h). A request's n-th buffer takes the pool's
 // n-th block, enlarged (freed and allocated again) only when it is too small; restart() begins
-// the next request's count, once the previous buffers are no longer used. kvfuzz-worker calls an
-// executor one request at a time, so one pool per process serves every call.
+// the next request's count, once the previous buffers are no longer used. One pool per thread:
+// kvfuzz-worker calls a thread-safe executor on several threads at once (a server's lanes), each
+// thread one request at a time on its own stream, so a thread's pool serves its calls.
 // KVFUZZ_CUDA_EXACT_BUFFERS=1 (ci/gpu.sh's compute-sanitizer campaign) allocates every block at
 // exactly its buffer's size, so a read past a buffer's guard zone leaves the allocation and
 // memcheck reports it, as with one cudaMalloc per buffer.
 //
-//   DevicePool& pool = DevicePool::process();
+//   DevicePool& pool = DevicePool::of_thread();
 //   pool.restart();                          // the buffers of the last request are done with
 //   void* block;
 //   check(pool.take(bytes, &block), "cudaMalloc of q");   // at least `bytes`, uninitialised
@@ -35,9 +36,9 @@ class DevicePool {
     for (const Block& b : blocks_) cudaFree(b.base);
   }
 
-  // The process's pool.
-  static DevicePool& process() {
-    static DevicePool pool(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS") != nullptr &&
+  // The calling thread's pool (freed at the thread's exit).
+  static DevicePool& of_thread() {
+    static thread_local DevicePool pool(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS") != nullptr &&
                            std::string(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS")) == "1");
     return pool;
   }
@@ -51,7 +52,7 @@ class DevicePool {
     Block& b = blocks_[next_];
     if (b.capacity < bytes || (exact_ && b.capacity != bytes)) {
       void* grown = nullptr;
-      cudaFree(b.base);  // its last user, a finished request, is done with it
+      cudaFree(b.base);  // its last user, this thread's finished request, is done with it
       b = Block{};
       if (const cudaError_t e = cudaMalloc(&grown, bytes); e != cudaSuccess) return e;
       b = Block{grown, bytes};

@@ -323,7 +323,7 @@ int run_page_table(const kvfuzz_call* call, const json& manifest) {
   const json& plan = manifest.at("plan");
   try {
     // The buffers of the request: blocks of the last request's, which its synchronization freed.
-    kvfuzz_cuda::DevicePool::process().restart();
+    kvfuzz_cuda::DevicePool::of_thread().restart();
     std::deque<DeviceBuffer> keep;  // a deque: references to its buffers stay valid as layers add theirs
     std::vector<QueuedLayer> layers;
     std::optional<Failure> refused;
@@ -334,7 +334,7 @@ int run_page_table(const kvfuzz_call* call, const json& manifest) {
         refused = f;
       }
     }
-    kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::process();
+    kvfuzz_cuda::Readback& r = kvfuzz_cuda::Readback::of_thread();
     size_t room = keep.size() * DeviceBuffer::kGuardRoom;
     for (const QueuedLayer& q : layers)
       room += kvfuzz_cuda::Readback::room(q.parts->size() * 4 * sizeof(int64_t)) +
@@ -352,7 +352,7 @@ int run_page_table(const kvfuzz_call* call, const json& manifest) {
                     r.queue(q.lse, static_cast<size_t>(q.lse_layer) * 4)});
     // An API error of a refused layer (a launch that failed) is sticky: the refusal names it.
     if (const cudaError_t e = r.wait(); e != cudaSuccess && refused) throw *refused;
-    else kvfuzz_cuda::check(e, "cudaDeviceSynchronize after " + std::to_string(layers.size()) + " layers");
+    else kvfuzz_cuda::check(e, "cudaStreamSynchronize after " + std::to_string(layers.size()) + " layers");
     for (size_t layer = 0; layer < layers.size(); ++layer) {
       const QueuedLayer& q = layers[layer];
       const json& parts = *q.parts;

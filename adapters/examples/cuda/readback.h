@@ -1,15 +1,18 @@
-// Device-to-host copies of one layer's results, queued on the default stream into pinned host
-// memory and read after one synchronization, instead of one blocking cudaMemcpy each: with
-// several worker processes on one GPU, every blocking copy waits for the others' work too.
+// Device-to-host copies of one layer's results, queued on the thread's default stream (built with
+// --default-stream per-thread: its own stream) into pinned host memory and read after one
+// synchronization of that stream, instead of one blocking cudaMemcpy each: with several worker
+// processes or lanes on one GPU, every blocking copy waits for the others' work too.
 //
 // Where it sits: used by page_table_executor.cu at the end of each layer, for the guard zones of
 // every DeviceBuffer (device_buffer.h), the kernels' key errors and the outputs. Grow-only, one per
-// process (kvfuzz-worker calls one request at a time).
+// thread (kvfuzz-worker calls each thread's requests one at a time; lanes run on several threads).
+// An error a wait finds is reported there; one that is sticky (an illegal address) poisons the
+// context for every thread, whose requests then fail too (kvfuzz restarts the server).
 //
-//   Readback& r = Readback::process();
-//   check(r.begin(total_bytes), "cudaMallocHost");   // nothing may be in flight
+//   Readback& r = Readback::of_thread();
+//   check(r.begin(total_bytes), "cudaMallocHost");   // nothing of this thread's may be in flight
 //   const size_t at = r.queue(device_ptr, bytes);     // cudaMemcpyAsync into the pinned buffer
-//   check(r.wait(), "cudaDeviceSynchronize");
+//   check(r.wait(), "cudaStreamSynchronize");
 //   const unsigned char* host = r.at(at);
 #pragma once
 
@@ -26,8 +29,8 @@ class Readback {
   Readback& operator=(const Readback&) = delete;
   ~Readback() { cudaFreeHost(base_); }  // at exit; an error (the runtime unloading) is ignored
 
-  static Readback& process() {
-    static Readback r;
+  static Readback& of_thread() {
+    static thread_local Readback r;
     return r;
   }
 
@@ -59,8 +62,9 @@ class Readback {
     return at;
   }
 
+  // Waits for this thread's stream only: other threads' kernels run on.
   cudaError_t wait() {
-    const cudaError_t e = cudaDeviceSynchronize();
+    const cudaError_t e = cudaStreamSynchronize(cudaStreamPerThread);
     return e != cudaSuccess ? e : error_;
   }
 

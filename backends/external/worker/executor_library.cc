@@ -49,6 +49,7 @@ nlohmann::json ExecutorLibrary::declaration() const {
   need("name", j.contains("name") && j["name"].is_string() && !j["name"].get<std::string>().empty(), "a name");
   need("role", j.contains("role") && j["role"] == "executor", "\"executor\" (the C ABI serves executors)");
   need("family", j.contains("family") && j["family"].is_string(), "a family name such as \"page_table\"");
+  need("thread_safe", !j.contains("thread_safe") || j["thread_safe"].is_boolean(), "true or false");
   return j;
 }
 

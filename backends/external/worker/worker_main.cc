@@ -9,18 +9,29 @@
 //   kvfuzz run --backend cpp_page_table
 //              --adapter "build/backends/kvfuzz-worker build/adapters/libcpp_page_table.so"
 //
+// Lanes: when kvfuzz offers them (KVFUZZ_ADAPTER_LANES=K, `--server-lanes`) and the library
+// declares "thread_safe": true (kvfuzz_executor.h), it declares "lanes": K and answers up to K
+// requests at once: this thread reads the request lines into a queue, K threads take them up in
+// order and each writes its answer line whole, under a lock (PROTOCOL.md "lanes").
+//
 // A library that does not load, lacks a symbol or declares nonsense: a message naming it on
 // stderr and exit 2, before any declaration (kvfuzz reports that the adapter did not start).
 #include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <exception>
 #include <iostream>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -74,6 +85,44 @@ nlohmann::json answer(const ExecutorLibrary& library, const nlohmann::json& requ
   return a;
 }
 
+// The request lines, in the order they came, for the lanes' threads; empty and closed: none more.
+class RequestQueue {
+ public:
+  void push(nlohmann::json request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(request));
+    cv_.notify_one();
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+  std::optional<nlohmann::json> pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
+    if (queue_.empty()) return std::nullopt;
+    nlohmann::json r = std::move(queue_.front());
+    queue_.pop_front();
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<nlohmann::json> queue_;
+  bool closed_ = false;
+};
+
+// KVFUZZ_ADAPTER_LANES (1 when unset or not a number from 1 to 999).
+int offered_lanes() {
+  const char* v = std::getenv("KVFUZZ_ADAPTER_LANES");
+  if (!v) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  return end != v && *end == '\0' && n >= 1 && n < 1000 ? static_cast<int>(n) : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,11 +155,28 @@ int main(int argc, char** argv) {
   // afresh, fault in their pages and unmap them again every request.
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  const int lanes = declaration.value("thread_safe", false) ? offered_lanes() : 1;
+  declaration.erase("thread_safe");
+  if (lanes > 1) declaration["lanes"] = lanes;
   if (!send(out_fd, declaration)) return 1;
   FILE* requests = fdopen(in_fd, "r");
   if (!requests) return 1;
   char* line = nullptr;
   size_t capacity = 0;
+  RequestQueue queue;
+  std::mutex write_mu;
+  bool broken = false;  // an answer could not be written: kvfuzz is gone
+  std::vector<std::thread> threads;
+  for (int i = 0; i < lanes && lanes > 1; ++i)
+    threads.emplace_back([&] {
+      while (std::optional<nlohmann::json> request = queue.pop()) {
+        const nlohmann::json a = answer(*library, *request);
+        std::lock_guard<std::mutex> lock(write_mu);
+        std::fflush(stdout);
+        std::cerr.flush();
+        if (!broken && !send(out_fd, a)) broken = true;
+      }
+    });
   while (getline(&line, &capacity, requests) > 0) {
     const nlohmann::json request = nlohmann::json::parse(line, nullptr, false);
     if (request.is_discarded() || !request.is_object()) {
@@ -118,11 +184,17 @@ int main(int argc, char** argv) {
       continue;
     }
     if (request.value("op", "") == "exit") break;
+    if (lanes > 1) {
+      queue.push(request);
+      continue;
+    }
     const nlohmann::json a = answer(*library, request);
     std::fflush(stdout);
     std::cerr.flush();
     if (!send(out_fd, a)) break;
   }
+  queue.close();  // exit (or the channel closed): the lanes answer what is queued, then end
+  for (std::thread& t : threads) t.join();
   std::free(line);
   return 0;
 }
