@@ -22,6 +22,11 @@
 #                         taking the GPUs in turn (default gpus:4); 0: one worker process per job (each
 #                         its own context).
 #                         The memcheck campaign always runs per-job workers
+#   KVFUZZ_GPU_LANES      with servers, the requests each server works on at once (kvfuzz run
+#                         --server-lanes; default 1): executors that declare "lanes" (cuda_page_table,
+#                         sglang_triton) answer that many at once, each on a thread and CUDA stream of
+#                         its own (docs/gpu.md "Executor servers"); with K > 1, KVFUZZ_GPU_SERVERS=gpus
+#                         is one CUDA context a GPU kept busy
 #   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
 #                         kernel call to an executor that declared "batch": true (cuda_page_table;
 #                         docs/gpu.md "Batching"); 0: one case a call (kvfuzz run --no-batch)
@@ -214,7 +219,8 @@ campaign() {
   # shellcheck disable=SC2046  # profiles_of prints whole words
   ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-run "$shape_run" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
-    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
+    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" --server-lanes "${KVFUZZ_GPU_LANES:-1}" \
+    $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
     $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "${name%%.*}" --out "$out/$name" --max-saved 2 \
     ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
   echo "$rc" >"$out/$name.rc"
@@ -223,7 +229,7 @@ campaign() {
 }
 for name in "${names[@]}"; do
   adapter_command "$name" >/dev/null
-  echo "== $name: ${seconds} s campaign, $jobs jobs, --adapter-servers $servers (log $out/$name.log)"
+  echo "== $name: ${seconds} s campaign, $jobs jobs, --adapter-servers $servers, --server-lanes ${KVFUZZ_GPU_LANES:-1} (log $out/$name.log)"
   if [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ]; then campaign "$name" & else campaign "$name"; fi
 done
 wait

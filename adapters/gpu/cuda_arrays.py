@@ -1,6 +1,13 @@
 """numpy arrays as CUDA tensors, for the GPU adapters (host tensors under TRITON_INTERPRET=1, where
-Triton's interpreter runs the kernels on the CPU)."""
+Triton's interpreter runs the kernels on the CPU).
+
+Lanes (a server answering several requests at once, one thread each: kv.executor(lanes=lane)):
+each thread stages through its own pinned ring, and sync() and fetch() wait for the thread's
+current stream only, which lane() makes a stream of the thread's own, so one lane's waits do not
+wait for the others' kernels."""
+import contextlib
 import os
+import threading
 
 import numpy as np
 import torch
@@ -13,8 +20,9 @@ class _Staging:
     """Pinned host memory that numpy arrays pass through on their way to the GPU. A copy from
     pageable memory blocks the host until every kernel queued before it has run (on a GPU shared by
     several servers, their time slices too), and a request makes dozens; a copy from pinned memory
-    is queued like a kernel. The ring starts over only after the device is synchronized (sync()),
-    when every copy out of it has finished. KVFUZZ_GPU_STAGING=0 copies from pageable memory."""
+    is queued like a kernel. The ring starts over only after the thread's stream is synchronized
+    (sync(), fetch()), when every copy out of it has finished: one ring per thread (_staging()), its
+    copies queued on that thread's current stream. KVFUZZ_GPU_STAGING=0 copies from pageable memory."""
     SIZE = 64 << 20
 
     def __init__(self):
@@ -28,7 +36,7 @@ class _Staging:
             self.ring = torch.empty(self.SIZE, dtype=torch.uint8, pin_memory=True)
         start = -(-self.used // 256) * 256
         if start + a.nbytes > self.SIZE:  # full: wait for the copies out of it, then start over
-            torch.cuda.synchronize()
+            _wait()
             start = 0
         self.used = start + a.nbytes
         part = self.ring[start:self.used]
@@ -39,7 +47,30 @@ class _Staging:
         self.used = 0
 
 
-_STAGING = _Staging()
+_THREAD = threading.local()
+
+
+def _staging():
+    """The calling thread's staging ring."""
+    if not hasattr(_THREAD, "staging"):
+        _THREAD.staging = _Staging()
+    return _THREAD.staging
+
+
+def _wait():
+    """Waits for the calling thread's current stream (a lane's own stream: lane())."""
+    torch.cuda.current_stream().synchronize()
+
+
+@contextlib.contextmanager
+def lane():
+    """A lane's thread, for its life: a CUDA stream of its own made current (torch's current stream is
+    per thread), so its kernels and copies run beside the other lanes' (kv.executor(lanes=lane))."""
+    if DEV.type != "cuda":
+        yield
+        return
+    with torch.cuda.stream(torch.cuda.Stream()):
+        yield
 
 
 def dev(a, dtype=None, pad_to=None):
@@ -51,7 +82,7 @@ def dev(a, dtype=None, pad_to=None):
     a = np.ascontiguousarray(a)
     if a.size == 0 and a.ndim == 1:
         a = np.zeros(1, dtype=a.dtype)
-    t = _STAGING.to_device(a)
+    t = _staging().to_device(a)
     if pad_to is not None and t.shape[-1] < pad_to:
         t = torch.nn.functional.pad(t, (0, pad_to - t.shape[-1]))
     return t if dtype is None else t.to(dtype).contiguous()
@@ -98,19 +129,20 @@ class LayerTensors:
 
 
 def sync():
-    """Waits for the device's kernels (nothing to wait for on the host)."""
+    """Waits for the kernels of the thread's current stream (nothing to wait for on the host)."""
     if DEV.type == "cuda":
-        torch.cuda.synchronize()
-        _STAGING.synchronized()
+        _wait()
+        _staging().synchronized()
 
 
 def fetch(results):
     """Each (out, lse) of a request's value sets, CUDA tensors, as float32 numpy: one copy to the host
-    and one wait for the device for them all (kvfuzz_adapter.executor's `fetch`). Each wait costs a
-    server the other processes' time slices on a shared GPU, not only its own kernels."""
+    and one wait for them all (kvfuzz_adapter.executor's `fetch`): .cpu() waits for the thread's
+    current stream (a lane's own), as a copy to pageable memory does. Each wait costs a server the
+    other processes' time slices on a shared GPU, not only its own kernels."""
     tensors = [t.float().reshape(-1) for pair in results for t in pair]
     flat = torch.cat(tensors).cpu().numpy() if tensors else np.zeros(0, np.float32)
-    _STAGING.synchronized()
+    _staging().synchronized()
     arrays, at = [], 0
     for pair in results:
         arrays.append([])

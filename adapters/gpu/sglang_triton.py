@@ -55,6 +55,7 @@ import math
 import os
 import re
 import sys
+import threading
 import types
 
 import numpy as np
@@ -66,7 +67,7 @@ SITE = os.environ.get("SGLANG_SITE") or os.path.join(HERE, "..", "..", ".gpu", "
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, fetch  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, fetch, lane  # noqa: E402
 import triton_variants  # noqa: E402
 
 # Where a release keeps decode_attention.py and extend_attention.py, newest layout first.
@@ -130,6 +131,14 @@ def later(fn, **kwargs):
     return {k: v for k, v in kwargs.items() if k in params}
 
 
+# Lanes (a server answering several requests at once, kv.executor(lanes=lane)): each lane's thread
+# runs on its own CUDA stream; the module keeps no state a request changes (_parameters caches
+# signatures only). Triton's JIT is not known to be safe when threads compile at once (an open
+# report of compiles failing from several threads: triton-lang/triton#5933), so the kernels are
+# launched, and on a variant's first launch compiled, one lane at a time; launches are
+# asynchronous: the kernels still run beside each other.
+_LAUNCH = threading.Lock()
+
 MIN_DOT_DIM = 16   # tl.dot needs every dimension >= 16: smaller head dims are zero-padded to 16
 PAD = os.environ.get("SGLANG_TRITON_PAD", "shared")
 
@@ -163,10 +172,12 @@ def run_decode(case, csr, prefix, layer, dtype, out, lse):
     o = torch.zeros((rows, H, Dp), dtype=dtype, device=DEV)
     attn_logits = torch.zeros((rows, H, max_splits, Dp), dtype=torch.float32, device=DEV)
     attn_lse = torch.full((rows, H, max_splits), -math.inf, dtype=torch.float32, device=DEV)
-    decode_attention_fwd(q, k_buf, v_buf, o, dev(kv_indptr), dev(case.array(prefix + "kv_indices")),
-                         attn_logits, attn_lse, dev(num_kv_splits), max_splits,
-                         case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap), sinks=None, xai_temperature_len=-1,
-                         **later(decode_attention_fwd, has_mla=False, use_pdl=USE_PDL, page_size=case.page_size))
+    kv_indptr_d, kv_indices_d, num_kv_splits_d = dev(kv_indptr), dev(case.array(prefix + "kv_indices")), dev(num_kv_splits)
+    with _LAUNCH:
+        decode_attention_fwd(q, k_buf, v_buf, o, kv_indptr_d, kv_indices_d,
+                             attn_logits, attn_lse, num_kv_splits_d, max_splits,
+                             case.sm_scale, 1.0, 1.0, logit_cap=float(case.softcap), sinks=None, xai_temperature_len=-1,
+                             **later(decode_attention_fwd, has_mla=False, use_pdl=USE_PDL, page_size=case.page_size))
     # Stage 2's split arithmetic: which splits carry keys (they are the ones it merges).
     ip = kv_indptr.astype(np.int64)
     kv_len = ip[1:rows + 1] - ip[:rows]
@@ -267,12 +278,15 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
         mask_indptr_np = case.array("mask_indptr")
         mask_indptr = dev(mask_indptr_np)
     o = torch.zeros((q.shape[0], H, Dp), dtype=dtype, device=DEV)
-    extend_attention_fwd(q, k_ext, v_ext, o, k_buf, v_buf, dev(qo_indptr), dev(kv_indptr), dev(kv_indices),
-                         mask, True, mask_indptr, max_len, 1.0, 1.0, case.sm_scale, logit_cap=float(case.softcap),
-                         sliding_window_size=window, sinks=None,
-                         window_kv_offsets=dev(kv_offsets) if window >= 0 else None, xai_temperature_len=-1,
-                         **later(extend_attention_fwd, page_size=case.page_size,
-                                 extend_seq_lens_cpu=q_lens.tolist()))
+    qo_indptr_d, kv_indptr_d, kv_indices_d = dev(qo_indptr), dev(kv_indptr), dev(kv_indices)
+    kv_offsets_d = dev(kv_offsets) if window >= 0 else None
+    with _LAUNCH:
+        extend_attention_fwd(q, k_ext, v_ext, o, k_buf, v_buf, qo_indptr_d, kv_indptr_d, kv_indices_d,
+                             mask, True, mask_indptr, max_len, 1.0, 1.0, case.sm_scale, logit_cap=float(case.softcap),
+                             sliding_window_size=window, sinks=None, window_kv_offsets=kv_offsets_d,
+                             xai_temperature_len=-1,
+                             **later(extend_attention_fwd, page_size=case.page_size,
+                                     extend_seq_lens_cpu=q_lens.tolist()))
     out[:] = o[..., :Dv].float()
     lse[:] = extend_lse(case, q, k_buf, v_buf, k_ext, qo_indptr, kv_indptr, kv_indices, mask_np,
                         mask_indptr_np, window, kv_offsets).float()
@@ -285,7 +299,7 @@ def run_extend(case, csr, prefix, layer, dtype, out, lse):
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 64, "tile_keys": 16,
-                        "qk_products": QK_PRODUCTS}, fetch=fetch)
+                        "qk_products": QK_PRODUCTS}, fetch=fetch, lanes=lane)
 def run(case):
     """One case: each layer through the kernel the plan names, with that layer's CSR; its outputs stay
     on the device until every value set of the request has run (fetch)."""

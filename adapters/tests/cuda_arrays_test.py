@@ -19,7 +19,7 @@ os.environ["TRITON_INTERPRET"] = "1"  # DEV is the host: the ring is tested with
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu"))
 import cuda_arrays  # noqa: E402
 
-staging = cuda_arrays._STAGING
+staging = cuda_arrays._staging()  # this thread's ring
 staging.on, staging.SIZE = True, 4096
 staging.ring = torch.empty(staging.SIZE, dtype=torch.uint8)  # pinned memory needs a driver
 live = []  # (start, end) of each part handed out since the last synchronization
@@ -32,7 +32,7 @@ def synchronize():
     live.clear()
 
 
-torch.cuda.synchronize = synchronize
+cuda_arrays._wait = synchronize  # the wait for this thread's stream
 rng = np.random.default_rng(0)
 dtypes = [np.int32, np.int64, np.float32, np.float16, np.float64, np.uint8, np.bool_]
 for i in range(3000):
@@ -53,4 +53,13 @@ for i in range(3000):
         staging.synchronized()
 if syncs < 100:
     sys.exit(f"FAIL: only {syncs} synchronizations: the ring never filled")
+# Lanes: each thread stages through a ring of its own (a ring shared by two threads' streams would
+# start over after one thread's wait while the other's copies are still in flight).
+import threading  # noqa: E402
+other = []
+thread = threading.Thread(target=lambda: other.append(cuda_arrays._staging()))
+thread.start()
+thread.join()
+if other[0] is staging or cuda_arrays._staging() is not staging:
+    sys.exit("FAIL: two threads share one staging ring, or one thread got two")
 print(f"cuda_arrays staging: 3000 arrays byte for byte, {syncs} synchronizations, no part reused in flight")
