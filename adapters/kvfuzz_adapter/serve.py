@@ -161,6 +161,17 @@ def _answer(fn, message):
     return json.dumps(answer) + "\n"
 
 
+def _messages(requests, profile):
+    """kvfuzz's requests, one a line, until it says exit (or closes the channel)."""
+    for line in requests:
+        message = json.loads(line)
+        if message.get("op") == "exit":
+            return
+        if profile:
+            profile.tick()
+        yield message
+
+
 def _lanes(fn):
     """How many requests this process answers at once: KVFUZZ_ADAPTER_LANES when fn declared lanes
     (kv.executor(lanes=...)), else 1."""
@@ -189,12 +200,7 @@ def _serve_lanes(fn, lanes, requests, answers, profile):
     threads = [threading.Thread(target=lane, name=f"lane-{i}", daemon=True) for i in range(lanes)]
     for t in threads:
         t.start()
-    for line in requests:
-        message = json.loads(line)
-        if message.get("op") == "exit":
-            break
-        if profile:
-            profile.tick()
+    for message in _messages(requests, profile):
         work.put(message)
     for _ in threads:  # exit (or the channel closed): answer what is queued, then end
         work.put(None)
@@ -216,10 +222,5 @@ def serve(fn):
     if lanes > 1:
         _serve_lanes(fn, lanes, requests, answers, profile)
         return
-    for line in requests:
-        message = json.loads(line)
-        if message.get("op") == "exit":
-            return
-        if profile:
-            profile.tick()
+    for message in _messages(requests, profile):
         answers.write(_answer(fn, message))

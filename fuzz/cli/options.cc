@@ -96,7 +96,8 @@ void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
                   "on one at a time (PROTOCOL.md)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
-            if (!s.empty() && s.size() < 4 && s.find_first_not_of("0123456789") == std::string::npos && std::stoi(s) >= 1)
+            if (!s.empty() && s.size() < 4 && s.find_first_not_of("0123456789") == std::string::npos &&
+                std::stoi(s) >= 1)
               return "";
             return "must be a number of lanes from 1 to 999, got '" + s + "'";
           },

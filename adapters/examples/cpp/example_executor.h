@@ -42,8 +42,8 @@ inline int declare(char* json, size_t capacity, const char* name, const char* fa
       {"family", broken() == Break::declare_unknown_family ? "no_such_family" : family},
       {"description", description},
       {"supports", {{"modes", "all"}, {"dtypes", {"fp32", "fp16", "bf16"}}, {"page_sizes", "any"}, {"mla", true}, {"non_mla", true}}},
-      {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}},
-      {"thread_safe", true}};
+      {"precision", {{"p_dtype", "fp32"}, {"out_dtype", "fp32"}}}};
+  d["thread_safe"] = true;
   const char* batch_env = std::getenv("KVFUZZ_EXAMPLE_BATCH");
   if (batch || (batch_env && std::string(batch_env) == "1")) d["batch"] = true;
   const std::string s = broken() == Break::declare_garbage ? std::string(name) + ", " + family : d.dump();

@@ -39,7 +39,7 @@ class DevicePool {
   // The calling thread's pool (freed at the thread's exit).
   static DevicePool& of_thread() {
     static thread_local DevicePool pool(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS") != nullptr &&
-                           std::string(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS")) == "1");
+                                        std::string(std::getenv("KVFUZZ_CUDA_EXACT_BUFFERS")) == "1");
     return pool;
   }
 
