@@ -112,8 +112,8 @@ class AdapterServer {
   // Ends process `generation` if it is still the running one (under mu_): requests in flight on
   // it become ServerLost.
   void retire_locked(uint64_t generation);
-  // The unanswered requests of the running process that it works on: the lanes_ oldest, by id
-  // (at most lanes_ of them). Those without a start get `now` as theirs (they just entered).
+  // The unanswered requests of the running process that it works on: the lanes_ oldest, in sending
+  // order. Those without a start get `now` as theirs (they just entered).
   std::vector<std::pair<int64_t, Pending*>> running(std::chrono::steady_clock::time_point now);
 
   const std::string command_;
