@@ -41,11 +41,13 @@ def load(path):
     start = 8 + width
     end = start + int.from_bytes(data[8:start], "little")
     header = data[start:end]
-    if header not in _HEADERS:
+    # Safe on a server's lanes (threads): each dict operation is atomic, and the header's parse is
+    # kept in a local, so another thread's clear() between two of them cannot lose it.
+    parsed = _HEADERS.get(header, False)
+    if parsed is False:
         if len(_HEADERS) >= _MAX_HEADERS:
             _HEADERS.clear()
-        _HEADERS[header] = _parse(version, header)
-    parsed = _HEADERS[header]
+        parsed = _HEADERS[header] = _parse(version, header)
     if parsed is None:
         return np.load(path, allow_pickle=False)
     dtype, shape = parsed
