@@ -251,7 +251,9 @@ def extend_lse_rows(case, rows, q, k_buf, k_ext, qo, ip, q_len, p_len, kv_indice
     vis = dev((pre_vis | new_vis) & (m < ql))                                  # [r, M, N]
     part = torch.logsumexp(s.masked_fill(~vis[:, None], -math.inf), dim=3).transpose(1, 2)  # [r, M, H]
     valid = (m < ql)[:, :, 0]
-    lse[dev(tokens[valid])] = part[dev(valid)]
+    # The valid rows by integer index from the host's mask: a boolean mask on the device would wait for
+    # it (the result's length), once a layer, and with other servers on the GPU for their time too.
+    lse[dev(tokens[valid])] = part.reshape(-1, H)[dev(np.flatnonzero(valid.reshape(-1)))]
 
 
 def run_extend(case, csr, prefix, layer, dtype, out, lse):
