@@ -65,6 +65,16 @@ class Case(_Base):
                 raise ValueError(f"precision {name} must be an int, got {value!r}")
             self._answered[name] = value
 
+    def once(self, key, make):
+        """make() the first time a value set of this request asks for `key`, its result after: what a
+        request's value sets share because it depends on the metadata alone (every set of a request
+        runs the same plan with other values), as production plans once a step and runs every layer
+        on that plan, e.g.  wrapper = case.once("plan", lambda: plan_the_wrapper(case))."""
+        slot = ("once", key)  # beside the metadata arrays, whose keys are names (str)
+        if slot not in self._cache:
+            self._cache[slot] = make()
+        return self._cache[slot]
+
     def array(self, name):
         """A metadata array by its contract name, e.g. "full.parts.0.page_table" (1-D)."""
         if name not in self.manifest["arrays"]:
