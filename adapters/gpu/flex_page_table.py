@@ -54,8 +54,9 @@ if not EMULATE:
     import torch._dynamo
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-    from cuda_arrays import DEV, device_pool
+    from cuda_arrays import DEV, device_pool, fetch
     from cuda_arrays import TORCH_DTYPES as TORCH_DTYPE
+    import device_outputs
 
     for _name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
                   "accumulated_recompile_limit"):
@@ -126,23 +127,25 @@ def run_part_flex(case, layer, m, window_left):
         score_mod = make_softcap(torch.tensor(float(case.softcap), dtype=torch.float32, device=DEV))
     out, lse = _flex(qt, kt, vt, score_mod=score_mod, block_mask=bm, scale=float(case.sm_scale),
                      enable_gqa=qt.shape[1] != kt.shape[1], return_lse=True, kernel_options=KERNEL_OPTIONS)
-    out = out[0, :, :n_tokens, :case.model["v_head_dim"]].transpose(0, 1).float().cpu().numpy()
-    lse = lse[0, :, :n_tokens].transpose(0, 1).float().cpu().numpy()
-    return out.astype(np.float64), lse.astype(np.float64)
+    # float64, as the parts are merged (device_outputs.merge computes in its inputs' dtype)
+    return out[0, :, :n_tokens, :case.model["v_head_dim"]].transpose(0, 1).double(), lse[0, :, :n_tokens].transpose(0, 1).double()
 
 
 @kv.executor(name="flex_page_table", family="page_table",
              supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp32", "fp16", "bf16"],
                        "page_sizes": "any", "head_dims": "any", "mla": True, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16}, fetch=None if EMULATE else fetch)
 def run(case):
-    """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod)"""
+    """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod); the
+    outputs stay on the device until every value set of the request has run (fetch)"""
     def run_call(layer, call, prefix, window_left):
         m = part_metadata(case, call, prefix, case.num_slots(layer), case.num_tokens)
         return (run_part_emulated if EMULATE else run_part_flex)(case, layer, m, window_left)
 
-    return run_layers(case, run_call, merge)
+    if EMULATE:
+        return run_layers(case, run_call, merge)
+    return run_layers(case, run_call, device_outputs.merge, device_outputs.outputs)
 
 
 if __name__ == "__main__":
