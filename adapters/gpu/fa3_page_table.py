@@ -46,6 +46,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.append(os.path.join(HERE, "..", "repro"))  # fa3_standin (last: its folder holds generic names)
 
 HEAD_DIMS = list(range(8, 257, 8))  # flash_api.cpp: multiples of 8, at most 256

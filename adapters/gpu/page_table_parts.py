@@ -11,6 +11,8 @@ crash finding, as a kernel's illegal address would be).
 """
 import numpy as np
 
+import numpy_attention
+
 TILE = 128  # flex's default sparse block size (Q and KV): the granularity of part_metadata's tiles
 
 
@@ -121,17 +123,12 @@ def part_of(prefix):
     return int(prefix.rstrip(".").rsplit(".", 1)[1])
 
 
-def host_outputs(case):
-    """(out, lse) of case.output_shapes() as float32 numpy, 0 and -inf where nothing is written."""
-    out_shape, lse_shape = case.output_shapes()
-    return np.zeros(out_shape, np.float32), np.full(lse_shape, -np.inf, np.float32)
-
-
-def run_layers(case, run_call, merge, outputs=host_outputs):
+def run_layers(case, run_call, merge, outputs=numpy_attention.outputs):
     """A page_table executor's outputs: for each layer, run_call(layer, call, prefix, window_left) ->
     (out [tokens, Hq, Dv], lse [tokens, Hq]) for each kernel call of the group the layer reads,
-    merged by LSE in order (merge: numpy_attention.merge). Returns (out, lse) as outputs(case) gives
-    them (float32 numpy, or device tensors: device_outputs.outputs); a layer with no call keeps 0 / -inf."""
+    merged by LSE in order (merge: numpy_attention.merge, or device_outputs.merge). Returns (out, lse)
+    as outputs(case) gives them (float32 numpy, or device tensors: device_outputs.outputs); a layer
+    with no call keeps 0 / -inf."""
     out, lse = outputs(case)
     for layer in range(len(case.layers)):
         group, prefix = group_of(case, layer)
