@@ -20,7 +20,9 @@ flashinfer_choice.py, which also says what fa3 refuses: those calls are answered
   Each call returns FlashInfer's base-2 LSE; a group's calls are merged in order by
   flashinfer.cascade.merge_state (plan["merge"] == "flashinfer_base2", what sglang calls), or for
   "natural_exp" (sglang's Triton merge_state fallback, kvfuzz's fault mode) by numpy_attention's
-  emulation of it. Tokens no row of a call covers keep that call out of their merge.
+  emulation of it (kernels.merge_natural: in torch on the device). Tokens no row of a call covers
+  keep that call out of their merge. Outputs, merges and the token selection stay on the device until
+  every value set of the request has run (kv.executor fetch: one copy and one wait a request).
 Head dims: merge_state dispatches 64, 128, 256 and 512 only (cascade.cuh DISPATCH_HEAD_DIM), so Q/K
 and V are zero-padded to one width W, the smallest of 64 / 128 / 256 that holds both head dims
 (zeros change neither q.k, with sm_scale passed, nor the kept V channels); a real 64 or 128 passes

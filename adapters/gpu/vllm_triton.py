@@ -20,7 +20,9 @@ split-softmax 3D kernel needs the impl's scratch; which keys are read does not d
 The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
 page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
-suffix) are merged by that LSE.
+suffix) are merged by that LSE, on the device (device_outputs.merge, float64). The re-derivation
+reads only the case's host arrays, so nothing waits for the kernel: the outputs stay on the device
+until every value set of the request has run (kv.executor fetch: one copy and one wait a request).
 Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache holding the stored values, read by the case's per-layer scales: supports
 kv_scales; an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
 plan states. Unsupported: MLA, a V head dim other than K's (the kernel's cache has one head
