@@ -40,5 +40,7 @@ def merge(out_a, lse_a, out_b, lse_b):
 
 def divided(t, divisor):
     """t / divisor in t's dtype, a true division as numpy divides an array by a Python float (CUDA's
-    division by a host scalar multiplies by its reciprocal, which can differ in the last bit)."""
-    return t / torch.tensor(divisor, dtype=t.dtype, device=t.device)
+    division by a host scalar multiplies by its reciprocal, which can differ in the last bit); the
+    divisor is filled on the device (torch.tensor(x, device=...) would copy it from pageable memory,
+    waiting for the device)."""
+    return t / torch.full((), divisor, dtype=t.dtype, device=t.device)

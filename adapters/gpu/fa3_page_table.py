@@ -93,7 +93,7 @@ def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer):
         sinks = torch.tensor(sinks, dtype=torch.float64)
         if not torch.equal(sinks.to(torch.bfloat16).double(), sinks):
             raise kv.Unsupported("attention sinks not exact in bf16: FA3 takes them in bf16 (as sglang keeps them)")
-        sinks = sinks.to(DEV, torch.bfloat16)
+        sinks = dev(sinks.numpy(), torch.bfloat16)  # pinned staging: no wait for the device
     return dict(q=q[:tokens], k_cache=k_cache, v_cache=v_cache, page_table=dev(table.astype(np.int32)),
                 cache_seqlens=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
                 cu_seqlens_q=dev(cu_q), cu_seqlens_k_new=dev(case.array(prefix + "cu_seqlens_k")[: rows + 1].astype(np.int32)),

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.environ.get("KVFUZZ_FLASHMLA_DIR", os.path.join(HERE, "..", "..", ".gpu", "flashmla")))
 import kvfuzz_adapter as kv  # noqa: E402
-from cuda_arrays import DEV, fetch  # noqa: E402  (the CPU under TRITON_INTERPRET=1: a stand-in's dry run)
+from cuda_arrays import dev, fetch  # noqa: E402  (the CPU under TRITON_INTERPRET=1: a stand-in's dry run)
 from device_outputs import outputs  # noqa: E402
 from mla_packed import CKV, check_dims, decode_rows, latent, paged  # noqa: E402
 
@@ -66,7 +66,7 @@ torch, flash_mla_with_kvcache, get_mla_metadata = load()
 def queries(case, layer, rows, s_q):
     """The layer's Q as FlashMLA takes it: [rows, s_q, H, 576] bf16 on the GPU."""
     q = latent(case.q[layer][:rows * s_q], case.model["v_head_dim"], rows * s_q)
-    return torch.from_numpy(q).to(DEV, torch.bfloat16).view(rows, s_q, q.shape[1], q.shape[2])
+    return dev(q, torch.bfloat16).view(rows, s_q, q.shape[1], q.shape[2])
 
 
 @kv.executor(name="flashmla", family="mla", batch=True,
@@ -93,12 +93,13 @@ def run(case):
     s_q = int(q_lens[0])
     if DROP_LAST_KEY:
         seq_lens = np.maximum(seq_lens - 1, 0)
-    cache_seqlens = torch.from_numpy(seq_lens.astype(np.int32)).to(DEV)
-    block_table = torch.from_numpy(np.ascontiguousarray(table, np.int32)).to(DEV)
+    # through cuda_arrays' pinned staging: a copy from pageable memory would wait for the device
+    cache_seqlens = dev(seq_lens.astype(np.int32))
+    block_table = dev(np.ascontiguousarray(table, np.int32))
     tile_md, num_splits = get_mla_metadata(cache_seqlens, s_q * heads, 1)
     n = rows * s_q
     for layer in range(len(case.layers)):
-        kv_pages = torch.from_numpy(paged(case.k_cache(layer), PAGE, vd)).to(DEV, torch.bfloat16)
+        kv_pages = dev(paged(case.k_cache(layer), PAGE, vd), torch.bfloat16)
         o, s = flash_mla_with_kvcache(q=queries(case, layer, rows, s_q), k_cache=kv_pages.view(-1, PAGE, 1, kv_pages.shape[-1]),
                                       block_table=block_table, cache_seqlens=cache_seqlens, head_dim_v=CKV,
                                       tile_scheduler_metadata=tile_md, num_splits=num_splits,

@@ -54,7 +54,7 @@ if not EMULATE:
     import torch._dynamo
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-    from cuda_arrays import DEV, device_pool, fetch
+    from cuda_arrays import DEV, dev, device_pool, fetch
     from cuda_arrays import TORCH_DTYPES as TORCH_DTYPE
     import device_outputs
 
@@ -95,7 +95,7 @@ def make_softcap(cap):
 def padded(x, rows, width):
     """[n, H, d] float32 numpy -> [1, H, rows, width] zero-padded (device, float32)."""
     t = torch.zeros((x.shape[1], rows, width), dtype=torch.float32, device=DEV)
-    t[:, :x.shape[0], :x.shape[2]] = torch.from_numpy(np.ascontiguousarray(x)).to(DEV).transpose(0, 1)
+    t[:, :x.shape[0], :x.shape[2]] = dev(x).transpose(0, 1)
     return t.unsqueeze(0)
 
 
@@ -113,18 +113,19 @@ def run_part_flex(case, layer, m, window_left):
     qt = padded(q, m["t_pad"], d_pad).to(dt)
     kt = padded_pool(case, layer, "k", m["s_pad"], d_pad).to(dt)
     vt = padded_pool(case, layer, "v", m["s_pad"], dv_pad).to(dt)
-    tiles = torch.from_numpy(m["tiles"]).to(DEV)
+    # host arrays through cuda_arrays' pinned staging, scalars filled on the device: a copy from
+    # pageable memory (torch.from_numpy(a).to(DEV), torch.tensor(x, device=DEV)) waits for the device
+    tiles = dev(m["tiles"])
     num = tiles.sum(-1).to(torch.int32)
     idx = torch.argsort(tiles.to(torch.int32), dim=-1, descending=True, stable=True).to(torch.int32)
-    g = lambda a: torch.from_numpy(a).to(DEV)  # noqa: E731
-    mask_mod = make_mask_mod(g(m["q_row"]), g(m["q_pos"]), g(m["k_len"]), g(m["p2l"]), m["vps"],
-                             torch.tensor(m["causal"] or window_left >= 0, device=DEV),
-                             torch.tensor(int(window_left), dtype=torch.int32, device=DEV))
+    mask_mod = make_mask_mod(dev(m["q_row"]), dev(m["q_pos"]), dev(m["k_len"]), dev(m["p2l"]), m["vps"],
+                             torch.full((), m["causal"] or window_left >= 0, dtype=torch.bool, device=DEV),
+                             torch.full((), int(window_left), dtype=torch.int32, device=DEV))
     bm = BlockMask.from_kv_blocks(num[None, None], idx[None, None], BLOCK_SIZE=(TILE, TILE),
                                   mask_mod=mask_mod, seq_lengths=(m["t_pad"], m["s_pad"]))
     score_mod = None
     if case.softcap:
-        score_mod = make_softcap(torch.tensor(float(case.softcap), dtype=torch.float32, device=DEV))
+        score_mod = make_softcap(torch.full((), float(case.softcap), dtype=torch.float32, device=DEV))
     out, lse = _flex(qt, kt, vt, score_mod=score_mod, block_mask=bm, scale=float(case.sm_scale),
                      enable_gqa=qt.shape[1] != kt.shape[1], return_lse=True, kernel_options=KERNEL_OPTIONS)
     # float64, as the parts are merged (device_outputs.merge computes in its inputs' dtype)

@@ -121,8 +121,9 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
         table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
         # layer._k_scale / _v_scale (fp32 scalars) expanded to (num_seqs, kv_heads), as forward() does
         descale = (rows, caches[0].shape[2])  # the cache is [blocks, view_page_size, kv_heads, head_dim]
-        k_descale = torch.tensor(case.k_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
-        v_descale = torch.tensor(case.v_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
+        # (filled on the device: torch.tensor(x, device=...) copies from pageable memory, a wait)
+        k_descale = torch.full((), case.k_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
+        v_descale = torch.full((), case.v_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
         UNIFIED_ATTENTION(
             q=q[:tokens], k=caches[0], v=caches[1], out=out[:tokens], cu_seqlens_q=dev(cu_q),
             max_seqlen_q=int(call["max_seqlen_q"]), seqused_k=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
