@@ -15,12 +15,7 @@
 # The other converted executors run on the CPU in fa3_page_table_test (fa3_page_table, fa3_mla),
 # gpu_descales_test and vllm_triton_kernel_test. Needs torch (.sglang/venv, ci/sglang.sh): else SKIPPED.
 #   gpu_device_glue_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-PY=$SRC/.sglang/venv/bin/python
-"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch (bash ci/sglang.sh install)"; exit 0; }
-fail() { echo "FAIL: $1"; [ -f "${2:-}" ] && tail -20 "$2"; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK"
+source "$(dirname "$0")/torch_test_env.sh" "$@"
 export TRITON_INTERPRET=1 OMP_NUM_THREADS=1
 
 PYTHONPATH=$SRC/adapters/gpu:$SRC/adapters/examples "$PY" - >"$WORK/merge.out" 2>&1 <<'PY' || fail "device_outputs against numpy" "$WORK/merge.out"
