@@ -6,6 +6,7 @@
 # never passed) where that venv has no torch (ci/sglang.sh); empties WORK; fail MESSAGE [LOG] prints the
 # message and LOG's last 30 lines, and exits 1.
 set -uo pipefail
+# shellcheck disable=SC2034  # K: the sourcing script's
 SRC=$1 K=$2 WORK=$3
 PY=$SRC/.sglang/venv/bin/python
 "$PY" -c 'import torch, numpy' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch (bash ci/sglang.sh install)"; exit 0; }
