@@ -12,6 +12,13 @@ import numpy as np
 LOG2E = 1.0 / math.log(2.0)
 
 
+def outputs(case):
+    """(out, lse) of case.output_shapes() as float32 arrays, 0 and -inf where nothing is written (on a
+    GPU: adapters/gpu/device_outputs.py)."""
+    out_shape, lse_shape = case.output_shapes()
+    return np.zeros(out_shape, np.float32), np.full(lse_shape, -np.inf, np.float32)
+
+
 def dequantize(stored, scale):
     """What a kernel reads from an fp8 cache with a per-tensor scale (case.k_scale / v_scale):
     stored * scale, in float32 (exact: the scales have at most 4 significand bits)."""

@@ -46,7 +46,8 @@ NUM_SPLITS = int(os.environ.get("KVFUZZ_FA3_NUM_SPLITS", "0"))
 import fa3_library  # noqa: E402  (no library: exit 2, said before torch loads)
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import TORCH_DTYPES, dev, host, sync  # noqa: E402
+from cuda_arrays import TORCH_DTYPES, dev, fetch  # noqa: E402
+from device_outputs import outputs  # noqa: E402
 from mla_packed import CKV, check_dims, decode_rows, latent, layer_keys, paged  # noqa: E402
 from numpy_attention import rows_of, take  # noqa: E402
 
@@ -77,14 +78,13 @@ def prefill_call(case):
              supports={"modes": "all", "layer_kinds": ["full"], "dtypes": ["fp16", "bf16"], "page_sizes": "any",
                        "head_dims": "any", "mla": True, "non_mla": False, "hybrid_swa": False,
                        "cuda_graph": True, "softcap": False, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 32, "split_keys": 32})
+             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 32, "split_keys": 32}, fetch=fetch)
 def run(case):
-    """FA3's flash_attn_with_kvcache(qv=...) (sgl-kernel) over the latent pool, as sglang's FA backend calls it"""
+    """FA3's flash_attn_with_kvcache(qv=...) (sgl-kernel) over the latent pool, as sglang's FA backend calls it;
+    its outputs stay on the device until every value set of the request has run (fetch)"""
     check_dims(case)
     vd, T, dt = case.model["v_head_dim"], case.num_tokens, TORCH_DTYPES[case.dtype]
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
+    out, lse = outputs(case)
     cu_q, seq_lens, table, page_size = (prefill_call if case.plan["path"] == "prefill" else decode_call)(case)
     covered = rows_of(cu_q, len(seq_lens), T)
     if not sum(n for _, _, n in covered):  # an IDLE batch: nothing is launched
@@ -100,8 +100,7 @@ def run(case):
         kv_pages = kv_pages.view(kv_pages.shape[0], page_size, 1, kv_pages.shape[-1])
         o, s, *_ = FLASH_ATTN_WITH_KVCACHE(q=q[..., CKV:], k_cache=kv_pages[..., CKV:], v_cache=kv_pages[..., :CKV],
                                            qv=q[..., :CKV], **args)
-        sync()
-        o, s = host(o), host(s.transpose(0, 1))
+        s = s.transpose(0, 1)
         for _, t, n in covered:
             out[layer, t:t + n], lse[layer, t:t + n] = o[t:t + n, :, :vd], s[t:t + n]
     return out, lse

@@ -38,6 +38,7 @@ CUDA device: exit 2 saying so.
 
     KVFUZZ_FA3=/tmp/sgl_fa3 kvfuzz run --backend fa:fa3_page_table --adapter "python3 adapters/gpu/fa3_page_table.py"
 """
+import math
 import os
 import sys
 
@@ -45,6 +46,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.append(os.path.join(HERE, "..", "repro"))  # fa3_standin (last: its folder holds generic names)
 
 HEAD_DIMS = list(range(8, 257, 8))  # flash_api.cpp: multiples of 8, at most 256
@@ -53,7 +55,8 @@ NUM_SPLITS = int(os.environ.get("KVFUZZ_FA3_NUM_SPLITS", "0"))
 import fa3_library  # noqa: E402  (no library: exit 2, said before torch loads)
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, fetch  # noqa: E402
+from device_outputs import outputs, padded_rows  # noqa: E402
 from fa3_standin import merge_state_v2, refusal  # noqa: E402
 from page_table_parts import part_of, run_layers  # noqa: E402
 
@@ -90,7 +93,7 @@ def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer):
         sinks = torch.tensor(sinks, dtype=torch.float64)
         if not torch.equal(sinks.to(torch.bfloat16).double(), sinks):
             raise kv.Unsupported("attention sinks not exact in bf16: FA3 takes them in bf16 (as sglang keeps them)")
-        sinks = sinks.to(DEV, torch.bfloat16)
+        sinks = dev(sinks.numpy(), torch.bfloat16)  # pinned staging: no wait for the device
     return dict(q=q[:tokens], k_cache=k_cache, v_cache=v_cache, page_table=dev(table.astype(np.int32)),
                 cache_seqlens=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
                 cu_seqlens_q=dev(cu_q), cu_seqlens_k_new=dev(case.array(prefix + "cu_seqlens_k")[: rows + 1].astype(np.int32)),
@@ -102,38 +105,37 @@ def call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer):
 
 def merge(out_a, lse_a, out_b, lse_b, dtype):
     """sglang's cascade merge, merge_state_v2 (the stand-in's model of sgl-kernel's), on the device."""
-    o, s = merge_state_v2(dev(out_a, dtype), dev(lse_a, torch.float32), dev(out_b, dtype), dev(lse_b, torch.float32))
-    return host(o).astype(np.float64), host(s).astype(np.float64)
+    return merge_state_v2(dev(out_a, dtype), dev(lse_a, torch.float32), dev(out_b, dtype), dev(lse_b, torch.float32))
 
 
 @kv.executor(name="fa3_page_table", family="page_table",
              supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp16", "bf16", "fp8_e4m3"],
                        "page_sizes": "any", "head_dims": HEAD_DIMS, "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True, "kv_scales": True},
-             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 32, "split_keys": 32})
+             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 32, "split_keys": 32}, fetch=fetch)
 def run(case):
-    """FA3's flash_attn_with_kvcache (sgl-kernel) over the paged pool, parts merged by merge_state_v2"""
+    """FA3's flash_attn_with_kvcache (sgl-kernel) over the paged pool, parts merged by merge_state_v2; the
+    outputs stay on the device until every value set of the request has run (fetch)"""
     m = case.model
     dt = TORCH_DTYPES[case.dtype]
     refused = refusal(dt, m["head_dim"], m["v_head_dim"], m["q_heads"], m["kv_heads"])
     if refused:
         raise kv.Unsupported(f"FA3 refuses this model: {refused}")
     tensors = LayerTensors(case, dt, dt)
+    out_dt = torch.bfloat16 if case.dtype == "fp8_e4m3" else dt  # FA3's output dtype (flash_api.cpp:859)
 
     def run_call(layer, call, prefix, window_left):
         q, k_cache, v_cache = tensors(layer, int(call["view_page_size"]))
-        out = np.zeros((case.num_tokens, q.shape[1], m["v_head_dim"]))
-        lse = np.full((case.num_tokens, q.shape[1]), -np.inf)
         args = call_arguments(case, call, prefix, window_left, q, k_cache, v_cache, layer)
-        if args is not None:
+        if args is None:
+            o = torch.zeros((0, q.shape[1], m["v_head_dim"]), dtype=out_dt, device=DEV)
+            softmax_lse = torch.zeros((q.shape[1], 0), dtype=torch.float32, device=DEV)
+        else:
             o, softmax_lse, *_ = FLASH_ATTN_WITH_KVCACHE(**args)
-            sync()
-            tokens = args["q"].shape[0]
-            out[:tokens], lse[:tokens] = host(o), host(softmax_lse.transpose(0, 1))
-        return out, lse
+        # tokens past the call's rows: 0 / -inf, in what FA3 returns (its output dtype, a float32 LSE)
+        return padded_rows(o, case.num_tokens, 0.0), padded_rows(softmax_lse.transpose(0, 1), case.num_tokens, -math.inf)
 
-    out_dt = torch.bfloat16 if case.dtype == "fp8_e4m3" else dt  # FA3's output dtype (flash_api.cpp:859)
-    return run_layers(case, run_call, lambda oa, la, ob, lb: merge(oa, la, ob, lb, out_dt))
+    return run_layers(case, run_call, lambda oa, la, ob, lb: merge(oa, la, ob, lb, out_dt), outputs)
 
 
 if __name__ == "__main__":

@@ -21,10 +21,34 @@ over the ckv columns, causal bottom-right (key k of query i masked when k + q_le
 base 2; tokens no row covers keep what torch.empty left (NaN here). Not modelled: the plan's
 refusals that depend on the device (work-item capacity, the causal tile bound).
 It checks the adapters' argument building on a CPU, not FlashInfer.
+The executors' array side is numpy's here (flashinfer_kernels.py's works on device tensors): nothing
+to fetch (FETCH None), index arrays as they are.
 """
 import numpy as np
 
-from numpy_attention import LOG2E, attend, merge_base2, take
+from numpy_attention import LOG2E, attend, merge_base2, outputs, take  # noqa: F401  (outputs: the array side)
+
+FETCH = None
+
+
+def full(shape, value):
+    return np.full(shape, value, np.float32)
+
+
+def index(a):
+    return a
+
+
+def where(mask, a, b):
+    return np.where(mask.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+
+
+def natural_lse(base2):
+    return base2 / LOG2E
+
+
+def merge_natural(acc, part):
+    return merge_base2(acc, part, natural_exp=True)
 
 
 def _rows(q, qo_indptr, kv_indptr, key_rows, mask_len, causal, custom_mask, window_left, sm_scale, softcap, k, v):

@@ -1,8 +1,11 @@
 """The FlashInfer calls of flashinfer_paged_csr.py and flashinfer_mla.py: flashinfer-python's own
 wrappers and merge_state.
 
-numpy in, numpy out (bf16 / fp16 outputs convert to float32 exactly): out [n, H, Dv] and the
-kernel's base-2 LSE [n, H]. One wrapper object per kind, re-planned for every call, all over one
+numpy in, device tensors out (float32: bf16 / fp16 outputs convert exactly): out [n, H, Dv] and the
+kernel's base-2 LSE [n, H]; nothing waits for the device, the executors' outputs stay there until
+every value set of the request has run (FETCH: cuda_arrays.fetch, one copy and one wait). The
+executors' array side (outputs, index, where, natural_lse, merge_natural) is here too, numpy's in
+flashinfer_emulated.py. One wrapper object per kind, re-planned for every call, all over one
 128 MiB float workspace as sglang shares one (flashinfer_backend.py global_workspace_buffer).
 The ragged kind has two wrappers, for calls with and without a custom mask: FlashInfer 0.7.2.post1's
 BatchPrefillWithRaggedKVCacheWrapper.plan keeps the previous plan's custom mask when planned
@@ -26,9 +29,14 @@ from flashinfer.cascade import merge_state as _merge_state
 from flashinfer.mla import BatchMLAPagedAttentionWrapper, MLAPlanMetadata
 from flashinfer.mla._batch_mla._backends._capabilities import _BackendPlanUnsupportedError
 
+import device_outputs
 import kvfuzz_adapter as kv
-from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, host
+from cuda_arrays import DEV, TORCH_DTYPES, dev, device_pool, fetch
 from flashinfer_choice import BACKEND, MLA_BACKEND
+from numpy_attention import LOG2E
+
+FETCH = fetch  # kv.executor's fetch: the outputs come off the device once a request
+outputs = device_outputs.outputs  # the executors' (out, lse), zeros / -inf on the device
 
 SHARED_RAGGED = os.environ.get("KVFLASHINFER_SHARED_RAGGED") == "1"
 _workspace = torch.empty(128 * 1024 * 1024, dtype=torch.uint8, device=DEV)
@@ -69,8 +77,7 @@ def pages(case, layer, which, slots, page_size, width):
 
 def _run(wrapper, *inputs, **scales):
     o, lse = wrapper.run(*inputs, return_lse=True, **{k: v for k, v in scales.items() if v is not None})
-    torch.cuda.synchronize()
-    return host(o), host(lse)
+    return o.float(), lse.float()
 
 
 def decode(q, k_pages, v_pages, kv_indptr, kv_indices, last_page_len, *, page_size, use_tensor_cores,
@@ -116,8 +123,7 @@ def merge_state(out_a, lse_a, out_b, lse_b, dtype):
     """flashinfer.cascade.merge_state on two calls' outputs (in the kernel's dtype) and base-2 LSEs."""
     dt = _dtypes(dtype)[0]
     o, s = _merge_state(dev(out_a, dt), dev(lse_a), dev(out_b, dt), dev(lse_b))
-    torch.cuda.synchronize()
-    return host(o), host(s)
+    return o.float(), s.float()
 
 
 def mla_plan(metadata, *, num_heads, head_dims, page_size, causal, sm_scale, dtype):
@@ -139,5 +145,30 @@ def mla_run(plan, q, kv_cache, *, dtype):
     """q [T, H, ckv + kpe], kv_cache [pages, page_size, ckv + kpe] (packed) -> out [T, H, ckv], base-2 lse."""
     dt = TORCH_DTYPES[dtype]
     o, lse = plan.run(query=dev(q, dt), kv_cache=dev(kv_cache, dt), return_lse=True)
-    torch.cuda.synchronize()
-    return host(o), host(lse)
+    return o.float(), lse.float()
+
+
+def full(shape, value):
+    """A float32 tensor of `value` on the device (a call's out or lse before its rows are put in)."""
+    return torch.full(shape, value, dtype=torch.float32, device=DEV)
+
+
+def index(a):
+    """A numpy index array (host metadata) for the device tensors, through pinned memory (no wait)."""
+    return dev(a)
+
+
+def where(mask, a, b):
+    """numpy's where(mask, a, b) with a host bool mask [n] over the first dimension of a and b."""
+    return torch.where(dev(mask).view((-1,) + (1,) * (a.dim() - 1)), a, b)
+
+
+def natural_lse(base2):
+    """A base-2 LSE in natural log, float32 as numpy divides it (true division, not by the reciprocal)."""
+    return device_outputs.divided(base2, LOG2E)
+
+
+def merge_natural(acc, part):
+    """numpy_attention.merge_base2(acc, part, natural_exp=True) (sglang's Triton merge_state fallback:
+    exp / log on base-2 values, kvfuzz's fault mode), on the device in the parts' dtype."""
+    return device_outputs.merge(acc[0], acc[1], part[0], part[1])

@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import flashinfer_choice  # noqa: E402,F401  (a bad KVFLASHINFER_BACKEND: exit 2)
 import kvfuzz_adapter as kv  # noqa: E402
 from mla_packed import CKV, KPE, check_dims, decode_rows, latent, layer_keys, paged  # noqa: E402
-from numpy_attention import LOG2E, rows_of  # noqa: E402
+from numpy_attention import rows_of  # noqa: E402
 
 if os.environ.get("KVFLASHINFER_EMULATE") == "1":
     import flashinfer_emulated as kernels  # noqa: E402
@@ -83,25 +83,26 @@ def prefill_call(case):
                        "head_dims": "any", "mla": True, "non_mla": False, "hybrid_swa": False,
                        "cuda_graph": True, "softcap": False, "gqa": True},
              precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256, "row_sum": "p",
-                        "tile_keys": 16})
+                        "tile_keys": 16}, fetch=kernels.FETCH)
 def run(case):
-    """FlashInfer's BatchMLAPagedAttentionWrapper (absorbed MLA, backend fa2) on the mla plan"""
+    """FlashInfer's BatchMLAPagedAttentionWrapper (absorbed MLA, backend fa2) on the mla plan; the outputs
+    stay on the device until every value set of the request has run (fetch)"""
     check_dims(case)
     vd, T = case.model["v_head_dim"], case.num_tokens
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
+    out, lse = kernels.outputs(case)
     metadata, qo_indptr, page_size, causal = (prefill_call if case.plan["path"] == "prefill" else decode_call)(case)
     covered = rows_of(qo_indptr, len(qo_indptr) - 1, T)
     if not covered:  # an IDLE batch: FlashInfer's plan refuses no rows, nothing is launched
         return out, lse
     plan = kernels.mla_plan(metadata, num_heads=case.model["q_heads"], head_dims=(CKV, KPE), page_size=page_size,
                             causal=causal, sm_scale=float(case.sm_scale), dtype=case.dtype)
+    tokens = np.array([t + i for _, t, n in covered for i in range(n)], np.int64)  # the rows' tokens
+    at = kernels.index(tokens)
     for layer in range(len(case.layers)):
         kv_cache = paged(layer_keys(case, layer), page_size, vd)
         o, s = kernels.mla_run(plan, latent(case.q[layer], vd, T), kv_cache, dtype=case.dtype)
-        for _, t, n in covered:
-            out[layer, t:t + n], lse[layer, t:t + n] = o[t:t + n, :, :vd], s[t:t + n] / LOG2E
+        if len(tokens):
+            out[layer, at], lse[layer, at] = o[at, :, :vd], kernels.natural_lse(s[at])
     return out, lse
 
 

@@ -20,7 +20,9 @@ flashinfer_choice.py, which also says what fa3 refuses: those calls are answered
   Each call returns FlashInfer's base-2 LSE; a group's calls are merged in order by
   flashinfer.cascade.merge_state (plan["merge"] == "flashinfer_base2", what sglang calls), or for
   "natural_exp" (sglang's Triton merge_state fallback, kvfuzz's fault mode) by numpy_attention's
-  emulation of it. Tokens no row of a call covers keep that call out of their merge.
+  emulation of it (kernels.merge_natural: in torch on the device). Tokens no row of a call covers
+  keep that call out of their merge. Outputs, merges and the token selection stay on the device until
+  every value set of the request has run (kv.executor fetch: one copy and one wait a request).
 Head dims: merge_state dispatches 64, 128, 256 and 512 only (cascade.cuh DISPATCH_HEAD_DIM), so Q/K
 and V are zero-padded to one width W, the smallest of 64 / 128 / 256 that holds both head dims
 (zeros change neither q.k, with sm_scale passed, nor the kept V channels); a real 64 or 128 passes
@@ -64,7 +66,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import kvfuzz_adapter as kv  # noqa: E402
-from numpy_attention import LOG2E, merge_base2, padded, rows_of  # noqa: E402
+from numpy_attention import padded, rows_of  # noqa: E402
 
 EMULATE = os.environ.get("KVFLASHINFER_EMULATE") == "1"
 WIDTHS = (64, 128, 256)
@@ -123,16 +125,24 @@ def by_scales(scales, run):
     return {triple: run(triple) for triple in dict.fromkeys(scales)}
 
 
+def put(out, lse, at, o, s, rows):
+    """out[at], lse[at] = o[rows], s[rows] (at, rows: numpy index arrays): one copy each on the device."""
+    if len(at):
+        at, rows = kernels.index(np.asarray(at, np.int64)), kernels.index(np.asarray(rows, np.int64))
+        out[at], lse[at] = o[rows], s[rows]
+
+
 def run_call(case, call, prefix, layer, steps, part):
-    """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] and which tokens it covers [T]; adds the
-    call's (keys per rescale step, keys per split-KV partition) to `steps`."""
+    """One wrapper call -> out [T, H, Dv], base-2 lse [T, H] (where the kernels run) and which tokens it
+    covers [T] (numpy: host metadata); adds the call's (keys per rescale step, keys per split-KV
+    partition) to `steps`."""
     T = case.num_tokens
     H, Hkv = case.model["q_heads"], case.model["kv_heads"]
     qo_indptr = case.array(prefix + "qo_indptr").astype(np.int32)
     kv_indptr = case.array(prefix + "kv_indptr").astype(np.int32)
     rows = rows_of(qo_indptr, call["rows"], T)
     if not rows:  # the wrappers reject a batch of no rows (an IDLE step): nothing is launched
-        return np.zeros((T, H, width(case)), np.float32), np.full((T, H), -np.inf, np.float32), np.zeros(T, bool)
+        return kernels.full((T, H, width(case)), 0.0), kernels.full((T, H), -np.inf), np.zeros(T, bool)
     common = dict(num_qo_heads=H, num_kv_heads=Hkv, sm_scale=float(case.sm_scale),
                   logits_soft_cap=float(case.softcap), window_left=int(call["window_left"]), dtype=case.dtype)
     w = width(case)
@@ -146,8 +156,7 @@ def run_call(case, call, prefix, layer, steps, part):
                128 if call["role"] == "ragged" else max(128 // ps, 1) * ps))  # ragged: page size 1
     q = padded(case.q[layer], T, w)
     covered = np.zeros(T, bool)
-    out = np.zeros((T, H, w), np.float32)
-    lse = np.full((T, H), -np.inf, np.float32)
+    out, lse = kernels.full((T, H, w), 0.0), kernels.full((T, H), -np.inf)
     if call["role"] in ("decode", "draft"):
         if any(n > 1 for _, _, n in rows):
             r = next(r for r, _, n in rows if n > 1)
@@ -163,9 +172,10 @@ def run_call(case, call, prefix, layer, steps, part):
             q_rows, k_pages, v_pages, kv_indptr, case.array(prefix + "kv_indices"),
             case.array(prefix + "kv_last_page_len"), page_size=call["page_size"], use_tensor_cores=tensor_cores,
             scales=triple, **common))
-        for r, t in live:
-            o, s = runs[scales[r]]
-            out[t], lse[t], covered[t] = o[r], s[r], True
+        for triple, (o, s) in runs.items():
+            mine = [(r, t) for r, t in live if scales[r] == triple]
+            put(out, lse, [t for _, t in mine], o, s, [r for r, _ in mine])
+            covered[[t for _, t in mine]] = True
         return out, lse, covered
     mask = case.array(prefix + "custom_mask").astype(bool) if call["has_mask"] else None
     if call["role"] == "ragged":
@@ -180,9 +190,10 @@ def run_call(case, call, prefix, layer, steps, part):
             q, k_pages, v_pages, qo_indptr, kv_indptr, case.array(prefix + "kv_indices"),
             case.array(prefix + "kv_last_page_len"), page_size=call["page_size"], causal=bool(call["causal"]),
             custom_mask=mask, scales=triple, **common))
-    for r, t, n in rows:
-        o, s = runs[scales[r]]
-        out[t:t + n], lse[t:t + n], covered[t:t + n] = o[t:t + n], s[t:t + n], True
+    for triple, (o, s) in runs.items():
+        tokens = [t + i for r, t, n in rows if scales[r] == triple for i in range(n)]
+        put(out, lse, tokens, o, s, tokens)
+        covered[tokens] = True
     return out, lse, covered
 
 
@@ -191,13 +202,13 @@ def merge_layer(parts, natural_exp, dtype):
     out, lse, covered = parts[0]
     for o, s, c in parts[1:]:
         if natural_exp:
-            m_out, m_lse = merge_base2((out, lse), (o, s), natural_exp=True)
+            m_out, m_lse = kernels.merge_natural((out, lse), (o, s))
         else:
             m_out, m_lse = kernels.merge_state(out, lse, o, s, dtype)
         both = covered & c
         only_b = c & ~covered
-        out = np.where(both[:, None, None], m_out, np.where(only_b[:, None, None], o, out))
-        lse = np.where(both[:, None], m_lse, np.where(only_b[:, None], s, lse))
+        out = kernels.where(both, m_out, kernels.where(only_b, o, out))
+        lse = kernels.where(both, m_lse, kernels.where(only_b, s, lse))
         covered = covered | c
     return out, lse
 
@@ -207,14 +218,13 @@ def merge_layer(parts, natural_exp, dtype):
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True, "kv_scales": True},
              precision={"p_dtype": "cache", "out_dtype": "cache", "max_merges": 34, "row_sum": "p",
-                        "tile_keys": 3, "split_keys": 64})
+                        "tile_keys": 3, "split_keys": 64}, fetch=kernels.FETCH)
 def run(case):
-    """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend KVFLASHINFER_BACKEND"""
+    """FlashInfer's BatchDecode / BatchPrefill (paged, ragged) wrappers and merge_state, backend KVFLASHINFER_BACKEND;
+    the outputs stay on the device until every value set of the request has run (fetch)"""
     if max(case.model["head_dim"], case.model["v_head_dim"]) > WIDTHS[-1]:
         raise kv.Unsupported(f"head dims above {WIDTHS[-1]}")
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
+    out, lse = kernels.outputs(case)
     natural_exp = case.plan["merge"] == "natural_exp"
     steps = set()
     for layer in range(len(case.layers)):
@@ -223,7 +233,7 @@ def run(case):
         parts = [run_call(case, call, f"groups.{g}.calls.{c}.", layer, steps, c) for c, call in enumerate(calls)]
         if parts:
             o, s = merge_layer(parts, natural_exp, case.dtype)
-            out[layer], lse[layer] = o[..., :case.model["v_head_dim"]], s / LOG2E
+            out[layer], lse[layer] = o[..., :case.model["v_head_dim"]], kernels.natural_lse(s)
     if steps:
         case.precision(tile_keys=min(t for t, _ in steps), split_keys=min(k for _, k in steps))
     return out, lse

@@ -41,7 +41,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.environ.get("KVFUZZ_FLASHMLA_DIR", os.path.join(HERE, "..", "..", ".gpu", "flashmla")))
 import kvfuzz_adapter as kv  # noqa: E402
-from cuda_arrays import DEV  # noqa: E402  (the CPU under TRITON_INTERPRET=1: a stand-in's dry run)
+from cuda_arrays import dev, fetch  # noqa: E402  (the CPU under TRITON_INTERPRET=1: a stand-in's dry run)
+from device_outputs import outputs  # noqa: E402
 from mla_packed import CKV, check_dims, decode_rows, latent, paged  # noqa: E402
 
 PAGE = 64  # FlashMLA's page block size (sglang flashmla_backend.py PAGE_SIZE)
@@ -65,25 +66,24 @@ torch, flash_mla_with_kvcache, get_mla_metadata = load()
 def queries(case, layer, rows, s_q):
     """The layer's Q as FlashMLA takes it: [rows, s_q, H, 576] bf16 on the GPU."""
     q = latent(case.q[layer][:rows * s_q], case.model["v_head_dim"], rows * s_q)
-    return torch.from_numpy(q).to(DEV, torch.bfloat16).view(rows, s_q, q.shape[1], q.shape[2])
+    return dev(q, torch.bfloat16).view(rows, s_q, q.shape[1], q.shape[2])
 
 
 @kv.executor(name="flashmla", family="mla", batch=True,
              supports={"modes": ["idle", "decode", "target_verify", "draft_decode"], "layer_kinds": ["full"],
                        "dtypes": ["bf16"], "page_sizes": [PAGE], "head_dims": "any", "mla": True, "non_mla": False,
                        "hybrid_swa": False, "cuda_graph": True, "softcap": False, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256, "tile_keys": PAGE})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "max_merges": 256, "tile_keys": PAGE}, fetch=fetch)
 def run(case):
-    """sgl-kernel's FlashMLA (flash_mla_with_kvcache, dense bf16 decode) on the mla plan"""
+    """sgl-kernel's FlashMLA (flash_mla_with_kvcache, dense bf16 decode) on the mla plan; its outputs stay
+    on the device until every value set of the request has run (fetch)"""
     check_dims(case)
     if case.plan["path"] != "latent_decode":
         raise kv.Unsupported(f"path {case.plan['path']}: FlashMLA runs the latent decode path only")
     if case.plan["page_size"] != PAGE:
         raise kv.Unsupported(f"page size {case.plan['page_size']}: FlashMLA's pages hold {PAGE} tokens")
     vd, heads = case.model["v_head_dim"], case.model["q_heads"]
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
+    out, lse = outputs(case)
     cu_q, seq_lens, table = decode_rows(case)
     rows, q_lens = len(seq_lens), np.diff(cu_q)
     if rows == 0:  # an IDLE batch: sglang launches nothing
@@ -93,18 +93,19 @@ def run(case):
     s_q = int(q_lens[0])
     if DROP_LAST_KEY:
         seq_lens = np.maximum(seq_lens - 1, 0)
-    cache_seqlens = torch.from_numpy(seq_lens.astype(np.int32)).to(DEV)
-    block_table = torch.from_numpy(np.ascontiguousarray(table, np.int32)).to(DEV)
+    # through cuda_arrays' pinned staging: a copy from pageable memory would wait for the device
+    cache_seqlens = dev(seq_lens.astype(np.int32))
+    block_table = dev(np.ascontiguousarray(table, np.int32))
     tile_md, num_splits = get_mla_metadata(cache_seqlens, s_q * heads, 1)
     n = rows * s_q
     for layer in range(len(case.layers)):
-        kv_pages = torch.from_numpy(paged(case.k_cache(layer), PAGE, vd)).to(DEV, torch.bfloat16)
+        kv_pages = dev(paged(case.k_cache(layer), PAGE, vd), torch.bfloat16)
         o, s = flash_mla_with_kvcache(q=queries(case, layer, rows, s_q), k_cache=kv_pages.view(-1, PAGE, 1, kv_pages.shape[-1]),
                                       block_table=block_table, cache_seqlens=cache_seqlens, head_dim_v=CKV,
                                       tile_scheduler_metadata=tile_md, num_splits=num_splits,
                                       softmax_scale=float(case.sm_scale), causal=True)
-        out[layer, :n] = o.reshape(n, heads, CKV)[:, :, :vd].float().cpu().numpy()
-        lse[layer, :n] = s.transpose(1, 2).reshape(n, heads).float().cpu().numpy()
+        out[layer, :n] = o.reshape(n, heads, CKV)[:, :, :vd].float()
+        lse[layer, :n] = s.transpose(1, 2).reshape(n, heads).float()
     return out, lse
 
 

@@ -36,8 +36,6 @@ torch): a CPU check of this adapter's logic, not of flex.
 import os
 import sys
 
-import numpy as np
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -54,8 +52,9 @@ if not EMULATE:
     import torch._dynamo
     from torch.nn.attention.flex_attention import BlockMask, flex_attention
 
-    from cuda_arrays import DEV, device_pool
+    from cuda_arrays import DEV, dev, device_pool, fetch
     from cuda_arrays import TORCH_DTYPES as TORCH_DTYPE
+    import device_outputs
 
     for _name in ("cache_size_limit", "recompile_limit", "accumulated_cache_size_limit",
                   "accumulated_recompile_limit"):
@@ -94,7 +93,7 @@ def make_softcap(cap):
 def padded(x, rows, width):
     """[n, H, d] float32 numpy -> [1, H, rows, width] zero-padded (device, float32)."""
     t = torch.zeros((x.shape[1], rows, width), dtype=torch.float32, device=DEV)
-    t[:, :x.shape[0], :x.shape[2]] = torch.from_numpy(np.ascontiguousarray(x)).to(DEV).transpose(0, 1)
+    t[:, :x.shape[0], :x.shape[2]] = dev(x).transpose(0, 1)
     return t.unsqueeze(0)
 
 
@@ -112,37 +111,40 @@ def run_part_flex(case, layer, m, window_left):
     qt = padded(q, m["t_pad"], d_pad).to(dt)
     kt = padded_pool(case, layer, "k", m["s_pad"], d_pad).to(dt)
     vt = padded_pool(case, layer, "v", m["s_pad"], dv_pad).to(dt)
-    tiles = torch.from_numpy(m["tiles"]).to(DEV)
+    # host arrays through cuda_arrays' pinned staging, scalars filled on the device: a copy from
+    # pageable memory (torch.from_numpy(a).to(DEV), torch.tensor(x, device=DEV)) waits for the device
+    tiles = dev(m["tiles"])
     num = tiles.sum(-1).to(torch.int32)
     idx = torch.argsort(tiles.to(torch.int32), dim=-1, descending=True, stable=True).to(torch.int32)
-    g = lambda a: torch.from_numpy(a).to(DEV)  # noqa: E731
-    mask_mod = make_mask_mod(g(m["q_row"]), g(m["q_pos"]), g(m["k_len"]), g(m["p2l"]), m["vps"],
-                             torch.tensor(m["causal"] or window_left >= 0, device=DEV),
-                             torch.tensor(int(window_left), dtype=torch.int32, device=DEV))
+    mask_mod = make_mask_mod(dev(m["q_row"]), dev(m["q_pos"]), dev(m["k_len"]), dev(m["p2l"]), m["vps"],
+                             torch.full((), m["causal"] or window_left >= 0, dtype=torch.bool, device=DEV),
+                             torch.full((), int(window_left), dtype=torch.int32, device=DEV))
     bm = BlockMask.from_kv_blocks(num[None, None], idx[None, None], BLOCK_SIZE=(TILE, TILE),
                                   mask_mod=mask_mod, seq_lengths=(m["t_pad"], m["s_pad"]))
     score_mod = None
     if case.softcap:
-        score_mod = make_softcap(torch.tensor(float(case.softcap), dtype=torch.float32, device=DEV))
+        score_mod = make_softcap(torch.full((), float(case.softcap), dtype=torch.float32, device=DEV))
     out, lse = _flex(qt, kt, vt, score_mod=score_mod, block_mask=bm, scale=float(case.sm_scale),
                      enable_gqa=qt.shape[1] != kt.shape[1], return_lse=True, kernel_options=KERNEL_OPTIONS)
-    out = out[0, :, :n_tokens, :case.model["v_head_dim"]].transpose(0, 1).float().cpu().numpy()
-    lse = lse[0, :, :n_tokens].transpose(0, 1).float().cpu().numpy()
-    return out.astype(np.float64), lse.astype(np.float64)
+    # float64, as the parts are merged (device_outputs.merge computes in its inputs' dtype)
+    return out[0, :, :n_tokens, :case.model["v_head_dim"]].transpose(0, 1).double(), lse[0, :, :n_tokens].transpose(0, 1).double()
 
 
 @kv.executor(name="flex_page_table", family="page_table",
              supports={"modes": "all", "layer_kinds": "all", "dtypes": ["fp32", "fp16", "bf16"],
                        "page_sizes": "any", "head_dims": "any", "mla": True, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True},
-             precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16})
+             precision={"p_dtype": "cache", "out_dtype": "bf16", "tile_keys": 16}, fetch=None if EMULATE else fetch)
 def run(case):
-    """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod)"""
+    """PyTorch flex_attention over the paged pool (PagedAttention's physical->logical mask_mod); the
+    outputs stay on the device until every value set of the request has run (fetch)"""
     def run_call(layer, call, prefix, window_left):
         m = part_metadata(case, call, prefix, case.num_slots(layer), case.num_tokens)
         return (run_part_emulated if EMULATE else run_part_flex)(case, layer, m, window_left)
 
-    return run_layers(case, run_call, merge)
+    if EMULATE:
+        return run_layers(case, run_call, merge)
+    return run_layers(case, run_call, device_outputs.merge, device_outputs.outputs)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ crash finding, as a kernel's illegal address would be).
 """
 import numpy as np
 
+import numpy_attention
+
 TILE = 128  # flex's default sparse block size (Q and KV): the granularity of part_metadata's tiles
 
 
@@ -121,14 +123,13 @@ def part_of(prefix):
     return int(prefix.rstrip(".").rsplit(".", 1)[1])
 
 
-def run_layers(case, run_call, merge):
+def run_layers(case, run_call, merge, outputs=numpy_attention.outputs):
     """A page_table executor's outputs: for each layer, run_call(layer, call, prefix, window_left) ->
     (out [tokens, Hq, Dv], lse [tokens, Hq]) for each kernel call of the group the layer reads,
-    merged by LSE in order (merge: numpy_attention.merge). Returns (out, lse) as float32 arrays of
-    case.output_shapes(); a layer with no call keeps 0 / -inf."""
-    out_shape, lse_shape = case.output_shapes()
-    out = np.zeros(out_shape, np.float32)
-    lse = np.full(lse_shape, -np.inf, np.float32)
+    merged by LSE in order (merge: numpy_attention.merge, or device_outputs.merge). Returns (out, lse)
+    as outputs(case) gives them (float32 numpy, or device tensors: device_outputs.outputs); a layer
+    with no call keeps 0 / -inf."""
+    out, lse = outputs(case)
     for layer in range(len(case.layers)):
         group, prefix = group_of(case, layer)
         window_left = int(case.plan["window_left"][layer])

@@ -20,7 +20,9 @@ split-softmax 3D kernel needs the impl's scratch; which keys are read does not d
 The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
 page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
-suffix) are merged by that LSE.
+suffix) are merged by that LSE, on the device (device_outputs.merge, float64). The re-derivation
+reads only the case's host arrays, so nothing waits for the kernel: the outputs stay on the device
+until every value set of the request has run (kv.executor fetch: one copy and one wait a request).
 Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache holding the stored values, read by the case's per-layer scales: supports
 kv_scales; an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
 plan states. Unsupported: MLA, a V head dim other than K's (the kernel's cache has one head
@@ -51,8 +53,9 @@ SITE = os.environ.get("VLLM_SITE") or os.path.join(ROOT, ".vllm", "0.33.0")
 
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
-from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, host, sync  # noqa: E402
-from numpy_attention import attend, merge  # noqa: E402
+from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, fetch  # noqa: E402
+from device_outputs import merge, outputs, padded_rows  # noqa: E402
+from numpy_attention import attend  # noqa: E402
 from page_table_parts import call_lse, part_metadata, run_layers  # noqa: E402
 import triton_variants  # noqa: E402
 
@@ -104,7 +107,8 @@ def quant_mode(case):
 
 
 def run_call(case, layer, call, prefix, window_left, caches, q):
-    """One kernel call: the kernel's output rows, the re-derived LSE; tokens in no row stay 0 / -inf."""
+    """One kernel call: the kernel's output rows, the re-derived LSE (device tensors; the LSE comes from
+    the case's host arrays, so nothing waits for the kernel); tokens in no row stay 0 / -inf."""
     n_tokens, n_slots = case.num_tokens, case.num_slots(layer)
     part_metadata(case, call, prefix, n_slots, n_tokens)  # checks the rows' tokens and pages (IndexError)
     vps, rows, width = int(call["view_page_size"]), int(call["rows"]), int(call["width"])
@@ -117,8 +121,9 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
         table = case.array(prefix + "page_table")[: rows * width].reshape(rows, width)
         # layer._k_scale / _v_scale (fp32 scalars) expanded to (num_seqs, kv_heads), as forward() does
         descale = (rows, caches[0].shape[2])  # the cache is [blocks, view_page_size, kv_heads, head_dim]
-        k_descale = torch.tensor(case.k_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
-        v_descale = torch.tensor(case.v_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
+        # (filled on the device: torch.tensor(x, device=...) copies from pageable memory, a wait)
+        k_descale = torch.full((), case.k_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
+        v_descale = torch.full((), case.v_scale(layer), dtype=torch.float32, device=DEV).expand(descale)
         UNIFIED_ATTENTION(
             q=q[:tokens], k=caches[0], v=caches[1], out=out[:tokens], cu_seqlens_q=dev(cu_q),
             max_seqlen_q=int(call["max_seqlen_q"]), seqused_k=dev(case.array(prefix + "cache_seqlens")[:rows].astype(np.int32)),
@@ -126,13 +131,10 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
             window_size=(window_left, 0) if window_left >= 0 else (-1, -1), block_table=dev(table.astype(np.int32)),
             softcap=float(case.softcap or 0.0), q_descale=None, k_descale=k_descale, v_descale=v_descale, **sinks,
             **quant_mode(case))
-        sync()
-    o = np.zeros((n_tokens, q.shape[1], case.model["v_head_dim"]))
-    o[:tokens] = host(out[:tokens])
     lse = call_lse(case, layer, call, prefix, window_left, attend)
     if sinks:  # the sink joins the re-derived LSE of the call's tokens as it joins the kernel's softmax
         lse[:tokens] = np.logaddexp(lse[:tokens], np.asarray(call["sinks"], dtype=np.float64))
-    return o, lse
+    return padded_rows(out[:tokens].double(), n_tokens, 0.0), dev(lse)  # float64 parts: merged in float64
 
 
 @kv.executor(name="vllm_triton", family="page_table", batch=True,
@@ -140,9 +142,10 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
                        "page_sizes": [16, 32, 64, 128, 256], "head_dims": HEAD_DIMS, "mla": False, "non_mla": True,
                        "hybrid_swa": True, "cuda_graph": True, "softcap": True, "gqa": True, "sinks": True,
                        "kv_scales": True},
-             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 16})
+             precision={"p_dtype": "cache", "out_dtype": "cache", "tile_keys": 16}, fetch=fetch)
 def run(case):
-    """vLLM's unified_attention Triton kernel over the paged pool"""
+    """vLLM's unified_attention Triton kernel over the paged pool; the outputs stay on the device until
+    every value set of the request has run (fetch)"""
     if case.model["v_head_dim"] != case.model["head_dim"]:
         raise kv.Unsupported("a V head dim other than K's: vLLM's Triton KV cache has one head size")
     if case.dtype == "bf16" and DEV.type == "cpu":
@@ -160,7 +163,7 @@ def run(case):
         q, k_cache, v_cache = tensors(layer, vps)
         return run_call(case, layer, call, prefix, window_left, (k_cache, v_cache), q)
 
-    return run_layers(case, run_layer_call, merge)
+    return run_layers(case, run_layer_call, merge, outputs)
 
 
 if __name__ == "__main__":

@@ -15,12 +15,7 @@
 # The GPU campaign with the real library: docs/gpu.md "Real FA3". Needs torch (.sglang/venv, ci/sglang.sh):
 # without it, SKIPPED.
 #   fa3_page_table_test.sh SOURCE_DIR KVFUZZ_BIN WORK_DIR
-set -uo pipefail
-SRC=$1 K=$2 WORK=$3
-PY=$SRC/.sglang/venv/bin/python
-"$PY" -c 'import torch, numpy' 2>/dev/null || { echo "SKIPPED: no .sglang/venv with torch (bash ci/sglang.sh install)"; exit 0; }
-fail() { echo "FAIL: $1"; [ -f "${2:-}" ] && tail -30 "$2"; exit 1; }
-rm -rf "$WORK" && mkdir -p "$WORK"
+source "$(dirname "$0")/torch_test_env.sh" "$@"
 . "$SRC/adapters/repro/standins.sh" && standin_library "$WORK/fa3" fa3 || fail "the FA3 stand-in's library"
 export TRITON_INTERPRET=1
 
