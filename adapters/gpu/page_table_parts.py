@@ -88,34 +88,37 @@ def visible_np(m, window_left, n_tokens, n_slots):
     return ok & tile_ok
 
 
-def call_lse(case, layer, call, prefix, window_left, attend):
-    """Natural-log LSE [num_tokens, q_heads] of one kernel call, row by row over the keys each row's
-    table lists (the same rules as visible_np: bottom-right causal, keys >= q - window_left), in
-    float64 through attend(q, k, v, visible, sm_scale, softcap) (numpy_attention.attend); tokens in no
-    row get -inf. Memory is one row's queries x keys, not the batch's tokens x the pool's slots."""
+def visible(keys, q_pos, causal, window_left):
+    """[..., queries, keys] which keys (logical indices [..., keys]) each query (logical position
+    [..., queries]) reads: the same rules as visible_np, bottom-right causal, keys >= q - window_left.
+    numpy or torch arrays alike."""
+    d = keys[..., None, :] - q_pos[..., :, None]  # each key's index minus the query's position
+    ok = d == d
+    if causal or window_left >= 0:
+        ok = ok & (d <= 0)
+    if window_left >= 0:
+        ok = ok & (d >= -window_left)
+    return ok
+
+
+def call_rows(case, call, prefix, window_left, n_slots):
+    """Each row of one kernel call with queries and keys, as the page_table rules read it: (q0, q1,
+    slots [k_len] int64: the pool slot of each of the row's keys in order, q_pos [q1 - q0]: each
+    query's logical position, bottom-right; visible(arange(k_len), q_pos, ...) says which keys it
+    reads). A slot outside the pool's n_slots raises IndexError (as reading the pool there would)."""
     cu_q = case.array(prefix + "cu_seqlens_q")
     seqlens = case.array(prefix + "cache_seqlens")
     table = case.array(prefix + "page_table")
     rows, width, vps = int(call["rows"]), int(call["width"]), int(call["view_page_size"])
-    q = case.q[layer]
-    lse = np.full((case.num_tokens, q.shape[1]), -np.inf)
     for b in range(rows):
         q0, q1, kl = int(cu_q[b]), int(cu_q[b + 1]), int(seqlens[b])
         if q1 <= q0 or kl <= 0:
             continue
         keys = np.arange(kl)
         slots = table[b * width + keys // vps].astype(np.int64) * vps + keys % vps
-        q_pos = kl - (q1 - q0) + np.arange(q1 - q0)
-        visible = np.ones((q1 - q0, kl), bool)
-        if call["causal"] or window_left >= 0:
-            visible &= keys[None, :] <= q_pos[:, None]
-        if window_left >= 0:
-            visible &= keys[None, :] >= q_pos[:, None] - window_left
-        # an fp8 cache's stored values times the layer's scales, as the kernel reads them (1: unscaled)
-        k = case.pool_rows(layer, "k", slots) * np.float32(case.k_scale(layer))
-        v = case.pool_rows(layer, "v", slots) * np.float32(case.v_scale(layer))
-        _, lse[q0:q1] = attend(q[q0:q1], k, v, visible, case.sm_scale, case.softcap)
-    return lse
+        if slots.min() < 0 or slots.max() >= n_slots:
+            raise IndexError(f"row {b}: a key at slot {int(slots.min())}..{int(slots.max())}, outside the pool's {n_slots}")
+        yield q0, q1, slots, kl - (q1 - q0) + np.arange(q1 - q0)
 
 
 def part_of(prefix):

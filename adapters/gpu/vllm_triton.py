@@ -18,10 +18,10 @@ every fp8 tile by the scales. So `--backend vllm_triton_0_33_0:vllm_triton` (vll
 runs vLLM's builder and vLLM's kernel end to end. The 2D kernel runs (no seq_threshold_3D: the
 split-softmax 3D kernel needs the impl's scratch; which keys are read does not depend on it).
 The kernel returns no LSE: this adapter computes it in float64 from the same metadata with the
-page_table rules, row by row (page_table_parts.call_lse), so LSE findings describe
+page_table rules (page_table_parts.call_rows), on the device (device_lse.py), so LSE findings describe
 that re-derivation and output findings the kernel; parts of a group (a cascade's prefix and
-suffix) are merged by that LSE, on the device (device_outputs.merge, float64). The re-derivation
-reads only the case's host arrays, so nothing waits for the kernel: the outputs stay on the device
+suffix) are merged by that LSE, on the device (device_outputs.merge, float64). The re-derivation's
+rows come from the case's host arrays, so nothing waits for the kernel: the outputs stay on the device
 until every value set of the request has run (kv.executor fetch: one copy and one wait a request).
 Wired: fp16, bf16 (GPU), fp32 (interpreter: a GPU's tl.dot rounds it to TF32), fp8_e4m3 (an fp8 KV cache holding the stored values, read by the case's per-layer scales: supports
 kv_scales; an fp16 query), GQA, softcap, attention sinks (a call's `sinks`, the kernel's sinks; the re-derived LSE takes them in too), windows, chunked layers' virtual batches, any mode the
@@ -54,9 +54,9 @@ SITE = os.environ.get("VLLM_SITE") or os.path.join(ROOT, ".vllm", "0.33.0")
 import kvfuzz_adapter as kv  # noqa: E402
 import torch  # noqa: E402
 from cuda_arrays import DEV, TORCH_DTYPES, LayerTensors, dev, fetch  # noqa: E402
+from device_lse import LayerKeys, call_lse  # noqa: E402
 from device_outputs import merge, outputs, padded_rows  # noqa: E402
-from numpy_attention import attend  # noqa: E402
-from page_table_parts import call_lse, part_metadata, run_layers  # noqa: E402
+from page_table_parts import part_metadata, run_layers  # noqa: E402
 import triton_variants  # noqa: E402
 
 # vLLM's Triton backend takes head sizes from 32 on (TritonAttentionBackend.supports_head_size, 0.33.0);
@@ -106,9 +106,9 @@ def quant_mode(case):
     return {"kv_quant_mode": modes.FP8_PER_TENSOR if case.dtype == "fp8_e4m3" else modes.NONE}
 
 
-def run_call(case, layer, call, prefix, window_left, caches, q):
-    """One kernel call: the kernel's output rows, the re-derived LSE (device tensors; the LSE comes from
-    the case's host arrays, so nothing waits for the kernel); tokens in no row stay 0 / -inf."""
+def run_call(case, layer, call, prefix, window_left, caches, q, keys):
+    """One kernel call: the kernel's output rows, the re-derived LSE (device tensors, float64; the LSE's
+    rows come from the case's host arrays, so nothing waits for the kernel); tokens in no row stay 0 / -inf."""
     n_tokens, n_slots = case.num_tokens, case.num_slots(layer)
     part_metadata(case, call, prefix, n_slots, n_tokens)  # checks the rows' tokens and pages (IndexError)
     vps, rows, width = int(call["view_page_size"]), int(call["rows"]), int(call["width"])
@@ -131,10 +131,10 @@ def run_call(case, layer, call, prefix, window_left, caches, q):
             window_size=(window_left, 0) if window_left >= 0 else (-1, -1), block_table=dev(table.astype(np.int32)),
             softcap=float(case.softcap or 0.0), q_descale=None, k_descale=k_descale, v_descale=v_descale, **sinks,
             **quant_mode(case))
-    lse = call_lse(case, layer, call, prefix, window_left, attend)
+    lse = call_lse(case, layer, call, prefix, window_left, keys)
     if sinks:  # the sink joins the re-derived LSE of the call's tokens as it joins the kernel's softmax
-        lse[:tokens] = np.logaddexp(lse[:tokens], np.asarray(call["sinks"], dtype=np.float64))
-    return padded_rows(out[:tokens].double(), n_tokens, 0.0), dev(lse)  # float64 parts: merged in float64
+        lse[:tokens] = torch.logaddexp(lse[:tokens], dev(np.asarray(call["sinks"], dtype=np.float64)))
+    return padded_rows(out[:tokens].double(), n_tokens, 0.0), lse  # float64 parts: merged in float64
 
 
 @kv.executor(name="vllm_triton", family="page_table", batch=True,
@@ -155,13 +155,14 @@ def run(case):
     dt = torch.float16 if case.dtype == "fp8_e4m3" else TORCH_DTYPES[case.dtype]
     cache_dt = torch.float8_e4m3fn if case.dtype == "fp8_e4m3" else dt
     tensors = LayerTensors(case, dt, cache_dt)  # the layer's query and its caches per view page size
+    keys = LayerKeys(case)  # the layer's query and K pool in float32, for the LSE
 
     def run_layer_call(layer, call, prefix, window_left):
         vps = int(call["view_page_size"])
         if vps % 16:
             raise kv.Unsupported(f"view page size {vps}: vLLM's Triton backend takes block sizes that are multiples of 16")
         q, k_cache, v_cache = tensors(layer, vps)
-        return run_call(case, layer, call, prefix, window_left, (k_cache, v_cache), q)
+        return run_call(case, layer, call, prefix, window_left, (k_cache, v_cache), q, keys)
 
     return run_layers(case, run_layer_call, merge, outputs)
 
