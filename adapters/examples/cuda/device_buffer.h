@@ -23,7 +23,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -54,13 +53,10 @@ class DeviceBuffer {
     check(DevicePool::of_thread().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
     check(cudaMemsetAsync(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemsetAsync of the guards of " + name_);
     if (host && bytes_ > 0) {  // through pinned memory: the copy is queued, the thread goes on
-      const void* from = host;
-      if (staging()) {
-        void* staged = nullptr;
-        check(DevicePool::staging_of_thread().take(bytes_, &staged), "cudaMallocHost for " + name_);
-        from = std::memcpy(staged, host, bytes_);
-      }
-      check(cudaMemcpyAsync(data(), from, bytes_, cudaMemcpyHostToDevice),
+      void* staged = nullptr;
+      check(DevicePool::staging_of_thread().take(bytes_, &staged), "cudaMallocHost for " + name_);
+      std::memcpy(staged, host, bytes_);
+      check(cudaMemcpyAsync(data(), staged, bytes_, cudaMemcpyHostToDevice),
             "cudaMemcpyAsync of " + name_ + " to the device");
     }
   }
@@ -94,12 +90,6 @@ class DeviceBuffer {
   }
 
   size_t bytes() const { return bytes_; }
-
-  // KVFUZZ_CUDA_STAGING=0: copies straight from the host arrays' pageable memory (an A/B switch).
-  static bool staging() {
-    static const bool on = !(std::getenv("KVFUZZ_CUDA_STAGING") && std::string(std::getenv("KVFUZZ_CUDA_STAGING")) == "0");
-    return on;
-  }
 
  private:
   std::string name_;
