@@ -6,10 +6,9 @@
 // itself: kGuardBytes of kGuardByte before and after each buffer, read back after the kernels
 // (readback.h) and checked (check_guards throws a Failure naming the array and the first changed
 // byte). Nothing here blocks: the copies to the device are queued on the thread's default stream
-// from the thread's pinned staging blocks (device_pool.h), the guards' copies back too.
+// (from pageable memory the runtime stages them at once), the guards' copies back too.
 //
 //   DevicePool::of_thread().restart();           // a new request: the last one's buffers are done
-//   DevicePool::staging_of_thread().restart();   // and their host copies
 //   DeviceBuffer q("q", host_q, bytes);          // guarded device copy of host_q (nullptr: no copy)
 //   kernel<<<...>>>(q.as<float>());
 //   Readback& r = Readback::of_thread();
@@ -23,7 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,13 +50,9 @@ class DeviceBuffer {
   DeviceBuffer(std::string name, const void* host, size_t bytes) : name_(std::move(name)), bytes_(bytes) {
     check(DevicePool::of_thread().take(bytes_ + 2 * kGuardBytes, &base_), "cudaMalloc of " + name_);
     check(cudaMemsetAsync(base_, kGuardByte, bytes_ + 2 * kGuardBytes), "cudaMemsetAsync of the guards of " + name_);
-    if (host && bytes_ > 0) {  // through pinned memory: the copy is queued, the thread goes on
-      void* staged = nullptr;
-      check(DevicePool::staging_of_thread().take(bytes_, &staged), "cudaMallocHost for " + name_);
-      std::memcpy(staged, host, bytes_);
-      check(cudaMemcpyAsync(data(), staged, bytes_, cudaMemcpyHostToDevice),
+    if (host && bytes_ > 0)
+      check(cudaMemcpyAsync(data(), host, bytes_, cudaMemcpyHostToDevice),
             "cudaMemcpyAsync of " + name_ + " to the device");
-    }
   }
   // Readback room the guards of one buffer take.
   static constexpr size_t kGuardRoom = 2 * kGuardBytes;

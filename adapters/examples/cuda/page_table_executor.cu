@@ -324,7 +324,6 @@ int run_page_table(const kvfuzz_call* call, const json& manifest) {
   try {
     // The buffers of the request: blocks of the last request's, which its synchronization freed.
     kvfuzz_cuda::DevicePool::of_thread().restart();
-    kvfuzz_cuda::DevicePool::staging_of_thread().restart();  // their host copies: the copies are done too
     std::deque<DeviceBuffer> keep;  // a deque: references to its buffers stay valid as layers add theirs
     std::vector<QueuedLayer> layers;
     std::optional<Failure> refused;
