@@ -191,11 +191,19 @@ def _serve_lanes(fn, lanes, requests, answers, profile):
     work, lock = queue.Queue(), threading.Lock()
 
     def lane():
-        with fn.kvfuzz_lanes():
-            while (message := work.get()) is not None:
-                line = _answer(fn, message)
-                with lock:
-                    answers.write(line)
+        try:
+            context = fn.kvfuzz_lanes()
+            context.__enter__()
+        except BaseException:  # no lane may go missing in silence: the process ends, kvfuzz sees it die
+            sys.stderr.write("kvfuzz_adapter: a lane's context (kv.executor(lanes=...)) failed on entry:\n"
+                             + traceback.format_exc())
+            sys.stderr.flush()
+            os._exit(1)
+        while (message := work.get()) is not None:
+            line = _answer(fn, message)
+            with lock:
+                answers.write(line)
+        context.__exit__(None, None, None)
 
     threads = [threading.Thread(target=lane, name=f"lane-{i}", daemon=True) for i in range(lanes)]
     for t in threads:

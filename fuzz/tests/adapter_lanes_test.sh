@@ -103,4 +103,12 @@ rc=$?
 { [ $rc = 2 ] && grep -q 'declared "lanes": 3; expected an integer from 1' "$WORK/over.out"; } &&
   echo "ok: \"lanes\": 3 of 2 offered: exit 2" || { fail "\"lanes\": 3 of 2 offered: exit $rc"; cat "$WORK/over.out"; }
 
+# A lane whose context fails on entry ends its process (a message, exit 1), which kvfuzz sees die:
+# crash findings naming the error, no lane left silent until the hang watch (20 s here) kills it.
+CASES=4 campaign ctxfail 4 "LANES_TEST_LOG=$WORK/ctxfail.calls LANES_TEST_CONTEXT_FAILS=1 python3 $SRC/fuzz/tests/lanes_test_adapter.py" \
+  numpy_page_table --adapter-timeout 20
+{ [ "$(cat "$WORK/ctxfail.rc")" = 1 ] && grep -q "crash: RuntimeError: LANES_TEST_CONTEXT_FAILS" "$WORK/ctxfail.out" &&
+  grep -q " 0 hangs" "$WORK/ctxfail.out"; } && echo "ok: a lane's failed context: crash findings naming it" ||
+  { fail "a lane's failed context: exit $(cat "$WORK/ctxfail.rc"), expected crash findings naming it"; tail -8 "$WORK/ctxfail.out"; }
+
 [ "$failures" = 0 ] && echo "PASS" || { echo "$failures failure(s)"; exit 1; }

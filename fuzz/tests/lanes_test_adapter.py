@@ -3,7 +3,7 @@ logging to the file LANES_TEST_LOG names: "<time> <pid> start" as a process star
 imports), "<start> <end> <pid> call" after each call. LANES_TEST_HANG_ONCE=1: the campaign's first
 call (the first to create LANES_TEST_LOG.hang) logs "<time> <pid> hang" and sleeps an hour, so on
 a server with lanes one lane hangs while the others answer, and the hung case, re-run alone in a
-fresh process, passes.
+fresh process, passes. LANES_TEST_CONTEXT_FAILS=1: each lane's context raises on entry.
 
     LANES_TEST_LOG=/tmp/calls KVFUZZ_EXAMPLE_DELAY=0.1 python3 fuzz/tests/lanes_test_adapter.py
 """
@@ -44,8 +44,16 @@ def run(case):
     return result
 
 
+class _Refused:
+    def __enter__(self):
+        raise RuntimeError("LANES_TEST_CONTEXT_FAILS: this lane's stream could not be made")
+
+    def __exit__(self, *_):
+        return False
+
+
 run.kvfuzz_declaration = numpy_page_table.run.kvfuzz_declaration
-run.kvfuzz_lanes = numpy_page_table.run.kvfuzz_lanes
+run.kvfuzz_lanes = _Refused if os.environ.get("LANES_TEST_CONTEXT_FAILS") == "1" else numpy_page_table.run.kvfuzz_lanes
 
 if __name__ == "__main__":
     kv.serve(run)
