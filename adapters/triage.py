@@ -32,7 +32,7 @@ import sys
 
 NEVER_KNOWN = {"hang", "contract", "harness-error"}
 ISSUE_FIELDS = {"id", "title", "verdict", "kind", "upstream", "status", "affected", "reach", "effect", "minimal_case",
-                "match", "groups", "note", "bisect"}
+                "match", "groups", "note", "bisect", "match_flags"}
 KINDS = {"upstream-bug", "convention", "kvfuzz-limit"}
 MINIMAL_CASE_FIELDS = {"case", "backend", "release", "deterministic", "adapter_flags"}
 
@@ -145,6 +145,10 @@ def load_issues(path):
             if not isinstance(flags, list) or not flags or not all(isinstance(x, str) and x for x in flags):
                 raise BadIssues(f"{where}: minimal_case.adapter_flags must be a non-empty list of strings "
                                 "(the planner flags its case runs under, e.g. [\"--allocator\", \"vllm\"])")
+        if "match_flags" in i and not (isinstance(i["match_flags"], list) and i["match_flags"]
+                                       and all(isinstance(x, str) and x for x in i["match_flags"])):
+            raise BadIssues(f"{where}: match_flags must be a non-empty list of strings (the planner words a "
+                            "finding's replay must hold, e.g. [\"--fa-version\", \"2\"])")
         for clause in as_list(i.get("match", [])):
             if "property" not in clause:
                 raise BadIssues(f"{where}: a match clause without 'property'")
@@ -235,21 +239,31 @@ def runs_under(adapter, flags):
     return any(adapter[i:i + n] == flags for i in range(len(adapter) - n + 1))
 
 
+def flags_to_match(issue):
+    """The planner words a finding's replay must hold for `issue` to label it: its `match_flags`, else
+    its minimal case's `adapter_flags` (the flags that case runs under), else none. `match_flags` is
+    for an entry whose case runs under more than the bug needs: its `--dcp 2` where the fingerprint's
+    `dcp_min` already says DCP, so that a `--dcp 4` run's finding is it too."""
+    if "match_flags" in issue:
+        return issue["match_flags"]
+    m = issue.get("minimal_case")
+    return m.get("adapter_flags", []) if isinstance(m, dict) else []
+
+
 def label(fp, issues, versions, warnings, group=None, adapter=()):
     """(label, issue) for one fingerprint in root-cause group `group`: the first matching issue whose
     affected range holds the finding's release; else the first matching issue it is past the fix of
     (a regression); else NEW. An issue whose minimal case runs under planner flags
-    (minimal_case.adapter_flags: a path only those flags reach, such as vLLM's own allocator)
-    matches only findings whose planner command (`adapter`: adapter_words of the finding's replay)
-    holds them."""
+    (minimal_case.adapter_flags, or the issue's match_flags: a path only those flags reach, such as
+    vLLM's own allocator) matches only findings whose planner command (`adapter`: adapter_words of the
+    finding's replay) holds them."""
     if fp["property"] in NEVER_KNOWN:
         return "NEW", None
     regression = None
     for issue in issues:
         if not matches(issue, fp, group):
             continue
-        m = issue.get("minimal_case")
-        if isinstance(m, dict) and m.get("adapter_flags") and not runs_under(list(adapter), m["adapter_flags"]):
+        if not runs_under(list(adapter), flags_to_match(issue)):
             continue
         a = issue["affected"]
         release = release_of(fp, a["package"], versions)

@@ -291,6 +291,16 @@ flagged "$WORK/dcpnone.jsonl" "--dcp 2 --fa-version 2"
 not_it dcpnone kvfuzz-vllm-dcp-fa2-unordered-context "a lost context without dcp in its fingerprint"
 dcp_lines "$WORK/dcpnoflag.jsonl" '{"page_size": 32}'
 not_it dcpnoflag kvfuzz-vllm-dcp-fa2-unordered-context "a lost context of a run without --dcp"
+# The entry matches on --fa-version 2 (match_flags), the ranks on the fingerprint's dcp: four ranks are
+# it too; FlashAttention 3 under DCP (one context call over every row) is not.
+dcp_lines "$WORK/dcp4.jsonl" '{"page_size": 32, "dcp": 4}'
+flagged "$WORK/dcp4.jsonl" "--dcp 4 --fa-version 2"
+run dcp4 0 $VLLM
+[ "$(grep -c "^known *kvfuzz-vllm-dcp-fa2-unordered-context" "$WORK/dcp4.out")" = 3 ] ||
+  fail "the same fingerprints on four DCP ranks are not kvfuzz-vllm-dcp-fa2-unordered-context"
+dcp_lines "$WORK/dcpfa3.jsonl" '{"page_size": 32, "dcp": 2}'
+flagged "$WORK/dcpfa3.jsonl" "--dcp 2 --fa-version 3"
+not_it dcpfa3 kvfuzz-vllm-dcp-fa2-unordered-context "a lost context under DCP with FlashAttention 3"
 
 # - vllm#33638 (FlashMLA's fp8 schedule left out of the persistent buffers): the replayed fp8 kernel's schedule
 #   for the capture's seq_lens is known in 0.15.0 where the planner ran with --kv-cache-dtype fp8; the same
