@@ -30,8 +30,8 @@
 #   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
 #                         kernel call to an executor that declared "batch": true (cuda_page_table;
 #                         docs/gpu.md "Batching"); 0: one case a call (kvfuzz run --no-batch)
-#   KVFUZZ_GPU_JOBS       kvfuzz run's --jobs (default: sixteen per core with servers, at most 1024, flashmla
-#                         four; one without)
+#   KVFUZZ_GPU_JOBS       kvfuzz run's --jobs (default: sixteen per core with servers, at most 1024, four
+#                         where the campaign draws medium or larger cases; one without)
 #   KVFUZZ_GPU_PARALLEL   1: the campaigns run at once, each with nproc / count jobs (default 0: one
 #                         after another, nproc jobs each)
 #   KVFUZZ_GPU_PROFILES   size profiles (default "tiny small"; flashmla: KVFUZZ_GPU_FLASHMLA_PROFILES,
@@ -183,12 +183,14 @@ servers=${KVFUZZ_GPU_SERVERS:-gpus:4}
 # With servers a job mostly waits for its answer, and a batch gathers from the cases waiting at once:
 # sixteen jobs a core (at most kvfuzz's 1024). H200, 16 cores, 4 servers (docs/gpu.md): cuda_page_table
 # 672 checked/s with 16 jobs, 1024 with 64 and 1139 against 1628 with 256; sglang_triton 31.7 with 64,
-# 41.5 and 54.7 with 256 (batches of 4.0 cases, 7.8 and 6.8). flashmla keeps four a core: its medium and
-# large cases are the host's work (their oracle), and 256 of them at once finished 18 in 40 s.
+# 41.5 and 54.7 with 256 (batches of 4.0 cases, 7.8 and 6.8). Campaigns that draw medium or larger
+# cases keep four a core: those cases are the host's work (their oracle), and with 256 jobs the ones
+# in flight at the deadline outlast it (flashmla, medium + large: 18 checked in 40 s, ran 51.7 s;
+# vllm_triton, small + medium: ran 50.8 s for 45).
 # jobs_of NAME: the campaign's --jobs.
 jobs_of() {
   local per=16 jobs
-  [ "${1%%.*}" = flashmla ] && per=4
+  [[ " $(profiles_of "$1")" =~ " --profile "(medium|large|long) ]] && per=4
   jobs=$(nproc)
   [ "$servers" != 0 ] && jobs=$(( per * $(nproc) > 1024 ? 1024 : per * $(nproc) ))
   jobs=${KVFUZZ_GPU_JOBS:-$jobs}
