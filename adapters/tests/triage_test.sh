@@ -279,13 +279,16 @@ dcp_lines() {  # dcp_lines FILE [CONTEXT-JSON]: what fa2_dcp_prefill_first.json 
   line "$1" cache-extent vllm_fa_0_33_0:fa mixed full 0 missing-oldest "$context"
   line "$1" oracle vllm_fa_0_33_0:fa mixed full 0 reads:missing-oldest "$context"
 }
+dcp_known() {  # dcp_known NAME PLANNER-WORDS KEYS WHAT: NAME.jsonl, under those words, is KEYS known keys of the entry
+  flagged "$WORK/$1.jsonl" "$2"
+  run "$1" 0 $VLLM
+  [ "$(grep -c "^known *kvfuzz-vllm-dcp-fa2-unordered-context" "$WORK/$1.out")" = "$3" ] ||
+    fail "$4 are not kvfuzz-vllm-dcp-fa2-unordered-context"
+}
 dcp_lines "$WORK/dcp.jsonl" '{"page_size": 32, "dcp": 2}'
 line "$WORK/dcpv.jsonl" metamorphic vllm_fa_0_33_0:fa mixed full 0 changed:out '{"page_size": 32, "dcp": 2}'
 sed -i 's/"variant": ""/"variant": "batch-order"/' "$WORK/dcpv.jsonl" && cat "$WORK/dcpv.jsonl" >>"$WORK/dcp.jsonl"
-flagged "$WORK/dcp.jsonl" "--dcp 2 --fa-version 2"
-run dcp 0 $VLLM
-[ "$(grep -c "^known *kvfuzz-vllm-dcp-fa2-unordered-context" "$WORK/dcp.out")" = 4 ] ||
-  fail "fa2_dcp_prefill_first.json's fingerprints under DCP are not kvfuzz-vllm-dcp-fa2-unordered-context"
+dcp_known dcp "--dcp 2 --fa-version 2" 4 "fa2_dcp_prefill_first.json's fingerprints under DCP"
 dcp_lines "$WORK/dcpnone.jsonl" '{"page_size": 32}'
 flagged "$WORK/dcpnone.jsonl" "--dcp 2 --fa-version 2"
 not_it dcpnone kvfuzz-vllm-dcp-fa2-unordered-context "a lost context without dcp in its fingerprint"
@@ -294,10 +297,7 @@ not_it dcpnoflag kvfuzz-vllm-dcp-fa2-unordered-context "a lost context of a run 
 # The entry matches on --fa-version 2 (match_flags), the ranks on the fingerprint's dcp: four ranks are
 # it too; FlashAttention 3 under DCP (one context call over every row) is not.
 dcp_lines "$WORK/dcp4.jsonl" '{"page_size": 32, "dcp": 4}'
-flagged "$WORK/dcp4.jsonl" "--dcp 4 --fa-version 2"
-run dcp4 0 $VLLM
-[ "$(grep -c "^known *kvfuzz-vllm-dcp-fa2-unordered-context" "$WORK/dcp4.out")" = 3 ] ||
-  fail "the same fingerprints on four DCP ranks are not kvfuzz-vllm-dcp-fa2-unordered-context"
+dcp_known dcp4 "--dcp 4 --fa-version 2" 3 "the same fingerprints on four DCP ranks"
 dcp_lines "$WORK/dcpfa3.jsonl" '{"page_size": 32, "dcp": 2}'
 flagged "$WORK/dcpfa3.jsonl" "--dcp 2 --fa-version 3"
 not_it dcpfa3 kvfuzz-vllm-dcp-fa2-unordered-context "a lost context under DCP with FlashAttention 3"
