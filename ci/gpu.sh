@@ -26,7 +26,8 @@
 #                         --server-lanes; default 1): executors that declare "lanes" (cuda_page_table,
 #                         sglang_triton) answer that many at once, each on a thread and CUDA stream of
 #                         its own (docs/gpu.md "Executor servers"); with K > 1, KVFUZZ_GPU_SERVERS=gpus
-#                         is one CUDA context a GPU kept busy
+#                         is one CUDA context a GPU (measured slower than gpus:4 before batches could
+#                         use the lanes; not re-measured since)
 #   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
 #                         kernel call to an executor that declared "batch": true (cuda_page_table;
 #                         docs/gpu.md "Batching"); 0: one case a call (kvfuzz run --no-batch)

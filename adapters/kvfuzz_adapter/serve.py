@@ -224,8 +224,6 @@ def serve(fn):
     requests, answers = _channels()
     lanes = _lanes(fn)
     answers.write(json.dumps(dict(declaration, lanes=lanes) if lanes > 1 else declaration) + "\n")
-    # With lanes it profiles this thread only (cProfile's), which reads the requests: the lanes'
-    # work is not in the profile.
     profile = _Profile.from_environment()
     if lanes > 1:
         _serve_lanes(fn, lanes, requests, answers, profile)

@@ -290,8 +290,12 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   g->members.push_back(&me);
   g->pool_elements = me.pool_elements;
   gathering_[key] = g;
-  while (g->members.size() < kMaxBatch && least_loaded()->load() >= kBatchDepth)
-    batch_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  // A server can take it while it has a lane free: kBatchDepth requests a lane (one lane: idle).
+  const auto busy = [&] {
+    const AdapterServer* s = least_loaded();
+    return s->load() >= kBatchDepth * s->lanes();
+  };
+  while (g->members.size() < kMaxBatch && busy()) batch_cv_.wait_for(lock, std::chrono::milliseconds(1));
   if (auto it = gathering_.find(key); it != gathering_.end() && it->second == g) gathering_.erase(it);
   const std::vector<BatchSlot*> members = g->members;
   lock.unlock();

@@ -127,7 +127,8 @@ class Adapter {
 
   // Servers, and an executor that declared "batch": true: cases of one shape (`key`) may share a
   // request. The caller joins the batch of `key` gathering for its server's next turn, or opens
-  // one and sends it when a server can take it (idle: fewer than kBatchDepth requests), with up
+  // one and sends it when a server can take it (fewer than kBatchDepth requests a lane: with one
+  // lane, idle; a server whose process works on several requests at once takes as many), with up
   // to kMaxBatch cases. The batch's opener writes and reads it with its `write` and `read`, given
   // every member. Returns how it ended for this caller (BatchSlot::Outcome): `alone` and `single`
   // mean the caller runs its case again through call(). Never throws for the batch's failure.

@@ -92,7 +92,7 @@ void add_adapter_options(CLI::App* cmd, AdapterOptions& options) {
       ->capture_default_str();
   cmd->add_option("--server-lanes", options.lanes,
                   "Servers: requests each server process may work on at once, each on its own thread (and CUDA "
-                  "stream): one CUDA context per GPU kept busy. An adapter that does not declare \"lanes\" works "
+                  "stream), in one CUDA context. An adapter that does not declare \"lanes\" works "
                   "on one at a time (PROTOCOL.md)")
       ->check(CLI::Validator(
           [](std::string& s) -> std::string {
