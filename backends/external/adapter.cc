@@ -306,9 +306,10 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
     stats_.queue_nanoseconds += waited;
     stats_.round_trip_nanoseconds += waited;
   }
-  if (members.size() == 1) return BatchSlot::Outcome::single;  // no company: as usual
+  if (members.size() == 1 && me.runs == 1) return BatchSlot::Outcome::single;  // nothing to batch: as usual
   ++stats_.batches;
   stats_.batched_cases += static_cast<int64_t>(members.size());
+  for (const BatchSlot* m : members) stats_.batched_runs += static_cast<int64_t>(m->runs);
   BatchSlot::Outcome outcome = BatchSlot::Outcome::answered;
   try {
     const bool answered = call_server(

@@ -67,9 +67,9 @@ struct AdapterStats {
   std::atomic<int64_t> queue_nanoseconds{0};  // servers: requests waiting behind others in the process,
                                               // and cases waiting for their batch to be sent; part of
                                               // round_trip_nanoseconds
-  // Batching (call_batched): requests that carried several cases, the cases they carried, and
-  // how many of those batches failed (their cases then re-run alone).
-  std::atomic<int64_t> batches{0}, batched_cases{0}, batches_failed{0};
+  // Batching (call_batched): requests that carried several kernel runs (cases, or one case's value
+  // sets), the cases and runs they carried, and how many failed (their cases then re-run alone).
+  std::atomic<int64_t> batches{0}, batched_cases{0}, batched_runs{0}, batches_failed{0};
   // Compile ahead (warm_up): warm-ups sent, how many failed (their process retired, as after any
   // failure on a server; never a finding), and their round trips. Not in any figure above.
   std::atomic<int64_t> warm_ups{0}, warm_ups_failed{0}, warm_up_nanoseconds{0};
@@ -78,7 +78,8 @@ struct AdapterStats {
 // A caller's place in a batched request (Adapter::call_batched); a caller derives its own member
 // type from it to carry its case to the batch's write and read.
 struct BatchSlot {
-  int64_t pool_elements = 0;  // its largest pool (dense K elements): a batch's stays within kSparsePoolElements
+  int64_t pool_elements = 0;  // its pools (dense K elements): a batch's stay within kSparsePoolElements
+  size_t runs = 1;            // the kernel runs it brings (its value sets): a lone case of several is a batch
   // How the batch ended for this case: answered (its outputs are read), or to be run again: alone
   // (the batch failed: whose case it was is not known yet) or by itself as usual (the batch was
   // answered unsupported, or the case found no company).

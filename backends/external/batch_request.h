@@ -6,9 +6,9 @@
 // plan's structure (Family::batch_shape: the calls and their flags, whatever the batch mode that
 // made them; a kernel sees rows, not modes) are equal: their rows are concatenated, their tokens
 // and pool slots offset into one pool (Family::merge), and the outputs split back. Each case then
-// reads, in the batch's pool, exactly the keys it read alone. Their value sets (the case's own,
-// the read-set probes') may differ in number: the batch runs as many as its case with the most,
-// a case with fewer repeating its last one, whose answer is not read.
+// reads, in the batch's pool, exactly the keys it read alone. A case's value sets (its own, the
+// read-set probes') are runs of the batch too, each with its own tokens and pools: one kernel call
+// for all of them (a request with one value set), however many a case has.
 //
 //   const std::string key = batch_key(family, plan, inputs, variant);   // "": runs alone
 //   BatchMember me{..., &plan, &inputs, &outputs};
@@ -33,18 +33,19 @@ struct BatchMember : BatchSlot {
 
 // The key cases must share to run as one call (`variant`: the model's side of the kernel variant);
 // "" when this one cannot batch (its family has no merge, its plan's structure does not allow it,
-// or a pool goes out sparse).
+// or its value sets' pools together, dense, would pass kSparsePoolElements).
 std::string batch_key(const Family& family, const Plan& plan, const std::vector<RunInput>& inputs,
                       const std::string& variant);
 
-// The largest of the case's pools, dense K elements (BatchSlot::pool_elements).
-int64_t largest_pool(const std::vector<RunInput>& inputs);
+// What the case adds to a batch's pools: its value sets' largest pools (dense K elements), summed
+// (BatchSlot::pool_elements).
+int64_t pool_elements(const std::vector<RunInput>& inputs);
 
-// Writes the members (BatchMember) as one execute request: the merged plan, set j holding every
-// member's inputs[j], as many sets as the member with the most (value_set_names).
+// Writes the members (BatchMember) as one execute request: the merged plan of every member's
+// every value set, in order, as one value set.
 void write_batch(const std::string& dir, const Family& family, const std::vector<BatchSlot*>& members);
 
-// Splits the batch's outputs back into each member's outputs (of the sets it has).
+// Splits the batch's outputs back into each member's outputs.
 void read_batch(const std::string& dir, const std::vector<BatchSlot*>& members);
 
 }  // namespace kvfuzz

@@ -156,17 +156,15 @@ nlohmann::json case_manifest(const Scenario& s, const CacheState& cache, const F
 
 namespace {
 
-// One execute request for cases laid end to end (one case: as it is): set j of the request holds
-// every case's inputs[j], tokens after tokens and each layer's pool slots after slots.
-// Value set j of a case in a batch: a case with fewer sets than the batch's runs its last one
-// again there (the answer is not read: read_batched_outputs), so cases whose probe sets differ in
-// number still share one request.
-const RunInput& set_of(const std::vector<RunInput>& c, size_t j) { return c[std::min(j, c.size() - 1)]; }
+// One execute request: value set j (set_names[j]) holds the runs sets[j] laid end to end, tokens
+// after tokens and each layer's pool slots after slots (one run: as it is). Every set has as many
+// runs, of the same shapes; the manifest's counts are its first set's.
+using RequestSets = std::vector<std::vector<const RunInput*>>;
 
-void write_cases(const std::string& dir, const Family& family, const Plan& plan,
-                 const std::vector<const std::vector<RunInput>*>& cases, const std::vector<std::string>& set_names,
-                 int64_t sparse_above) {
-  const RunInput& first = cases.front()->front();
+void write_sets(const std::string& dir, const Family& family, const Plan& plan, const RequestSets& sets,
+                 const std::vector<std::string>& set_names, int64_t sparse_above) {
+  const std::vector<const RunInput*>& runs = sets.front();
+  const RunInput& first = *runs.front();
   const Scenario& s = first.scenario;
   const Model& m = s.model;
   ArraySet set;
@@ -176,11 +174,11 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
   const auto L = static_cast<int64_t>(m.layers.size());
   nlohmann::json manifest = case_manifest(s, first.cache, first.batch);
   int64_t T = 0;
-  if (cases.size() > 1) {
+  if (runs.size() > 1) {
     nlohmann::json& b = manifest["batch"];
     int64_t full = 0, swa = 0, bs = 0, padded = 0, seq_lens = 0;
-    for (const auto* c : cases) {
-      const RunInput& in = c->front();
+    for (const RunInput* run : runs) {
+      const RunInput& in = *run;
       full += in.cache.full_slots;
       swa += in.cache.swa_slots;
       bs += in.batch.bs;
@@ -191,9 +189,9 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     b["bs"] = bs;
     b["padded_bs"] = padded;
     b["seq_lens_sum"] = seq_lens;
-    b["batched_cases"] = cases.size();
+    b["batched_runs"] = runs.size();
   }
-  for (const auto* c : cases) T += c->front().batch.num_tokens();
+  for (const RunInput* run : runs) T += run->batch.num_tokens();
   manifest["num_tokens"] = T;
   // Layer l's slab of each case's [layers][tokens][heads][dim] tensor, one after the other.
   auto put_tokens = [&](const std::string& sub, const char* name, size_t j,
@@ -201,14 +199,14 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
                         nlohmann::json& index) {
     put_rows(sub, name, {L, T, heads, dim}, index, [&](NpyWriter& w) {
       for (int64_t l = 0; l < L; ++l)
-        for (const auto* c : cases) {
-          const RunInput& in = set_of(*c, j);
+        for (const RunInput* run : sets[j]) {
+          const RunInput& in = *run;
           const int64_t slab = in.batch.num_tokens() * heads * dim;
           w.append((in.tensors.*data)().data() + l * slab, static_cast<size_t>(slab) * sizeof(float));
         }
     });
   };
-  nlohmann::json sets = nlohmann::json::object();
+  nlohmann::json set_index = nlohmann::json::object();
   for (size_t j = 0; j < set_names.size(); ++j) {
     const std::string sub = dir + "/" + set_names[j];
     std::filesystem::create_directories(sub);
@@ -220,22 +218,22 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     put_tokens(sub, "k_new", j, &BatchTensors::k_data, m.kv_heads, m.head_dim, index);
     put_tokens(sub, "v_new", j, &BatchTensors::v_data, m.kv_heads, m.v_head_dim, index);
     for (int32_t l = 0; l < L; ++l) {
-      if (cases.size() == 1) {
-        const KvPool& p = set_of(*cases.front(), j).pools.layer(l);
+      if (sets[j].size() == 1) {
+        const KvPool& p = sets[j].front()->pools.layer(l);
         put_pool(sub, l, p, Tensor::k, sparse_above, index);
         if (!m.mla) put_pool(sub, l, p, Tensor::v, sparse_above, index);
         continue;
       }
       for (Tensor t : {Tensor::k, Tensor::v}) {
         if (t == Tensor::v && m.mla) continue;
-        const KvPool& first_pool = set_of(*cases.front(), j).pools.layer(l);
+        const KvPool& first_pool = sets[j].front()->pools.layer(l);
         int64_t slots = 0;
-        for (const auto* c : cases) slots += set_of(*c, j).pools.layer(l).num_slots;
+        for (const RunInput* run : sets[j]) slots += run->pools.layer(l).num_slots;
         const int32_t dim = t == Tensor::k ? first_pool.head_dim : first_pool.v_head_dim;
         put_rows(sub, std::string(t == Tensor::k ? "k_cache." : "v_cache.") + std::to_string(l),
                  {slots, first_pool.kv_heads, dim}, index, [&](NpyWriter& w) {
-                   for (const auto* c : cases) {
-                     const KvPool& p = set_of(*c, j).pools.layer(l);
+                   for (const RunInput* run : sets[j]) {
+                     const KvPool& p = run->pools.layer(l);
                      append_pool_rows(w, p, t, {}, p.num_slots);
                    }
                  });
@@ -246,20 +244,20 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
     nlohmann::json k_scales = nlohmann::json::array(), v_scales = nlohmann::json::array();
     bool scaled = false;
     for (int32_t l = 0; l < L; ++l) {
-      const KvPool& p = set_of(*cases.front(), j).pools.layer(l);
+      const KvPool& p = sets[j].front()->pools.layer(l);
       k_scales.push_back(p.k_scale);
       v_scales.push_back(p.v_scale);
       scaled = scaled || p.k_scale != 1.0f || p.v_scale != 1.0f;
     }
     if (scaled) index["kv_scales"] = {{"k", k_scales}, {"v", v_scales}};
-    sets[set_names[j]] = index;
+    set_index[set_names[j]] = index;
   }
   write_json(dir + "/manifest.json", {{"op", "execute"},
                                       {"family", family.name},
                                       {"case", manifest},
                                       {"plan", set.meta},
                                       {"arrays", arrays},
-                                      {"sets", sets},
+                                      {"sets", set_index},
                                       {"outputs",
                                        {{"out", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads, m.v_head_dim}}}},
                                         {"lse", {{"dtype", "<f4"}, {"shape", {L, T, m.q_heads}}}}}}});
@@ -270,7 +268,9 @@ void write_cases(const std::string& dir, const Family& family, const Plan& plan,
 void write_execute_request(const std::string& dir, const Family& family, const Plan& plan,
                            const std::vector<RunInput>& inputs, const std::vector<std::string>& set_names,
                            int64_t sparse_above) {
-  write_cases(dir, family, plan, {&inputs}, set_names, sparse_above);
+  RequestSets sets;
+  for (const RunInput& in : inputs) sets.push_back({&in});
+  write_sets(dir, family, plan, sets, set_names, sparse_above);
 }
 
 std::vector<std::string> value_set_names(size_t sets) {
@@ -280,27 +280,22 @@ std::vector<std::string> value_set_names(size_t sets) {
 }
 
 void write_batched_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                                   const std::vector<const std::vector<RunInput>*>& cases,
-                                   const std::vector<std::string>& set_names) {
-  write_cases(dir, family, plan, cases, set_names, kSparsePoolElements);
+                                   const std::vector<const RunInput*>& runs) {
+  write_sets(dir, family, plan, {runs}, value_set_names(1), kSparsePoolElements);
 }
 
-void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases,
+void read_batched_outputs(const std::string& dir, const std::vector<const RunInput*>& runs,
                           const std::vector<RunOutput*>& outputs) {
-  const Model& m = cases.front()->front().scenario.model;
+  const Model& m = runs.front()->scenario.model;
   const auto L = static_cast<int64_t>(m.layers.size());
   int64_t T = 0;
-  for (const auto* c : cases) T += c->front().batch.num_tokens();
+  for (const RunInput* run : runs) T += run->batch.num_tokens();
   const std::vector<float> out = read_float(dir + "/out.npy", {L, T, m.q_heads, m.v_head_dim});
   const std::vector<float> lse = read_float(dir + "/lse.npy", {L, T, m.q_heads});
-  // Case i's tokens of layer l: rows [offset_i, offset_i + T_i) of the layer's [T] rows.
+  // Run i's tokens of layer l: rows [offset_i, offset_i + T_i) of the layer's [T] rows.
   int64_t offset = 0;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const int64_t t = cases[i]->front().batch.num_tokens();
-    if (!outputs[i]) {  // a case with fewer value sets than the batch: this set is not its own
-      offset += t;
-      continue;
-    }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const int64_t t = runs[i]->batch.num_tokens();
     RunOutput& o = *outputs[i];
     o.out.clear();
     o.lse.clear();

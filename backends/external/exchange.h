@@ -37,16 +37,14 @@ void write_execute_request(const std::string& dir, const Family& family, const P
 // The folders of a request's value sets: "main", then "set1", "set2", ...
 std::vector<std::string> value_set_names(size_t sets);
 
-// Several independent cases of one shape as one request (batch_request.h): `plan` is their merged
-// plan (Family::merge); set_names[j] holds every case's (*cases[i])[j] (its last set where it has
-// fewer), tokens laid end to end and each layer's pool slots too, the manifest's counts
-// (num_tokens, pools, bs) summed. Dense pools.
+// Several independent runs of one shape as one request (batch_request.h): `plan` is their merged
+// plan (Family::merge), `runs` the inputs in the merge's order (a batch's cases' value sets, each a
+// run), laid end to end in the one value set "main": tokens, and each layer's pool slots; the
+// manifest's counts (num_tokens, pools, bs) summed. Dense pools.
 void write_batched_execute_request(const std::string& dir, const Family& family, const Plan& plan,
-                                   const std::vector<const std::vector<RunInput>*>& cases,
-                                   const std::vector<std::string>& set_names);
-// Splits the batch's outputs of value set `set` (`dir`: that set's folder) back into each case's;
-// a null output: a case without that set, skipped.
-void read_batched_outputs(const std::string& dir, const std::vector<const std::vector<RunInput>*>& cases,
+                                   const std::vector<const RunInput*>& runs);
+// Splits the batch's outputs (`dir`: its value set's folder) back into each run's.
+void read_batched_outputs(const std::string& dir, const std::vector<const RunInput*>& runs,
                           const std::vector<RunOutput*>& outputs);
 
 // Reads `dir`/out.npy and lse.npy of one value set into `out`.

@@ -145,7 +145,8 @@ void PairBackend::run_many(const Plan& plan, const std::vector<RunInput>& inputs
   if (ext_executor_->batches()) {
     if (const std::string key = batch_key(*family_, plan, inputs, model_variant(inputs[0].scenario)); !key.empty()) {
       BatchMember me;
-      me.pool_elements = largest_pool(inputs);
+      me.pool_elements = pool_elements(inputs);
+      me.runs = inputs.size();
       me.plan = &plan;
       me.inputs = &inputs;
       me.outputs = &outputs;

@@ -7,6 +7,7 @@
 #include "backends/contract/families.h"
 #include "backends/contract/npy.h"
 #include "backends/external/adapter_spec.h"
+#include "backends/external/batch_request.h"
 #include "backends/external/exchange.h"
 #include "backends/registry.h"
 #include "properties/case_context.h"
@@ -201,6 +202,59 @@ TEST(Exchange, WritesSparsePoolsAboveTheThresholdAndDenseBelow) {
   const std::string script = std::string(KVFUZZ_SOURCE_DIR) + "/adapters/tests/sparse_pool_test.py";
   EXPECT_EQ(0, std::system(("python3 '" + script + "' '" + root + "/dense' '" + root + "/sparse'").c_str()));
   std::filesystem::remove_all(root);
+}
+
+// A batch is one kernel call: every member's every value set a run of the request's one value set,
+// in order, tokens and pool slots end to end; the outputs go back run by run (batch_request.h).
+TEST(Exchange, ABatchRunsEveryMembersValueSetsInOneSet) {
+  for (uint64_t seed = 0;; ++seed) {
+    ASSERT_LT(seed, 50u) << "no tiny case the fa family batches";
+    const CaseContext ctx(generate(seed, Profile::tiny));
+    const Backend& b = *find_backend("fa");
+    if (!b.supports(ctx.scenario()).ok) continue;
+    const BackendRun run = run_backend(ctx, b);
+    if (!run.ran) continue;
+    const Family& family = *find_family(b.family());
+    const Prepared& p = ctx.prepared();
+    KvPools pools(ctx.scenario(), p.cache, ctx.values());
+    const RunInput in{ctx.scenario(), p.cache, p.batch, pools, ctx.tensors()};
+    const std::vector<RunInput> two{in, in}, one{in};
+    if (batch_key(family, *run.plan, two, "v").empty()) continue;
+    std::vector<RunOutput> out_two(2, RunOutput(ctx.scenario(), p.batch)), out_one(1, RunOutput(ctx.scenario(), p.batch));
+    BatchMember a, c;
+    a.plan = c.plan = run.plan.get();
+    a.inputs = &two, a.outputs = &out_two;
+    c.inputs = &one, c.outputs = &out_one;
+    const std::vector<BatchSlot*> members{&a, &c};
+    const std::string dir = ::testing::TempDir() + "kvfuzz-batch-runs-test";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    write_batch(dir, family, members);
+    const nlohmann::json manifest = nlohmann::json::parse(read_input(dir + "/manifest.json", size_t{1} << 20));
+    ASSERT_EQ(manifest["sets"].size(), 1u) << manifest["sets"].dump();
+    const int64_t T = p.batch.num_tokens();
+    EXPECT_EQ(manifest["case"]["num_tokens"], 3 * T);
+    EXPECT_EQ(manifest["case"]["pools"]["full_slots"], 3 * p.cache.full_slots);
+    EXPECT_EQ(read_npy(dir + "/main/k_cache.0.npy").shape[0], 3 * pools.layer(0).num_slots);
+    // An answer whose every value is its row: run r's rows are [r T, (r + 1) T) of each layer.
+    const Model& m = ctx.scenario().model;
+    const auto L = static_cast<int64_t>(m.layers.size());
+    std::vector<float> o(static_cast<size_t>(L * 3 * T * m.q_heads * m.v_head_dim)), lse(static_cast<size_t>(L * 3 * T * m.q_heads));
+    for (size_t i = 0; i < o.size(); ++i) o[i] = static_cast<float>(i / (m.q_heads * m.v_head_dim) % (3 * T));
+    for (size_t i = 0; i < lse.size(); ++i) lse[i] = static_cast<float>(i / m.q_heads % (3 * T));
+    write_npy(dir + "/main/out.npy", NpyArray::of<float>({L, 3 * T, m.q_heads, m.v_head_dim}, o));
+    write_npy(dir + "/main/lse.npy", NpyArray::of<float>({L, 3 * T, m.q_heads}, lse));
+    read_batch(dir, members);
+    const std::vector<const RunOutput*> runs{&out_two[0], &out_two[1], &out_one[0]};
+    for (size_t r = 0; r < runs.size(); ++r) {
+      ASSERT_EQ(runs[r]->out.size(), static_cast<size_t>(L * T * m.q_heads * m.v_head_dim));
+      EXPECT_EQ(runs[r]->out.front(), static_cast<float>(r * T)) << "run " << r;
+      EXPECT_EQ(runs[r]->out.back(), static_cast<float>((r + 1) * T - 1)) << "run " << r;
+      EXPECT_EQ(runs[r]->lse.back(), static_cast<float>((r + 1) * T - 1)) << "run " << r;
+    }
+    std::filesystem::remove_all(dir);
+    return;
+  }
 }
 
 // A planner's plan_run list (PROTOCOL.md) becomes the plan's disagreements; a malformed entry is a

@@ -199,7 +199,8 @@ void add_run(CLI::App& app, int& exit_code) {
                     << " s from sending to answer\n";
         if (a->batches())
           std::cout << "adapter " << a->spec().name << " batches: " << st.batches << " requests carried "
-                    << st.batched_cases << " cases, " << st.batches_failed << " failed (their cases re-run alone)\n";
+                    << st.batched_cases << " cases, " << st.batches_failed << " failed (their cases re-run alone); "
+                    << st.batched_runs << " kernel runs (value sets) in all\n";
       }
     }
     std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";

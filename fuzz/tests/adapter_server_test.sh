@@ -68,16 +68,19 @@ rc=$?
 # the one server go as one kernel call. The same seed finds the same findings, case for case, as
 # per-job workers running one case a call: the planted bug, and a crash of some cases of a shape
 # only (segfault_keys), which a failed batch attributes by re-running its cases alone.
-# batched NAME: the campaign's batches line says some request carried several cases.
+# batched NAME: the campaign's batches line says some request carried several cases, and more
+# kernel runs than cases (the cases' probe value sets went in the same call).
 batched() {
   python3 - "$WORK/$1.out" <<'PY' || fail "$1: no request carried several cases"
 import re, sys
-m = re.search(r"batches: (\d+) requests carried (\d+) cases, (\d+) failed", open(sys.argv[1]).read())
+m = re.search(r"batches: (\d+) requests carried (\d+) cases, (\d+) failed.*; (\d+) kernel runs", open(sys.argv[1]).read())
 if not m:
     sys.exit("no batches line")
-print(f"{sys.argv[1]}: {m.group(1)} batches carried {m.group(2)} cases, {m.group(3)} failed")
+print(f"{sys.argv[1]}: {m.group(1)} batches carried {m.group(2)} cases ({m.group(4)} runs), {m.group(3)} failed")
 if int(m.group(2)) <= int(m.group(1)):
     sys.exit("no batch of more than one case")
+if int(m.group(4)) <= int(m.group(2)):
+    sys.exit("no batch carried a case's value sets")
 PY
 }
 # One mode and a 30 ms kernel: six jobs queue for the one server and their cases meet.
