@@ -276,12 +276,12 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   me.joined = Clock::now();
   me.outcome = BatchSlot::Outcome::pending;
   if (auto it = gathering_.find(key); it != gathering_.end()) {
-    Gathering& g = *it->second;
-    if (g.members.size() < kMaxBatch && g.pool_elements + me.pool_elements <= kSparsePoolElements) {
-      g.members.push_back(&me);
-      g.pool_elements += me.pool_elements;
-      batch_cv_.notify_all();
-      batch_cv_.wait(lock, [&] { return me.outcome != BatchSlot::Outcome::pending; });
+    const std::shared_ptr<Gathering> g = it->second;  // outlives its entry: the opener erases it when sent
+    if (g->members.size() < kMaxBatch && g->pool_elements + me.pool_elements <= kSparsePoolElements) {
+      g->members.push_back(&me);
+      g->pool_elements += me.pool_elements;
+      if (g->members.size() == kMaxBatch) g->full.notify_one();  // its opener sends it now
+      g->answered.wait(lock, [&] { return me.outcome != BatchSlot::Outcome::pending; });
       return me.outcome;
     }
   }
@@ -295,7 +295,7 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
     const AdapterServer* s = least_loaded();
     return s->load() >= kBatchDepth * s->lanes();
   };
-  while (g->members.size() < kMaxBatch && busy()) batch_cv_.wait_for(lock, std::chrono::milliseconds(1));
+  while (g->members.size() < kMaxBatch && busy()) g->full.wait_for(lock, std::chrono::milliseconds(1));
   if (auto it = gathering_.find(key); it != gathering_.end() && it->second == g) gathering_.erase(it);
   const std::vector<BatchSlot*> members = g->members;
   lock.unlock();
@@ -326,7 +326,7 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   if (outcome == BatchSlot::Outcome::alone && !time_is_up()) ++stats_.batches_failed;
   lock.lock();
   for (BatchSlot* m : members) m->outcome = outcome;
-  batch_cv_.notify_all();
+  g->answered.notify_all();
   return outcome;
 }
 

@@ -184,13 +184,15 @@ class Adapter {
   std::vector<std::unique_ptr<AdapterProcess>> idle_;
   AdapterStats stats_;
   std::atomic<int64_t> next_request_{0};
-  // Batches gathering, by shape key; a member waits on batch_cv_ for its outcome.
+  // Batches gathering, by shape key, under batch_mu_: the opener waits on `full` (or for a server),
+  // its members on `answered` (each batch its own: a join or an answer wakes only its batch's
+  // threads, not every job waiting).
   struct Gathering {
     std::vector<BatchSlot*> members;
     int64_t pool_elements = 0;
+    std::condition_variable full, answered;
   };
   std::mutex batch_mu_;
-  std::condition_variable batch_cv_;
   std::map<std::string, std::shared_ptr<Gathering>> gathering_;
   mutable std::mutex warm_mu_;
   std::set<std::string> warm_ups_failed_;  // variants whose warm-up failed: not sent again
