@@ -78,7 +78,7 @@ def prefill_call(case):
     return metadata, qo_indptr, case.plan["prefill"]["block_size"], True
 
 
-@kv.executor(name="flashinfer_mla", family="mla",
+@kv.executor(name="flashinfer_mla", family="mla", batch=True,
              supports={"modes": "all", "layer_kinds": ["full"], "dtypes": ["bf16"], "page_sizes": "any",
                        "head_dims": "any", "mla": True, "non_mla": False, "hybrid_swa": False,
                        "cuda_graph": True, "softcap": False, "gqa": True},
