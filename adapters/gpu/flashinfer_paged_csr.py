@@ -213,7 +213,7 @@ def merge_layer(parts, natural_exp, dtype):
     return out, lse
 
 
-@kv.executor(name="flashinfer_paged_csr", family="paged_csr", batch=True,
+@kv.executor(name="flashinfer_paged_csr", family="paged_csr",
              supports={"modes": "all", "layer_kinds": "all", "dtypes": flashinfer_choice.PAGED_CSR_DTYPES,
                        "page_sizes": "any", "head_dims": "any", "mla": False, "non_mla": True, "hybrid_swa": True,
                        "cuda_graph": True, "softcap": True, "gqa": True, "kv_scales": True},
