@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/common/deadline.h"
 #include "backends/external/adapter.h"
 #include "backends/registry.h"
 #include "fuzz/campaign_record.h"
@@ -189,9 +190,9 @@ bool run_case(Shared& sh, int64_t index) {
   const bool metamorphic = o.metamorphic_every > 0 && index % o.metamorphic_every == 0;
   CaseReport report;
   double check_seconds = 0;
-  // A request refused because the campaign's time was up (set_adapter_time_up) drops the case.
-  const int64_t refused = adapter_requests_refused_on_this_thread();
-  const auto cut_short = [&] { return stopping(o) || adapter_requests_refused_on_this_thread() != refused; };
+  // A stop because the campaign's time was up (backends/common/deadline.h) drops the case.
+  const int64_t stops = stops_on_this_thread();
+  const auto cut_short = [&] { return stopping(o) || stops_on_this_thread() != stops; };
   try {
     const auto checked_at = Clock::now();
     report = check_all(s, o.backends, {o.faults, metamorphic, seed});
@@ -308,7 +309,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   bool workers_joined = false;
   std::thread deadline;
   if (o.seconds > 0) {
-    set_adapter_time_up(&time_up);
+    set_deadline_flag(&time_up);
     deadline = std::thread([&] {
       std::unique_lock<std::mutex> lock(deadline_mu);
       if (!deadline_cv.wait_until(lock, start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.seconds)),
@@ -370,7 +371,7 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
     }
     deadline_cv.notify_all();
     deadline.join();
-    set_adapter_time_up(nullptr);
+    set_deadline_flag(nullptr);
   }
   sh.workers_done.store(true);
   reporter.join();

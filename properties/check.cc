@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/common/backend_failure.h"
+#include "backends/common/deadline.h"
 #include "backends/common/harness_error.h"
 #include "backends/common/violation.h"
 #include "backends/contract/npy.h"
@@ -123,6 +124,7 @@ BackendRun run_backend(const CaseContext& ctx, const Backend& backend, const std
   KvPools pools(s, p.cache, value_fn(ctx.values()), poison);
   run.out = RunOutput(s, p.batch);
   try {
+    stop_when_time_is_up("the backend's check was not started");  // a campaign's deadline (deadline.h)
     run.plan = backend.plan({s, p.cache, p.batch, faults});
     run.plan->check_guards();
     MetadataChecker checker(s, p.cache, p.batch, [&ctx](int32_t layer, int32_t row, int32_t column) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "backends/common/backend_failure.h"
+#include "backends/common/deadline.h"
 #include "reference/validate.h"
 
 namespace kvfuzz {
@@ -336,6 +337,7 @@ ReadProbes::ReadProbes(const CaseContext& ctx, const Backend& backend) : sets_(s
     poisons.push_back(probe_poison(m, c, Code{}));
   }
   for (size_t i = 0; i < fns.size(); ++i) {
+    stop_when_time_is_up("the read probes' value sets were not built");  // a campaign's deadline (deadline.h)
     // the probes' codes are stored unscaled; the NaN run's values are the case's, scaled
     t.pools.push_back(std::make_unique<KvPools>(s, p.cache, fns[i], poisons[i], /*scaled=*/t.nan_run && i == 0));
     t.tensors.push_back(std::make_unique<BatchTensors>(s, fb, fns[i]));
@@ -361,13 +363,18 @@ OpaqueReads recover_reads(const CaseContext& ctx, const Backend& backend, const 
   // The probes that ran with the case (run_backend's read_probes), else run here in one round trip.
   std::unique_ptr<ReadProbes> fresh;
   ReadProbes* probes = run.probes.get();
+  OpaqueReads result;
   if (!probes || !probes->sets_->ran) {
-    fresh = std::make_unique<ReadProbes>(ctx, backend);
+    try {
+      fresh = std::make_unique<ReadProbes>(ctx, backend);
+    } catch (const BackendFailure& e) {  // the campaign's time was up (deadline.h): the case is dropped
+      result.findings.push_back({e.property(), std::string(backend.name()), std::string("probe runs failed: ") + e.what()});
+      return result;
+    }
     probes = fresh.get();
   }
   const ReadProbes::Sets& t = *probes->sets_;
   const Coding& c = t.c;
-  OpaqueReads result;
   result.extent_skipped = t.extent_skipped;
   if (!t.decodable) return result;
   result.layers = static_cast<int32_t>(m.layers.size());

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "backends/common/backend_failure.h"
+#include "backends/common/deadline.h"
 #include "backends/contract/npy.h"
 #include "backends/external/exchange.h"
 
@@ -23,17 +24,8 @@ void add_seconds(const nlohmann::json& answer, const char* a, const char* b, std
     to += static_cast<int64_t>(answer[a][b].get<double>() * 1e9) * times;
 }
 
-const std::atomic<bool>* g_time_up = nullptr;
-thread_local int64_t t_refused = 0;
-
-bool time_is_up() { return g_time_up != nullptr && g_time_up->load(); }
-
-// Throws BackendFailure "stopped" once the campaign's time is up (set_adapter_time_up).
-void refuse_when_time_is_up() {
-  if (!time_is_up()) return;
-  ++t_refused;
-  throw BackendFailure("stopped", "the campaign's time is up: the request was not sent");
-}
+// Throws BackendFailure "stopped" once the campaign's time is up (backends/common/deadline.h).
+void refuse_when_time_is_up() { stop_when_time_is_up("the request was not sent"); }
 
 // The folder of a request to `owner` (a folder only one request at a time uses: a thread's among a
 // server's requests, a per-job worker's). An execute request reuses it: each of its files is
@@ -58,10 +50,6 @@ std::string thread_folder(const std::string& requests_dir) {
 }
 
 }  // namespace
-
-void set_adapter_time_up(const std::atomic<bool>* time_up) { g_time_up = time_up; }
-
-int64_t adapter_requests_refused_on_this_thread() { return t_refused; }
 
 std::unique_ptr<AdapterProcess> Adapter::launch(nlohmann::json* hello) {
   auto p = std::make_unique<AdapterProcess>(command_, make_exchange_dir("adapter"));
@@ -254,7 +242,7 @@ bool Adapter::call_server(const std::string& op, const std::function<void(const 
     throw BackendFailure("contract", spec_.name + ": " + e.what());
   } catch (const BackendFailure& e) {
     remove_tree(dir);
-    if (e.property() == "stopped") ++t_refused;  // the campaign's time was up: the case is dropped
+    if (e.property() == "stopped") count_stop();  // the campaign's time was up: the case is dropped
     throw;
   } catch (...) {
     remove_tree(dir);

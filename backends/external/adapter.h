@@ -33,13 +33,9 @@
 
 namespace kvfuzz {
 
-// A campaign's time is up (kvfuzz run --seconds) once *time_up is true: from then on every request
-// is refused before it is sent (BackendFailure "stopped"), so the checks in flight end at their
-// next request, not after every request they would still make. The campaign drops the cases that
-// had a request refused: adapter_requests_refused_on_this_thread() counts them per thread.
-// nullptr (the default): never refused.
-void set_adapter_time_up(const std::atomic<bool>* time_up);
-int64_t adapter_requests_refused_on_this_thread();
+// Once a campaign's time is up (backends/common/deadline.h) every request is refused before it is
+// sent (BackendFailure "stopped", counted by stops_on_this_thread), so the checks in flight end at
+// their next request, not after every request they would still make.
 
 // The command line's default --adapter-timeout, in seconds.
 struct AdapterOptionsDefaults {
@@ -114,7 +110,7 @@ class Adapter {
   // Processes restarted so far (workers replaced, or servers restarted).
   int64_t server_restarts() const;
   // The campaign's time is up: the servers' processes are killed, their requests in flight dropped
-  // (a case with one is cut short: adapter_requests_refused_on_this_thread counts it), and none
+  // (a case with one is cut short: stops_on_this_thread counts it), and none
   // starts again. Per-job workers finish the request they run.
   void stop_servers();
 

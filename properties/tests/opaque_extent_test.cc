@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "backends/common/deadline.h"
 #include "backends/registry.h"
 #include "properties/check.h"
 #include "properties/opaque_extent.h"
@@ -139,6 +140,31 @@ TEST(OpaqueExtent, SinksBesideOutputsInTheCacheDtypeFileNoFinding) {
     for (const Finding& f : r.findings) ADD_FAILURE() << "gpt-oss seed " << seed << ": " << f.message;
   }
   EXPECT_GT(checked, 10);
+}
+
+// A campaign's deadline (backends/common/deadline.h) ends a check in flight at its host steps, not
+// only at its next request: past it, a check does not start and the probes' value sets are not
+// built; each is a "stopped" finding counted on the thread (the campaign then drops the case).
+TEST(OpaqueExtent, ACheckPastTheDeadlineStopsBeforeItsHostWork) {
+  const Backend& fa = *find_backend("fa");
+  const Opaque opaque(fa);
+  const CaseContext ctx(generate(3, Profile::small));
+  ASSERT_TRUE(fa.supports(ctx.scenario()).ok);
+  const BackendRun before = run_backend(ctx, opaque);  // no flag: as ever
+  ASSERT_TRUE(before.ran);
+  std::atomic<bool> up{true};
+  set_deadline_flag(&up);
+  const int64_t stops = stops_on_this_thread();
+  const BackendRun run = run_backend(ctx, opaque, {}, false, /*read_probes=*/true);
+  const OpaqueReads r = recover_reads(ctx, opaque, before);
+  set_deadline_flag(nullptr);
+  EXPECT_FALSE(run.ran);
+  ASSERT_EQ(run.findings.size(), 1u);
+  EXPECT_EQ(run.findings[0].property, "stopped");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].property, "stopped");
+  EXPECT_NE(r.findings[0].message.find("probe"), std::string::npos) << r.findings[0].message;
+  EXPECT_EQ(stops_on_this_thread(), stops + 2);
 }
 
 }  // namespace
