@@ -23,11 +23,11 @@
 #                         its own context).
 #                         The memcheck campaign always runs per-job workers
 #   KVFUZZ_GPU_LANES      with servers, the requests each server works on at once (kvfuzz run
-#                         --server-lanes; default 1): executors that declare "lanes" (cuda_page_table,
+#                         --server-lanes): executors that declare "lanes" (cuda_page_table,
 #                         sglang_triton) answer that many at once, each on a thread and CUDA stream of
-#                         its own (docs/gpu.md "Executor servers"); with K > 1, KVFUZZ_GPU_SERVERS=gpus
-#                         is one CUDA context a GPU (measured slower than gpus:4 before batches could
-#                         use the lanes; not re-measured since)
+#                         its own (docs/gpu.md "Executor servers"). Default 4 for sglang_triton (one
+#                         H200, 16 cores, 4 servers, warm: 127.8 checked/s with one lane, 229.6 with 2,
+#                         and 265.9 / 345.0 with 2 / 4 on a 16-core slice of a 4-GPU host), else 1
 #   KVFUZZ_GPU_BATCH      with servers, 1 (default): cases of one shape waiting for a server go as one
 #                         kernel call to an executor that declared "batch": true (cuda_page_table;
 #                         docs/gpu.md "Batching"); 0: one case a call (kvfuzz run --no-batch)
@@ -62,6 +62,13 @@
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
 #                         default .gpu-cache, outside .gpu so a fresh copy of .gpu keeps them)
 #   KVFUZZ_GPU_OUT        findings and logs (default findings-gpu)
+#   KVFUZZ_GPU_PER_GPU    1: one kvfuzz process a visible GPU (CUDA_VISIBLE_DEVICES, else nvidia-smi), each
+#                         a shard of the campaign (--shard I/N) with that GPU's servers, its share of the
+#                         cores (taskset, where there is one) and of the jobs, the shards' folders joined by
+#                         `kvfuzz merge` into OUT/NAME and their logs into OUT/NAME.log (ci/gpu_table.py adds
+#                         them up); 0: one process for every GPU. Default 1 with servers on a host of several
+#                         GPUs (one process for four H200s checked 1.0-1.7x one GPU's cases: docs/gpu.md),
+#                         else 0; not with KVFUZZ_GPU_SHARD (exit 2)
 #   KVFUZZ_GPU_SHARD      I/N: each campaign runs only part I of N (kvfuzz run --shard; `kvfuzz merge`
 #                         joins the parts' OUT/<executor> folders, docs/cluster.md)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
@@ -198,6 +205,12 @@ jobs_of() {
   [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ] && jobs=$(( jobs / ${#names[@]} > 0 ? jobs / ${#names[@]} : 1 ))
   echo "$jobs"
 }
+# lanes_of NAME: the campaign's --server-lanes.
+lanes_of() {
+  local lanes=1
+  [ "${1%%.*}" = sglang_triton ] && lanes=4
+  echo "${KVFUZZ_GPU_LANES:-$lanes}"
+}
 shrink_seconds=${KVFUZZ_GPU_SHRINK_SECONDS:-30}
 shrink_args=(--shrink-seconds "$shrink_seconds")
 [ "$shrink_seconds" = 0 ] && shrink_args=(--no-shrink)
@@ -223,26 +236,78 @@ cpu_busy() {
     for (i = 2; i <= 9; i++) t += y[i] - x[i]
     if (t > 0) printf "%.3f\n", 1 - ((y[5] - x[5]) + (y[6] - x[6])) / t }'
 }
-campaign() {
-  local name=$1 rc=0 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100} t0=$SECONDS cpu0
-  cpu0=$(head -n 1 /proc/stat)
+# The visible GPUs, as kvfuzz's --adapter-servers gpus counts them: CUDA_VISIBLE_DEVICES, else nvidia-smi.
+gpu_ids=()
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -r -a gpu_ids <<<"$CUDA_VISIBLE_DEVICES"
+else mapfile -t gpu_ids < <(nvidia-smi -L 2>/dev/null | sed -n 's/^GPU \([0-9]*\):.*/\1/p'); fi
+per_gpu=0
+[ "$servers" != 0 ] && [ "${#gpu_ids[@]}" -gt 1 ] && [ -z "${KVFUZZ_GPU_SHARD:-}" ] && per_gpu=1
+per_gpu=${KVFUZZ_GPU_PER_GPU:-$per_gpu}
+case "$per_gpu" in
+  0) ;;
+  1) [ -z "${KVFUZZ_GPU_SHARD:-}" ] || { echo "ci/gpu.sh: KVFUZZ_GPU_PER_GPU=1 shards each campaign itself; it does not take KVFUZZ_GPU_SHARD" >&2; exit 2; }
+     [ "$servers" != 0 ] || { echo "ci/gpu.sh: KVFUZZ_GPU_PER_GPU=1 needs executor servers (KVFUZZ_GPU_SERVERS is 0)" >&2; exit 2; }
+     [ "${#gpu_ids[@]}" -gt 0 ] || { echo "ci/gpu.sh: KVFUZZ_GPU_PER_GPU=1 but no GPU is visible" >&2; exit 2; } ;;
+  *) echo "ci/gpu.sh: KVFUZZ_GPU_PER_GPU must be 0 or 1, not '$per_gpu'" >&2; exit 2 ;;
+esac
+# run_kvfuzz NAME JOBS OUT [ARG...]: NAME's campaign into OUT (findings) and OUT.log.
+run_kvfuzz() {
+  local name=$1 jobs=$2 dir=$3 reuse=${KVFUZZ_GPU_REUSE_SHAPES:-100}
+  shift 3
   # compiled ahead: no variant to wait for, but with servers its cases of one shape batch
   [ "$name" = cuda_page_table ] && { [ "$servers" = 0 ] && reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-0} ||
     reuse=${KVFUZZ_GPU_CUDA_REUSE_SHAPES:-$reuse}; }
   # shellcheck disable=SC2046  # profiles_of prints whole words
-  ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$(jobs_of "$name")" \
+  ./build/fuzz/kvfuzz run --seconds "$seconds" --seed "${KVFUZZ_GPU_SEED:-1}" $(profiles_of "$name") --jobs "$jobs" \
     --reuse-shapes "$reuse" --shape-run "$shape_run" --shape-seed "${KVFUZZ_GPU_SHAPE_SEED:-1}" \
-    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" --server-lanes "${KVFUZZ_GPU_LANES:-1}" \
+    --adapter "$(adapter_command "$name")" --adapter-servers "$servers" --server-lanes "$(lanes_of "$name")" \
     $([ "${KVFUZZ_GPU_BATCH:-1}" = 0 ] && echo --no-batch) \
-    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "${name%%.*}" --out "$out/$name" --max-saved 2 \
-    ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} "${shrink_args[@]}" --adapter-timeout 600 >"$out/$name.log" 2>&1 || rc=$?
+    $([ "${KVFUZZ_GPU_COMPILE_AHEAD:-0}" = 1 ] && echo --compile-ahead) --backend "${name%%.*}" --out "$dir" --max-saved 2 \
+    "$@" "${shrink_args[@]}" --adapter-timeout 600 >"$dir.log" 2>&1
+}
+# per_gpu_campaign NAME: shard i of N on GPU i, with core slice i of N (taskset, where there is one)
+# and jobs / N; the shards merged into OUT/NAME, their logs one after the other in OUT/NAME.log.
+per_gpu_campaign() {
+  local name=$1 n=${#gpu_ids[@]} i rc=0 r pids=() cpus=() slice parts=() jobs
+  jobs=$(( $(jobs_of "$name") / n > 0 ? $(jobs_of "$name") / n : 1 ))
+  mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
+  for i in "${!gpu_ids[@]}"; do
+    slice=$(printf '%s\n' "${cpus[@]}" | awk -v i="$i" -v n="$n" -v c="${#cpus[@]}" \
+      'NR > int(i * c / n) && NR <= int((i + 1) * c / n)' | paste -sd, -)
+    parts+=("$out/$name.shard$i")
+    rm -rf "$out/$name.shard$i"
+    (
+      export CUDA_VISIBLE_DEVICES=${gpu_ids[$i]}
+      # this subshell on its slice of the cores, and so everything it starts
+      command -v taskset >/dev/null && [ -n "$slice" ] && taskset -cp "$slice" "$BASHPID" >/dev/null
+      run_kvfuzz "$name" "$jobs" "$out/$name.shard$i" --shard "$i/$n"
+    ) &
+    pids+=($!)
+  done
+  for i in "${!pids[@]}"; do
+    r=0; wait "${pids[$i]}" || r=$?
+    [ "$r" -gt "$rc" ] && rc=$r
+  done
+  rm -rf "${out:?}/$name"
+  for i in "${!parts[@]}"; do echo "== shard $i/$n, GPU ${gpu_ids[$i]}"; cat "${parts[$i]}.log"; done >"$out/$name.log"
+  if [ "$rc" -le 1 ]; then
+    ./build/fuzz/kvfuzz merge "$out/$name" "${parts[@]}" >>"$out/$name.log" 2>&1 || rc=2
+  fi
+  return "$rc"
+}
+campaign() {
+  local name=$1 rc=0 t0=$SECONDS cpu0
+  cpu0=$(head -n 1 /proc/stat)
+  if [ "$per_gpu" = 1 ]; then per_gpu_campaign "$name" || rc=$?
+  else run_kvfuzz "$name" "$(jobs_of "$name")" "$out/$name" ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} || rc=$?
+  fi
   echo "$rc" >"$out/$name.rc"
   echo $((SECONDS - t0)) >"$out/$name.wall"  # the whole campaign, shrinking included, against --seconds
   cpu_busy "$cpu0" "$(head -n 1 /proc/stat)" >"$out/$name.cpu"
 }
 for name in "${names[@]}"; do
   adapter_command "$name" >/dev/null
-  echo "== $name: ${seconds} s campaign, $(jobs_of "$name") jobs, --adapter-servers $servers, --server-lanes ${KVFUZZ_GPU_LANES:-1} (log $out/$name.log)"
+  echo "== $name: ${seconds} s campaign, $(jobs_of "$name") jobs, --adapter-servers $servers, --server-lanes $(lanes_of "$name")$([ "$per_gpu" = 1 ] && echo ", one kvfuzz process on each of ${#gpu_ids[@]} GPUs (a shard each, the jobs split)") (log $out/$name.log)"
   if [ "${KVFUZZ_GPU_PARALLEL:-0}" = 1 ]; then campaign "$name" & else campaign "$name"; fi
 done
 wait

@@ -6,6 +6,10 @@ known-issue lists: adapters/sglang/known_issues.json for a pair with sglang's pl
 
     python3 ci/gpu_table.py OUT NAME...   # OUT/NAME.log, OUT/NAME.rc, OUT/NAME/ (findings)
 
+A log may hold several campaigns' logs one after the other (ci/gpu.sh with one kvfuzz process a GPU:
+the shards of one campaign): their counts and times add up, their wall time is the longest, their
+first 100 the soonest one shard's (the shards together got there no later).
+
 Exit 1 when a campaign failed (kvfuzz exit > 1), its findings folder is missing, or triage exits
 non-zero (a NEW finding or a regression: 1; a finding it cannot read: 3).
 """
@@ -48,14 +52,14 @@ def breakdown(name, text, wall, jobs, cpu):
     and the rest of kvfuzz (checks, generation, planning), from kvfuzz run's lines "adapter NAME
     time: ..." and "oracle: ..."; then `cpu`, the host's CPU busy over the campaign (OUT/NAME.cpu,
     ci/gpu.sh), or "-"; None when the log has neither line."""
-    t = re.search(r"adapter \S+ time: kernel ([\d.]+) s, first calls of a variant ([\d.]+) s, adapter code ([\d.]+) s, "
-                  r"exchange ([\d.]+) s", text)
-    o = re.search(r"^oracle: ([\d.]+) s in run_oracle", text, re.M)
-    q = re.search(r"adapter \S+ time: .*, server queue ([\d.]+) s$", text, re.M)
+    t = re.findall(r"adapter \S+ time: kernel ([\d.]+) s, first calls of a variant ([\d.]+) s, adapter code ([\d.]+) s, "
+                   r"exchange ([\d.]+) s", text)
+    o = re.findall(r"^oracle: ([\d.]+) s in run_oracle", text, re.M)
+    q = re.findall(r"adapter \S+ time: .*, server queue ([\d.]+) s$", text, re.M)
     if not t or not o or not wall:
         return None
     job = wall * jobs
-    parts = [float(x) for x in t.groups()] + [float(o.group(1)), float(q.group(1)) if q else 0.0]
+    parts = [sum(float(m[i]) for m in t) for i in range(4)] + [sum(map(float, o)), sum(map(float, q))]
     shares = [100 * x / job for x in parts] + [100 * (job - sum(parts)) / job]
     return (f"{name:<22} {job:>9.1f} s" + "".join(f"{x:>{w}.0f}%" for x, w in zip(shares, BREAKDOWN_WIDTHS))
             + f"{cpu:>{len(HOST_CPU) + 2}}")
@@ -73,12 +77,11 @@ def row(name, log, groups):
     cpu_file = log[:-len(".log")] + ".cpu"  # ci/gpu.sh: the host's CPU busy over the campaign, 0..1
     cpu = open(cpu_file).read().strip() if os.path.exists(cpu_file) else ""
     cpu = f"{100 * float(cpu):.0f}%" if cpu else "-"  # empty: no time passed between the samples
-    b = re.search(r"batches: (\d+) requests carried (\d+) cases", text)
-    per_batch = f"{int(b.group(2)) / int(b.group(1)):.1f}" if b and int(b.group(1)) else "-"
-    j = re.search(r"(\d+) job\(s\)", text)
-    jobs = int(j.group(1)) if j else 1
-    m = re.search(r"campaign: (\d+) cases in ([\d.]+) s \(([\d.]+) cases/s\)", text)
-    wall = float(m.group(2)) if m else 0.0
+    b = re.findall(r"batches: (\d+) requests carried (\d+) cases", text)
+    requests, carried = sum(int(x[0]) for x in b), sum(int(x[1]) for x in b)
+    per_batch = f"{carried / requests:.1f}" if requests else "-"
+    jobs = sum(int(x) for x in re.findall(r"(\d+) job\(s\)", text)) or 1
+    wall = max((float(x) for x in re.findall(r"campaign: \d+ cases in ([\d.]+) s", text)), default=0.0)
     checked = unsupported = 0
     for line in text.splitlines():
         f = line.split()
@@ -88,21 +91,21 @@ def row(name, log, groups):
     for g in groups:  # cases with a finding of each property
         prop = g["key"].split("/")[0]
         found[prop] = found.get(prop, 0) + g["cases"]
-    inside = re.search(r"([\d.]+) s inside the adapter's function", text)
-    share = f"{100 * float(inside.group(1)) / (wall * jobs):.0f}%" if inside and wall else "?"
+    inside = re.findall(r"([\d.]+) s inside the adapter's function", text)
+    share = f"{100 * sum(map(float, inside)) / (wall * jobs):.0f}%" if inside and wall else "?"
     findings = ", ".join(f"{p} {n}" for p, n in sorted(found.items())) or "none"
     known = sum(g["label"] == "known" for g in groups)
     new = sum(g["label"] == "NEW" for g in groups)
     back = sum(g["label"] == "regression" for g in groups)
     saved = str(known) + (f" + {new} NEW" if new else "") + (f" + {back} regr" if back else "")
     rate = f"{checked / wall:.1f}" if wall else "?"
-    first = re.search(r"^first 100 checked cases: ([\d.]+) s", text, re.M)
-    first = f"{float(first.group(1)):.0f} s" if first else "-"
+    first = re.findall(r"^first 100 checked cases: ([\d.]+) s", text, re.M)
+    first = f"{min(map(float, first)):.0f} s" if first else "-"
     # what the executor's declaration leaves out of the generator's draws (drawn again, not run)
     left = re.search(r"outside each backend's declared support:.* (\d+)%$", text, re.M)
     left = f"{left.group(1)}%" if left else "0%"
-    shapes = re.search(r"^shapes: (\d+)", text, re.M)
-    shapes = shapes.group(1) if shapes else "-"
+    shapes = re.findall(r"^shapes: (\d+)", text, re.M)
+    shapes = str(max(map(int, shapes))) if shapes else "-"  # the shards draw from one shape table
     return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {ran:>7} {per_batch:>9} {left:>9} {shapes:>7}"
             f" {share:>10} {saved:>12}"
             f"  {findings}",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ci/gpu_table.py: a campaign's row (checked, unsupported, checked/s, when the first 100 checked cases
-# were done, the campaign's whole time (OUT/NAME.wall), cases per batch, the draws outside the declaration, shapes, share in the kernel from the log's own job
+# were done, the campaign's whole time (OUT/NAME.wall), cases per batch (a log of several shards: added up), the draws outside the declaration, shapes, share in the kernel from the log's own job
 # count, cases with findings by property), its time breakdown with the host's CPU busy (OUT/NAME.cpu), every finding of its index triaged by
 # fingerprint: known only -> exit 0; a NEW one -> exit 1; a saved finding without its fingerprint
 # record (triage exit 3) -> exit 1, never "clean"; a campaign kvfuzz failed -> exit 1 with its last line.
@@ -82,6 +82,20 @@ echo '{"fingerprints": []}' >"$WORK/sglang_triton/oracle-triton-sglang_triton-9-
 python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/notxt.out" 2>&1
 [ $? -eq 1 ] && grep -q "triage exited 3" "$WORK/notxt.out" || fail "a saved finding without its .txt is not an error"
 rm "$WORK/sglang_triton/oracle-triton-sglang_triton-9-abcdef."*
+
+# One kvfuzz process a GPU (ci/gpu.sh): the shards' logs one after the other add up (checked,
+# jobs, batches, times), the wall time is the longest, first 100 the soonest shard's. Two shards,
+# the second 150 s long and first to 100 at 30 s: 1024 checked in 200 s (5.1/s), 8 jobs.
+cp "$WORK/sglang_triton.log" "$WORK/one.log"
+sed -e 's/in 200.0 s (7.7/in 150.0 s (10.2/' -e 's/cases: 41.3 s/cases: 30.0 s/' "$WORK/one.log" >>"$WORK/sglang_triton.log"
+echo 0.517 >"$WORK/sglang_triton.cpu"
+KVFUZZ_GPU_VERSIONS="sglang=0.5.23" python3 "$SRC/ci/gpu_table.py" "$WORK" sglang_triton >"$WORK/shards.out" 2>&1
+grep -Eq "^sglang_triton +1024 +2038 +5.1 +30 s +213 s +2.1 +49% +16 +50% " "$WORK/shards.out" ||
+  fail "shards' row: $(grep '^sglang_triton' "$WORK/shards.out")"
+# job time 200 s x 8 jobs; the parts doubled: the same shares as one shard's
+grep -Eq "^sglang_triton +1600.0 s +10% +5% +1% +2% +1% +50% +31% +52%$" "$WORK/shards.out" ||
+  fail "shards' breakdown: $(grep -A1 'kvfuzz rest' "$WORK/shards.out")"
+cp "$WORK/one.log" "$WORK/sglang_triton.log"
 
 echo 2 >"$WORK/sglang_triton.rc"
 echo "kvfuzz: --adapter: no such file" >>"$WORK/sglang_triton.log"
