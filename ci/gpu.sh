@@ -66,9 +66,11 @@
 #                         a shard of the campaign (--shard I/N) with that GPU's servers, its share of the
 #                         cores (taskset, where there is one) and of the jobs, the shards' folders joined by
 #                         `kvfuzz merge` into OUT/NAME and their logs into OUT/NAME.log (ci/gpu_table.py adds
-#                         them up); 0: one process for every GPU. Default 1 with servers on a host of several
-#                         GPUs (one process for four H200s checked 1.0-1.7x one GPU's cases: docs/gpu.md),
-#                         else 0; not with KVFUZZ_GPU_SHARD (exit 2)
+#                         them up); 0 (default): one process for every GPU (on a 2x H200 host one process
+#                         checked more: docs/gpu.md "One kvfuzz process a GPU"). A shard draws case i of
+#                         the campaign where i mod N is its own, and case i's profile is i mod the
+#                         profiles': with 2 profiles and 2 or 4 GPUs each shard draws one profile only.
+#                         Needs servers and a visible GPU; not with KVFUZZ_GPU_SHARD (exit 2)
 #   KVFUZZ_GPU_SHARD      I/N: each campaign runs only part I of N (kvfuzz run --shard; `kvfuzz merge`
 #                         joins the parts' OUT/<executor> folders, docs/cluster.md)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;
@@ -240,9 +242,7 @@ cpu_busy() {
 gpu_ids=()
 if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -r -a gpu_ids <<<"$CUDA_VISIBLE_DEVICES"
 else mapfile -t gpu_ids < <(nvidia-smi -L 2>/dev/null | sed -n 's/^GPU \([0-9]*\):.*/\1/p'); fi
-per_gpu=0
-[ "$servers" != 0 ] && [ "${#gpu_ids[@]}" -gt 1 ] && [ -z "${KVFUZZ_GPU_SHARD:-}" ] && per_gpu=1
-per_gpu=${KVFUZZ_GPU_PER_GPU:-$per_gpu}
+per_gpu=${KVFUZZ_GPU_PER_GPU:-0}
 case "$per_gpu" in
   0) ;;
   1) [ -z "${KVFUZZ_GPU_SHARD:-}" ] || { echo "ci/gpu.sh: KVFUZZ_GPU_PER_GPU=1 shards each campaign itself; it does not take KVFUZZ_GPU_SHARD" >&2; exit 2; }
