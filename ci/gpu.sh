@@ -67,10 +67,9 @@
 #                         cores (taskset, where there is one) and of the jobs, the shards' folders joined by
 #                         `kvfuzz merge` into OUT/NAME and their logs into OUT/NAME.log (ci/gpu_table.py adds
 #                         them up); 0 (default): one process for every GPU (on a 2x H200 host one process
-#                         checked more: docs/gpu.md "One kvfuzz process a GPU"). A shard draws case i of
-#                         the campaign where i mod N is its own, and case i's profile is i mod the
-#                         profiles': with 2 profiles and 2 or 4 GPUs each shard draws one profile only.
-#                         Needs servers and a visible GPU; not with KVFUZZ_GPU_SHARD (exit 2)
+#                         checked more: docs/gpu.md "One kvfuzz process a GPU", measured when a shard of
+#                         2 drew one profile only, since fixed: fuzz/shard.h). Needs servers and a
+#                         visible GPU; not with KVFUZZ_GPU_SHARD (exit 2)
 #   KVFUZZ_GPU_SHARD      I/N: each campaign runs only part I of N (kvfuzz run --shard; `kvfuzz merge`
 #                         joins the parts' OUT/<executor> folders, docs/cluster.md)
 #   KVFUZZ_GPU_SGLANG     the sglang release whose Triton kernels sglang_triton runs (default 0.5.23;

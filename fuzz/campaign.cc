@@ -323,8 +323,8 @@ CampaignSummary run_campaign(const CampaignOptions& o, std::ostream& progress) {
   std::vector<std::thread> workers;
   for (int j = 0; j < std::max(1, o.jobs); ++j) {
     workers.emplace_back([&] {
-      while (!should_stop()) {  // this shard's k-th case is the campaign's case shard_index + k * shard_count
-        const int64_t i = o.shard_index + sh.next.fetch_add(1) * o.shard_count;
+      while (!should_stop()) {  // this shard's k-th case (fuzz/shard.h)
+        const int64_t i = o.shard_rule().case_at(sh.next.fetch_add(1));
         if (o.cases > 0 && i >= o.cases) break;
         if (run_case(sh, i)) sh.done.fetch_add(1);
       }

@@ -2,7 +2,7 @@
 //
 // Where it sits: the main job (`kvfuzz run`). Case i of a campaign is generate(hash(seed, i),
 // profile i mod n), so a campaign is reproducible from its seed and any case from its number.
-// Shard I of N runs the cases i with i mod N == I (the same cases on any machine); `kvfuzz merge`
+// Shard I of N runs its blocks of cases (shard.h: the same cases on any machine); `kvfuzz merge`
 // (campaign_merge.h) joins the shards' folders into one campaign.
 // Every finding goes to the index (OUT/index.jsonl, finding_index.h) as its case finishes, keyed by
 // its fingerprint; the first cases of each fingerprint key are written at once, atomically, as a
@@ -18,6 +18,7 @@
 //   CampaignSummary s = run_campaign(o, std::cerr);
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "backends/backend.h"
+#include "fuzz/shard.h"
 #include "fuzz/case_draw.h"
 #include "fuzz/coverage.h"
 #include "fuzz/coverage_counts.h"
@@ -72,12 +74,17 @@ struct CampaignOptions {
   // variants while they serve the current run's cases (compile_ahead.h); true: --compile-ahead.
   bool compile_ahead = false;
   int max_saved_per_kind = 3;  // cases saved (and shrunk) per fingerprint key; the index keeps every finding
-  int shard_index = 0, shard_count = 1;  // run the cases i with i mod shard_count == shard_index
+  int shard_index = 0, shard_count = 1;  // run part shard_index of shard_count (shard_rule)
   // Set from a signal handler to end early: no new case starts, shrinking stops at its next
   // attempt (the case stays saved as found), a case whose check ends after it is dropped (the
   // signal may have reached adapter workers too).
   const std::atomic<bool>* stop = nullptr;
   bool live_progress = true;  // rewrite one line (a terminal); else print a line every 10 s
+
+  // The cases this shard runs: blocks of one case per profile (fuzz/shard.h).
+  ShardRule shard_rule() const {
+    return {shard_index, shard_count, static_cast<int64_t>(std::max<size_t>(1, profiles.size()))};
+  }
 };
 
 struct FindingKind {

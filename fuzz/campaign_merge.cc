@@ -29,13 +29,16 @@ using json = nlohmann::ordered_json;
 
 // The settings that name the cases of a campaign: shards that differ in one ran another campaign.
 const char* const kCampaignSettings[] = {
-    "seed", "cases", "profiles", "backends", "faults", "metamorphic_every", "reuse_shapes", "shape_run", "shape_seed"};
+    "seed", "cases", "profiles", "backends", "faults", "metamorphic_every", "reuse_shapes", "shape_run", "shape_seed",
+    "shard_block"};
 
 struct Shard {
   std::string dir;
   json record;
   int index = 0, count = 1;
+  int64_t block = 1;  // settings "shard_block" (fuzz/shard.h); shards written before it: 1
   std::vector<json> lines;
+  ShardRule rule() const { return {index, count, block}; }
 };
 
 struct Candidate {  // a saved case of one index line
@@ -87,7 +90,7 @@ Shard read_shard(const std::string& dir) {
   const std::string path = dir + "/campaign.json";
   if (!fs::exists(path))
     throw InvalidCase(path + " not found: not a campaign's folder (kvfuzz run --out " + dir + " writes it)");
-  Shard s{dir, parse_json(read_input(path, kMaxCaseBytes), path), 0, 1, {}};
+  Shard s{dir, parse_json(read_input(path, kMaxCaseBytes), path), 0, 1, 1, {}};
   const json& r = s.record;
   if (!r.is_object() || r.value("format", "") != "kvfuzz-campaign" || !r.contains("settings") || !r.contains("rates"))
     throw InvalidCase(path + ": not a kvfuzz campaign record");
@@ -101,6 +104,10 @@ Shard read_shard(const std::string& dir) {
   if (!part) throw InvalidCase(path + ": settings \"shard\" is not I/N");
   s.index = part->first;
   s.count = part->second;
+  const json& block = r["settings"].contains("shard_block") ? r["settings"]["shard_block"] : json(1);
+  if (!block.is_number_integer() || block.get<int64_t>() < 1)
+    throw InvalidCase(path + ": settings \"shard_block\" is not a whole number of at least 1");
+  s.block = block.get<int64_t>();
   return s;
 }
 
@@ -131,7 +138,7 @@ void read_lines(Shard& s) {
         !e["case_index"].is_number_integer() || !e.contains("case_seed") || !e.contains("fingerprint"))
       throw InvalidCase(where + ": not a finding line (key, fingerprint, case_index, case_seed)");
     const int64_t c = e["case_index"].get<int64_t>();
-    if (c < 0 || c % s.count != s.index)
+    if (!s.rule().owns(c))
       throw InvalidCase(where + ": case " + std::to_string(c) + " is not one of shard " + std::to_string(s.index) +
                         "/" + std::to_string(s.count) + "'s");
     s.lines.push_back(std::move(e));

@@ -47,7 +47,8 @@ std::string campaign_record_json(const CampaignOptions& o, const CampaignSummary
                    {"reuse_shapes", o.reuse_shapes},
                    {"shape_run", o.shape_run},
                    {"shape_seed", o.shape_seed.value_or(o.seed)},
-                   {"shard", std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count)}};
+                   {"shard", std::to_string(o.shard_index) + "/" + std::to_string(o.shard_count)},
+                   {"shard_block", o.shard_rule().block}};  // fuzz/shard.h; absent (before): 1
   json per_backend = json::object();
   for (const auto& [name, offered] : s.backend_runs) {
     const auto it = s.backend_unsupported.find(name);

@@ -56,11 +56,9 @@ class CompileAhead {
   // Warms this shard's k-th case (campaign case `index`) on the servers that have not run its
   // variants.
   void warm_case(int64_t k, int64_t index);
-  int64_t index_of(int64_t k) const { return options_.shard_index + k * options_.shard_count; }
+  int64_t index_of(int64_t k) const { return options_.shard_rule().case_at(k); }
   // This shard's first case at or after campaign case `index`.
-  int64_t k_of(int64_t index) const {
-    return std::max<int64_t>(0, (index - options_.shard_index + options_.shard_count - 1) / options_.shard_count);
-  }
+  int64_t k_of(int64_t index) const { return options_.shard_rule().first_at_or_after(std::max<int64_t>(0, index)); }
 
   const CampaignOptions& options_;
   ShapePool& shapes_;

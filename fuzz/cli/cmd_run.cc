@@ -118,8 +118,8 @@ void add_run(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--shard", shard,
-                  "Run only part I of N of the campaign (0 <= I < N): the cases i with i mod N == I, the same on any "
-                  "machine; `kvfuzz merge` joins the N parts' folders");
+                  "Run only part I of N of the campaign (0 <= I < N): blocks of one case per --profile, block b "
+                  "where b mod N == I, the same on any machine; `kvfuzz merge` joins the N parts' folders");
   cmd->callback([&exit_code] {
     const auto started = std::chrono::steady_clock::now();  // --seconds counts the adapters' start too
     const auto part = shard.empty() ? std::optional<std::pair<int, int>>({0, 1}) : parse_shard(shard);
@@ -159,7 +159,8 @@ void add_run(CLI::App& app, int& exit_code) {
     if (cases > 0) std::cerr << cases << " cases";
     else std::cerr << seconds << " s";
     if (o.shard_count > 1)
-      std::cerr << ", shard " << shard << " (cases i with i mod " << o.shard_count << " = " << o.shard_index << ")";
+      std::cerr << ", shard " << shard << " (blocks of " << o.shard_rule().block << " case(s), block b with b mod "
+                << o.shard_count << " = " << o.shard_index << ")";
     std::cerr << ", findings in " << out << "/\n";
     const CampaignSummary s = run_campaign(o, std::cerr);
     if (s.stopped) {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Sharded campaigns (kvfuzz run --shard I/N) and kvfuzz merge (fuzz/campaign_merge.h):
-# 1. equivalence: 3 shards of a --cases campaign with a planted fault, merged, index the same set
+# 1. equivalence: 3 shards (and 2) of a --cases campaign with a planted fault, merged, index the same set
 #    of (case seed, fingerprint key) as the single campaign of that seed; saved cases at most
 #    --max-saved per key, each in the merged folder; replay lines of a kept and of a left-out saved
-#    case reproduce (exit 1); triage.py and kvfuzz report read the merged folder;
+#    case reproduce (exit 1); triage.py and kvfuzz report read the merged folder; each of 2 shards
+#    draws both profiles;
 # 2. bad input exits 2 naming it: --shard out of range, a shard twice, a missing shard, another
-#    seed's folder, an index cut short, an unfinished shard, a non-empty OUT.
+#    seed's folder, an index cut short, an unfinished shard, a non-empty OUT, a bad shard_block, a
+#    shard of the rule before (every N-th case).
 # Usage: shard_merge_test.sh KVFUZZ_BIN SOURCE_DIR WORK_DIR
 set -uo pipefail
 K=$1 SRC=$2 WORK=$3
@@ -71,6 +73,17 @@ python3 "$SRC/adapters/triage.py" merged --issues "$SRC/adapters/gpu/known_issue
 [ $? = 1 ] || fail "triage of the merged folder should exit 1 (NEW: the planted fault): $(tail -3 triage.log)"
 "$K" report merged -o merged/report.html > report.log 2>&1 || fail "kvfuzz report on the merged folder: $(tail -3 report.log)"
 
+# Every shard draws every profile (fuzz/shard.h: blocks of one case per profile): with two
+# profiles and two shards, taking every other case gave shard 0 only tiny cases. The planted
+# fault's findings name their profiles.
+for i in 0 1; do
+  "$K" run "${run[@]}" --seed 5 --no-shrink --shard $i/2 --out half-$i > half-$i.log 2>&1
+  profiles=$(python3 -c 'import json,sys; print(" ".join(sorted({json.loads(l)["profile"] for l in open(sys.argv[1])})))' half-$i/index.jsonl)
+  [ "$profiles" = "small tiny" ] || fail "shard $i/2 drew the profiles '$profiles', not both"
+done
+"$K" merge halves half-0 half-1 > halves.log 2>&1 || fail "merging 2 shards exited $?: $(cat halves.log)"
+pairs halves | cmp -s single.pairs - || fail "2 merged shards differ from the single campaign"
+
 # 2. Bad input: exit 2 and a message naming it.
 expect_2() {  # expect_2 WHAT PATTERN COMMAND...
   local what=$1 pattern=$2
@@ -93,7 +106,13 @@ expect_2 "a lost line" "lost/index.jsonl: .* finding line(s), but campaign.json 
 cp -r shard-2 running && sed -i 's/"finished": true/"finished": false/' running/campaign.json
 expect_2 "an unfinished shard" "running: its campaign did not finish" "$K" merge m6 shard-0 shard-1 running
 expect_2 "a non-empty OUT" "merged: exists and is not an empty folder" "$K" merge merged shard-0 shard-1 shard-2
-for m in m1 m2 m3 m4 m5 m6; do [ -e $m/campaign.json ] && fail "$m: a refused merge wrote a campaign"; done
+cp -r shard-2 block && sed -i 's/"shard_block": 2/"shard_block": 0/' block/campaign.json
+expect_2 "a bad shard_block" 'block/campaign.json: settings "shard_block"' "$K" merge m7 shard-0 shard-1 block
+# a shard of the rule before (every N-th case: no shard_block) is another campaign's part
+cp -r shard-2 before && sed -i '/"shard_block": 2/d; s/"shard": "2\/3",/"shard": "2\/3"/' before/campaign.json
+expect_2 "a shard of the rule before" "before: another campaign than shard-0's (shard_block null, not 2)" \
+  "$K" merge m8 shard-0 shard-1 before
+for m in m1 m2 m3 m4 m5 m6 m7 m8; do [ -e $m/campaign.json ] && fail "$m: a refused merge wrote a campaign"; done
 
 [ $failures = 0 ] && echo "shard_merge_test: all passed"
 exit $((failures > 0))
