@@ -268,7 +268,8 @@ run_kvfuzz() {
 # and jobs / N; the shards merged into OUT/NAME, their logs one after the other in OUT/NAME.log.
 per_gpu_campaign() {
   local name=$1 n=${#gpu_ids[@]} i rc=0 r pids=() cpus=() slice parts=() jobs
-  jobs=$(( $(jobs_of "$name") / n > 0 ? $(jobs_of "$name") / n : 1 ))
+  jobs=$(( $(jobs_of "$name") / n ))
+  [ "$jobs" -gt 0 ] || jobs=1
   mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)), sep="\n")')
   for i in "${!gpu_ids[@]}"; do
     slice=$(printf '%s\n' "${cpus[@]}" | awk -v i="$i" -v n="$n" -v c="${#cpus[@]}" \

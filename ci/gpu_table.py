@@ -8,7 +8,8 @@ known-issue lists: adapters/sglang/known_issues.json for a pair with sglang's pl
 
 A log may hold several campaigns' logs one after the other (ci/gpu.sh with one kvfuzz process a GPU:
 the shards of one campaign): their counts and times add up, their wall time is the longest, their
-first 100 the soonest one shard's (the shards together got there no later).
+first 100 the soonest one shard's (the shards together got there no later), their undeclared share
+the draws outside over all their draws.
 
 Exit 1 when a campaign failed (kvfuzz exit > 1), its findings folder is missing, or triage exits
 non-zero (a NEW finding or a regression: 1; a finding it cannot read: 3).
@@ -102,8 +103,9 @@ def row(name, log, groups):
     first = re.findall(r"^first 100 checked cases: ([\d.]+) s", text, re.M)
     first = f"{min(map(float, first)):.0f} s" if first else "-"
     # what the executor's declaration leaves out of the generator's draws (drawn again, not run)
-    left = re.search(r"outside each backend's declared support:.* (\d+)%$", text, re.M)
-    left = f"{left.group(1)}%" if left else "0%"
+    left = re.findall(r"drawn within support: (\d+) draws .*outside each backend's declared support:.* (\d+)%$", text, re.M)
+    draws = sum(int(d) for d, _ in left)  # shards: their draws outside, over all their draws
+    left = f"{round(sum(int(d) * int(p) for d, p in left) / draws)}%" if draws else "0%"
     shapes = re.findall(r"^shapes: (\d+)", text, re.M)
     shapes = str(max(map(int, shapes))) if shapes else "-"  # the shards draw from one shape table
     return (f"{name:<22} {checked:>9} {unsupported:>12} {rate:>9} {first:>9} {ran:>7} {per_batch:>9} {left:>9} {shapes:>7}"
