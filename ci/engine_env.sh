@@ -7,16 +7,28 @@
 #   PY=$(python_with_torch)
 #   unpack_wheel vllm 0.33.0 .vllm/0.33.0 --python-version 3.12 --platform manylinux_2_28_x86_64
 
+# retrying COMMAND...: a download from PyPI, tried three times (a CI run lost vllm 0.28.0's wheel to
+# one failed fetch; pip writes a wheel whole or not at all, so a retry starts clean).
+retrying() {
+  local attempt
+  for attempt in 1 2 3; do
+    "$@" && return
+    echo "== attempt $attempt of 3 failed: $*" >&2
+    [ "$attempt" = 3 ] || sleep $((attempt * 15))
+  done
+  return 1
+}
+
 python_with_torch() {
   if python3 -c 'import torch, triton, numpy' 2>/dev/null; then echo python3; return; fi
   local venv=.sglang/venv
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import torch, triton, numpy' 2>/dev/null; then
     echo "== installing torch 2.11.0 + triton 3.6.0 into $venv (about 900 MB, once)" >&2
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --no-deps torch==2.11.0 triton==3.6.0 nvidia-cufile==1.15.1.6 \
+    retrying "$venv/bin/pip" install -q --no-deps torch==2.11.0 triton==3.6.0 nvidia-cufile==1.15.1.6 \
       nvidia-cusparselt-cu13==0.8.0 nvidia-nvshmem-cu13==3.4.5 >&2
     # numpy < 2.4: Triton 3.6's interpreter converts 1-element arrays with int().
-    "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
+    retrying "$venv/bin/pip" install -q --no-deps "numpy<2.4" packaging filelock typing_extensions "sympy==1.14.0" "mpmath<1.4" \
       networkx jinja2 markupsafe fsspec >&2
   fi
   echo "$venv/bin/python"
@@ -40,7 +52,7 @@ unpack_wheel() {
   echo "== installing $package $version's source into $site" >&2
   mkdir -p "$ROOT/wheels"
   ls "$ROOT"/wheels/"$package"-"$version"-*.whl >/dev/null 2>&1 ||
-    python3 -m pip download -q --no-deps --only-binary=:all: "$@" "$package==$version" -d "$ROOT/wheels" >&2
+    retrying python3 -m pip download -q --no-deps --only-binary=:all: "$@" "$package==$version" -d "$ROOT/wheels" >&2
   rm -rf "$site.tmp" && mkdir -p "$site.tmp"
   python3 - "$(ls "$ROOT"/wheels/"$package"-"$version"-*.whl | head -1)" "$site.tmp" <<'PY'
 import sys, zipfile

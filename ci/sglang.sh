@@ -46,7 +46,7 @@ if [ -n "${SGLANG_ADAPTER:-}" ]; then PY=python3; else PY=$(python_with_torch); 
 # on a machine without network (ci/gpu_wheels.py fetches it), else from the index.
 if [ -z "${SGLANG_ADAPTER:-}" ] && ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import msgspec' 2>/dev/null; then
   "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" --no-index --find-links .gpu/wheels "msgspec==0.22.0" \
-    2>/dev/null || "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
+    2>/dev/null || retrying "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "msgspec==0.22.0" >&2
 fi
 torch_cuda_libs
 # install VERSION: the release's Python source, unpacked from its wheel (0.5.11 on the wheels are
@@ -56,7 +56,7 @@ install() {
   [ -d "$site/sglang" ] && return
   echo "== installing sglang $version's source into $site" >&2
   mkdir -p "$ROOT/wheels"
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_34_x86_64 \
+  retrying python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux_2_34_x86_64 \
     --platform any "sglang==$version" -d "$ROOT/wheels"
   rm -rf "$site.tmp" && mkdir -p "$site.tmp"
   python3 -m zipfile -e "$(ls "$ROOT"/wheels/sglang-"$version"-*.whl | head -1)" "$site.tmp"

@@ -51,7 +51,7 @@ PY=$(python_with_torch)
 torch_cuda_libs
 # pydantic: vLLM's configuration classes are pydantic dataclasses (real, not stubbed).
 if ! PYTHONPATH=$ROOT/pyextra "$PY" -c 'import pydantic' 2>/dev/null; then
-  "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "pydantic==2.12.5" "pydantic-core==2.41.5" \
+  retrying "$PY" -m pip install -q --no-deps --target "$ROOT/pyextra" "pydantic==2.12.5" "pydantic-core==2.41.5" \
     "annotated-types==0.7.0" "typing-inspection==0.4.2" >&2
 fi
 # install VERSION: the release's Python source. Every vLLM wheel is one cp38-abi3 x86_64 manylinux
