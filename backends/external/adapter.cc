@@ -1,5 +1,6 @@
 #include "backends/external/adapter.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -68,7 +69,8 @@ std::shared_ptr<Adapter> Adapter::start(const std::string& command, double timeo
       for (int i = 0; i < layout.servers; ++i) {
         std::vector<std::string> env;
         if (!layout.gpus.empty()) env.push_back("CUDA_VISIBLE_DEVICES=" + layout.gpus[i % layout.gpus.size()]);
-        a->servers_.push_back(std::make_unique<AdapterServer>(command, env, timeout, layout.lanes));
+        a->servers_.push_back(std::make_unique<AdapterServer>(command, env, timeout, layout.lanes,
+                                                              [raw = a.get()] { raw->server_released(); }));
       }
       for (size_t i = 1; i < a->servers_.size(); ++i)
         a->starting_.emplace_back([s = a->servers_[i].get()] {
@@ -147,9 +149,21 @@ std::pair<bool, int> Adapter::busyness(size_t server) const {
 AdapterServer* Adapter::least_loaded() const {
   // A server busy with a warm-up (a compile, maybe for seconds) only when every one is.
   size_t best = 0;
+  std::pair<bool, int> best_busyness = busyness(0);
   for (size_t i = 1; i < servers_.size(); ++i)
-    if (busyness(i) < busyness(best)) best = i;
+    if (const std::pair<bool, int> b = busyness(i); b < best_busyness) best = i, best_busyness = b;
   return servers_[best].get();
+}
+
+void Adapter::server_released() {
+  if (openers_waiting_.load() == 0) return;  // no batch waits for a server: nothing to wake
+  std::lock_guard<std::mutex> lock(batch_mu_);
+  for (Gathering* g : openers_)
+    if (!g->woken) {  // the oldest not yet told: a second release at once wakes the next one
+      g->woken = true;
+      g->full.notify_one();
+      return;
+    }
 }
 
 bool Adapter::wants_warm_up(size_t server, const std::string& variant) const {
@@ -283,7 +297,19 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
     const AdapterServer* s = least_loaded();
     return s->load() >= kBatchDepth * s->lanes();
   };
-  while (g->members.size() < kMaxBatch && busy()) g->full.wait_for(lock, std::chrono::milliseconds(1));
+  // Woken when full, or when a server ends a request (server_released: the oldest opener first).
+  // Registered before it looks at the servers' load, so a release between the look and the wait
+  // finds it (the releaser lowers the load, then reads openers_waiting_). The timed wait is a
+  // safety net only: a 1 ms poll here was most of kvfuzz's futex calls.
+  openers_.push_back(g.get());
+  ++openers_waiting_;
+  while (g->members.size() < kMaxBatch && busy()) {
+    g->woken = false;
+    ++stats_.opener_waits;
+    if (g->full.wait_for(lock, kOpenerWait) == std::cv_status::timeout && !g->woken) ++stats_.opener_waits_ran_out;
+  }
+  openers_.erase(std::find(openers_.begin(), openers_.end(), g.get()));
+  --openers_waiting_;
   if (auto it = gathering_.find(key); it != gathering_.end() && it->second == g) gathering_.erase(it);
   const std::vector<BatchSlot*> members = g->members;
   lock.unlock();

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -66,6 +67,9 @@ struct AdapterStats {
   // Batching (call_batched): requests that carried several kernel runs (cases, or one case's value
   // sets), the cases and runs they carried, and how many failed (their cases then re-run alone).
   std::atomic<int64_t> batches{0}, batched_cases{0}, batched_runs{0}, batches_failed{0};
+  // A batch's opener waiting for a server's turn: its waits, and those that ran out (100 ms) with
+  // no server's release or join waking it (a server busy that long, or a wake-up lost).
+  std::atomic<int64_t> opener_waits{0}, opener_waits_ran_out{0};
   // Compile ahead (warm_up): warm-ups sent, how many failed (their process retired, as after any
   // failure on a server; never a finding), and their round trips. Not in any figure above.
   std::atomic<int64_t> warm_ups{0}, warm_ups_failed{0}, warm_up_nanoseconds{0};
@@ -132,6 +136,7 @@ class Adapter {
   bool batches() const { return !servers_.empty() && spec_.batch && layout_.batch; }
   static constexpr size_t kMaxBatch = 32;
   static constexpr int kBatchDepth = 1;
+  static constexpr std::chrono::milliseconds kOpenerWait{100};  // an opener's wait: a safety net
   using BatchWrite = std::function<void(const std::string&, const std::vector<BatchSlot*>&)>;
   using BatchRead = std::function<void(const std::string&, const nlohmann::json&, const std::vector<BatchSlot*>&)>;
   BatchSlot::Outcome call_batched(const std::string& key, BatchSlot& me, const BatchWrite& write, const BatchRead& read,
@@ -161,6 +166,8 @@ class Adapter {
                    const std::function<void(const std::string&, const nlohmann::json&)>& read,
                    const std::string& variant, Attempt attempt, int64_t cases = 1);
   AdapterServer* least_loaded() const;
+  // A server ended a request: wakes the oldest batch opener waiting for a server's turn.
+  void server_released();
   // One answer, whoever gave it: its timing into the stats, then unsupported (BackendUnsupported),
   // a failure (BackendFailure) or `read`. `first`: the variant's first request in its process.
   void settle(const nlohmann::json& answer, int64_t id, const std::string& dir,
@@ -187,9 +194,12 @@ class Adapter {
     std::vector<BatchSlot*> members;
     int64_t pool_elements = 0;
     std::condition_variable full, answered;
+    bool woken = false;  // told of a server's release since it last found every server busy
   };
   std::mutex batch_mu_;
   std::map<std::string, std::shared_ptr<Gathering>> gathering_;
+  std::deque<Gathering*> openers_;  // openers waiting for a server's turn, oldest first
+  std::atomic<int> openers_waiting_{0};
   mutable std::mutex warm_mu_;
   std::set<std::string> warm_ups_failed_;  // variants whose warm-up failed: not sent again
 };

@@ -20,8 +20,13 @@ std::vector<std::string> with_lanes(std::vector<std::string> env, int lanes) {
 
 }  // namespace
 
-AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes)
-    : command_(std::move(command)), env_(with_lanes(std::move(env), lanes)), timeout_(timeout), offered_lanes_(lanes) {}
+AdapterServer::AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes,
+                             std::function<void()> released)
+    : command_(std::move(command)),
+      env_(with_lanes(std::move(env), lanes)),
+      timeout_(timeout),
+      offered_lanes_(lanes),
+      released_(std::move(released)) {}
 
 void AdapterServer::ask_exit() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -66,24 +71,9 @@ nlohmann::json AdapterServer::hello() {
   return hello_;
 }
 
-int AdapterServer::lanes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return lanes_;
-}
-
-int AdapterServer::load() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return waiting_;
-}
-
 bool AdapterServer::has_run(const std::string& variant) const {
   std::lock_guard<std::mutex> lock(mu_);
   return seen_.count(variant) > 0 || warmed_.count(variant) > 0;
-}
-
-bool AdapterServer::warming() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return warming_ > 0;
 }
 
 uint64_t AdapterServer::ensure_running(std::unique_lock<std::mutex>& lock) {
@@ -193,7 +183,7 @@ std::vector<std::pair<int64_t, AdapterServer::Pending*>> AdapterServer::running(
   std::vector<std::pair<int64_t, Pending*>> window;
   for (auto& [i, p] : pending_)
     if (p.generation == generation_ && !p.answered) window.emplace_back(i, &p);
-  const size_t lanes = static_cast<size_t>(std::max(1, lanes_));
+  const size_t lanes = static_cast<size_t>(std::max(1, lanes_.load()));
   const auto by_order = [](const auto& a, const auto& b) { return a.second->order < b.second->order; };
   if (window.size() > lanes) {
     std::partial_sort(window.begin(), window.begin() + static_cast<std::ptrdiff_t>(lanes), window.end(), by_order);
@@ -226,6 +216,13 @@ void AdapterServer::retire_locked(uint64_t generation) {
 AdapterServer::Reply AdapterServer::request(const nlohmann::json& message, const std::string& variant, bool alone,
                                             bool warm_up) {
   const Clock::time_point entered = Clock::now();
+  // Destroyed after `lock` (declared before it): tells of the release outside the lock.
+  struct Released {
+    const std::function<void()>& f;
+    ~Released() {
+      if (f) f();
+    }
+  } const released{released_};
   std::unique_lock<std::mutex> lock(mu_);
   ++waiting_;
   if (warm_up) ++warming_;

@@ -21,8 +21,10 @@
 //   AdapterServer::Reply r = s.request({{"op", "execute"}, {"id", 7}, {"dir", d}}, "fp16 ps16", false);
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -50,7 +52,10 @@ class AdapterServer {
  public:
   // `env`: added to the process's environment (CUDA_VISIBLE_DEVICES=...). Nothing starts yet.
   // `lanes` > 1: offered to the process (KVFUZZ_ADAPTER_LANES); it takes what it declares.
-  AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes = 1);
+  // `released`: called each time a request ends (answered, lost or failed; load() is lower by one
+  // then), on the requesting thread, outside this server's lock: Adapter's batch openers wait on it.
+  AdapterServer(std::string command, std::vector<std::string> env, double timeout, int lanes = 1,
+                std::function<void()> released = {});
   ~AdapterServer();
   AdapterServer(const AdapterServer&) = delete;
   AdapterServer& operator=(const AdapterServer&) = delete;
@@ -86,15 +91,16 @@ class AdapterServer {
   // flight become ServerLost (shared) or BackendFailure "stopped" (alone), as every later one.
   void stop();
 
-  // Requests waiting or in flight: the least loaded server takes the next job's request.
-  int load() const;
+  // Requests waiting or in flight: the least loaded server takes the next job's request. load(),
+  // lanes() and warming() take no lock (a batch's opener asks them of every server while it waits).
+  int load() const { return waiting_.load(); }  // sequentially consistent: Adapter::server_released
   int64_t restarts() const { return restarts_; }
   // The requests the running (or last) process works on at once: its declared "lanes", else 1.
-  int lanes() const;
+  int lanes() const { return lanes_.load(std::memory_order_relaxed); }
   // Whether the running process has run `variant`, or this server was ever sent a warm-up of it
   // (a process restarted after a failure is not warmed again); whether a warm-up is in flight.
   bool has_run(const std::string& variant) const;
-  bool warming() const;
+  bool warming() const { return warming_.load(std::memory_order_relaxed) > 0; }
 
  private:
   struct Pending {
@@ -120,7 +126,8 @@ class AdapterServer {
   const std::vector<std::string> env_;
   const double timeout_;
   const int offered_lanes_;
-  int lanes_ = 1;  // the running process's declared "lanes" (1 without)
+  const std::function<void()> released_;
+  std::atomic<int> lanes_{1};  // the running process's declared "lanes" (1 without)
   uint64_t next_order_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -137,8 +144,10 @@ class AdapterServer {
   std::map<int64_t, Pending> pending_;
   std::set<std::string> seen_;    // kernel variants the running process has run
   std::set<std::string> warmed_;  // ... and those any of its processes was sent as warm-ups
-  int warming_ = 0;               // warm-ups in flight
-  int shared_ = 0, exclusive_waiting_ = 0, waiting_ = 0;
+  // Written under mu_, read without it (load(), warming()).
+  std::atomic<int> warming_{0};   // warm-ups in flight
+  std::atomic<int> waiting_{0};   // requests waiting or in flight
+  int shared_ = 0, exclusive_waiting_ = 0;
   bool exclusive_ = false;
   int64_t restarts_ = 0;
   std::optional<std::chrono::steady_clock::time_point> exit_by_;  // ask_exit: the destructor's wait

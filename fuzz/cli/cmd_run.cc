@@ -201,7 +201,9 @@ void add_run(CLI::App& app, int& exit_code) {
         if (a->batches())
           std::cout << "adapter " << a->spec().name << " batches: " << st.batches << " requests carried "
                     << st.batched_cases << " cases, " << st.batches_failed << " failed (their cases re-run alone); "
-                    << st.batched_runs << " kernel runs (value sets) in all\n";
+                    << st.batched_runs << " kernel runs (value sets) in all; openers waited for a server "
+                    << st.opener_waits << " times, " << st.opener_waits_ran_out
+                    << " of them until the 100 ms net (no release woke them)\n";
       }
     }
     std::cout << std::fixed << std::setprecision(2) << "oracle: " << oracle_seconds_spent() << " s in run_oracle\n";
