@@ -101,6 +101,8 @@ Adapter::~Adapter() {
 
 void Adapter::stop_servers() {
   for (const auto& s : servers_) s->stop();
+  std::lock_guard<std::mutex> lock(batch_mu_);  // every waiting opener sends now (and is refused)
+  for (Gathering* g : openers_) g->full.notify_one();
 }
 
 int64_t Adapter::server_restarts() const {
@@ -303,7 +305,7 @@ BatchSlot::Outcome Adapter::call_batched(const std::string& key, BatchSlot& me, 
   // safety net only: a 1 ms poll here was most of kvfuzz's futex calls.
   openers_.push_back(g.get());
   ++openers_waiting_;
-  while (g->members.size() < kMaxBatch && busy()) {
+  while (g->members.size() < kMaxBatch && busy() && !time_is_up()) {
     g->woken = false;
     ++stats_.opener_waits;
     if (g->full.wait_for(lock, kOpenerWait) == std::cv_status::timeout && !g->woken) ++stats_.opener_waits_ran_out;
