@@ -71,6 +71,18 @@ HOST_CPU = "host CPU"
 BREAKDOWN_WIDTHS = [len(c) + 2 for c in BREAKDOWN_COLUMNS]
 
 
+def counts(text):
+    """(cases checked, unsupported, wall seconds) of a campaign's log; a log of several shards: the
+    cases added up, the longest wall time."""
+    wall = max((float(x) for x in re.findall(r"campaign: \d+ cases in ([\d.]+) s", text)), default=0.0)
+    checked = unsupported = 0
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 3 and ":" in f[0] and f[1].isdigit() and f[2].isdigit():
+            checked, unsupported = checked + int(f[1]), unsupported + int(f[2])
+    return checked, unsupported, wall
+
+
 def row(name, log, groups):
     text = open(log).read()
     wall_file = log[:-len(".log")] + ".wall"  # ci/gpu.sh: the campaign's whole time, shrinking included
@@ -82,12 +94,7 @@ def row(name, log, groups):
     requests, carried = sum(int(x[0]) for x in b), sum(int(x[1]) for x in b)
     per_batch = f"{carried / requests:.1f}" if requests else "-"
     jobs = sum(int(x) for x in re.findall(r"(\d+) job\(s\)", text)) or 1
-    wall = max((float(x) for x in re.findall(r"campaign: \d+ cases in ([\d.]+) s", text)), default=0.0)
-    checked = unsupported = 0
-    for line in text.splitlines():
-        f = line.split()
-        if len(f) == 3 and ":" in f[0] and f[1].isdigit() and f[2].isdigit():
-            checked, unsupported = checked + int(f[1]), unsupported + int(f[2])
+    checked, unsupported, wall = counts(text)
     found = {}
     for g in groups:  # cases with a finding of each property
         prop = g["key"].split("/")[0]
