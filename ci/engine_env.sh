@@ -7,17 +7,8 @@
 #   PY=$(python_with_torch)
 #   unpack_wheel vllm 0.33.0 .vllm/0.33.0 --python-version 3.12 --platform manylinux_2_28_x86_64
 
-# retrying COMMAND...: a download from PyPI, tried three times (a CI run lost vllm 0.28.0's wheel to
-# one failed fetch; pip writes a wheel whole or not at all, so a retry starts clean).
-retrying() {
-  local attempt
-  for attempt in 1 2 3; do
-    "$@" && return
-    echo "== attempt $attempt of 3 failed: $*" >&2
-    [ "$attempt" = 3 ] || sleep $((attempt * 15))
-  done
-  return 1
-}
+# shellcheck source=ci/retrying.sh
+source "$(dirname "${BASH_SOURCE[0]}")/retrying.sh"
 
 python_with_torch() {
   if python3 -c 'import torch, triton, numpy' 2>/dev/null; then echo python3; return; fi

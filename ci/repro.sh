@@ -27,6 +27,8 @@
 # (REPRO_FULL=1: the 6 runs of FULL_RUNS too, about 45 s more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=ci/retrying.sh
+source ci/retrying.sh
 KVFUZZ=${KVFUZZ:-build/fuzz/kvfuzz}
 PY=${PY:-$( [ -x .sglang/venv/bin/python ] && echo .sglang/venv/bin/python || echo python3 )}
 FLASHINFER=.flashinfer/0.7.2.post1
@@ -132,7 +134,7 @@ install_flashinfer() {  # the wheel's package __init__, prefill.py and metadata:
   wheel=$(ls .gpu/wheels/flashinfer_python-0.7.2.post1-*.whl 2>/dev/null | head -1 || true)
   if [ -z "$wheel" ]; then
     mkdir -p .flashinfer/wheels
-    python3 -m pip download -q --no-deps --only-binary=:all: "flashinfer-python==0.7.2.post1" -d .flashinfer/wheels
+    retrying python3 -m pip download -q --no-deps --only-binary=:all: "flashinfer-python==0.7.2.post1" -d .flashinfer/wheels
     wheel=$(ls .flashinfer/wheels/flashinfer_python-0.7.2.post1-*.whl | head -1)
   fi
   rm -rf "$FLASHINFER.tmp" && mkdir -p "$FLASHINFER.tmp"
