@@ -57,6 +57,10 @@
 #                         variants (a warm-up case each, answer discarded) while it serves the current run
 #                         (kvfuzz run --compile-ahead; docs/gpu.md "Executor servers"); 0 (default: not yet
 #                         measured on a GPU)
+#   KVFUZZ_GPU_FLASHINFER_PREBUILD  1: before each flashinfer_paged_csr campaign, FlashInfer's JIT kernels
+#                         of every variant it can meet are built, as many at once as cores
+#                         (adapters/gpu/flashinfer_prebuild.py), into KVFUZZ_GPU_CACHE; 0 (default: not yet
+#                         measured on a GPU)
 #   KVFUZZ_GPU_SHAPE_SEED  seed of those shapes (default 1): kept while KVFUZZ_GPU_SEED changes, a new
 #                         campaign draws new cases on the shapes whose kernels the caches hold
 #   KVFUZZ_GPU_CACHE      the compile caches, kept between runs (Triton's, Inductor's, FlashInfer's JIT;
@@ -295,8 +299,21 @@ per_gpu_campaign() {
   fi
   return "$rc"
 }
+# prebuild NAME: FlashInfer's JIT kernels of flashinfer_paged_csr's every variant, built before its
+# campaign by as many processes as cores (adapters/gpu/flashinfer_prebuild.py; its log OUT/NAME.prebuild.log)
+prebuild() {
+  local t0=$SECONDS backend=fa2
+  [[ $1 == *.* ]] && backend=${1#*.}
+  echo "== $1: FlashInfer's kernels built ahead (log $out/$1.prebuild.log)"
+  KVFLASHINFER_BACKEND=$backend PYTHONPATH="$site:$PWD/adapters" FLASHINFER_WORKSPACE_BASE="$cache" \
+    python3 adapters/gpu/flashinfer_prebuild.py --jobs "$(nproc)" >"$out/$1.prebuild.log" 2>&1 ||
+    echo "   some variants failed to build: their cases will fail the same way in the campaign"
+  echo "   $(tail -n 1 "$out/$1.prebuild.log") ($((SECONDS - t0)) s)"
+}
 campaign() {
-  local name=$1 rc=0 t0=$SECONDS cpu0
+  local name=$1 rc=0 t0 cpu0
+  [ "${KVFUZZ_GPU_FLASHINFER_PREBUILD:-0}" = 1 ] && [ "${name%%.*}" = flashinfer_paged_csr ] && prebuild "$name"
+  t0=$SECONDS
   cpu0=$(head -n 1 /proc/stat)
   if [ "$per_gpu" = 1 ]; then per_gpu_campaign "$name" || rc=$?
   else run_kvfuzz "$name" "$(jobs_of "$name")" "$out/$name" ${KVFUZZ_GPU_SHARD:+--shard "$KVFUZZ_GPU_SHARD"} || rc=$?
