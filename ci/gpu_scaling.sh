@@ -32,23 +32,22 @@ mapfile -t cpus < <(python3 -c 'import os; print(*sorted(os.sched_getaffinity(0)
 slice=$(printf '%s\n' "${cpus[@]:0:$(( ${#cpus[@]} / n ))}" | paste -sd, -)
 rm -rf "$out" && mkdir -p "$out"
 echo "$n" >"$out/gpus"
-# run NAME [VAR=V...]: ci/gpu.sh into OUT/NAME (its log OUT/NAME.txt); its exit status is the table's to judge
+# run NAME [VAR=V...]: ci/gpu.sh into OUT/NAME (its log OUT/NAME.txt), under PIN (a taskset, or
+# none); its exit status is the table's to judge
+pin=()
 run() {
   local name=$1
   shift
-  echo "== $name: $*"
-  env "$@" KVFUZZ_GPU_OUT="$out/$name" bash ci/gpu.sh >"$out/$name.txt" 2>&1 || echo "   (ci/gpu.sh exited $?: $out/$name.txt)"
+  echo "== $name: $* ${pin[*]}"
+  "${pin[@]}" env "$@" KVFUZZ_GPU_OUT="$out/$name" bash ci/gpu.sh >"$out/$name.txt" 2>&1 ||
+    echo "   (ci/gpu.sh exited $?: $out/$name.txt)"
 }
 [ "$fill" = 0 ] || run fill CUDA_VISIBLE_DEVICES="$all" KVFUZZ_GPU_SEED=1 KVFUZZ_GPU_SECONDS="$fill"
 seed=${KVFUZZ_GPU_SEED:-2}
-if command -v taskset >/dev/null; then
-  echo "== one: GPU ${gpu_ids[0]} on cores $slice"
-  taskset -c "$slice" env CUDA_VISIBLE_DEVICES="${gpu_ids[0]}" KVFUZZ_GPU_SEED="$seed" KVFUZZ_GPU_OUT="$out/one" \
-    bash ci/gpu.sh >"$out/one.txt" 2>&1 || echo "   (ci/gpu.sh exited $?: $out/one.txt)"
-else
-  echo "gpu_scaling.sh: no taskset: one GPU runs on every core (a higher baseline than a one-GPU host's)"
-  run one CUDA_VISIBLE_DEVICES="${gpu_ids[0]}" KVFUZZ_GPU_SEED="$seed"
-fi
+if command -v taskset >/dev/null; then pin=(taskset -c "$slice")
+else echo "gpu_scaling.sh: no taskset: one GPU runs on every core (a higher baseline than a one-GPU host's)"; fi
+run one CUDA_VISIBLE_DEVICES="${gpu_ids[0]}" KVFUZZ_GPU_SEED="$seed"
+pin=()
 run all CUDA_VISIBLE_DEVICES="$all" KVFUZZ_GPU_SEED="$seed"
 run per_gpu CUDA_VISIBLE_DEVICES="$all" KVFUZZ_GPU_SEED="$seed" KVFUZZ_GPU_PER_GPU=1
 read -r -a names <<<"$KVFUZZ_GPU_ADAPTERS"
